@@ -1,0 +1,388 @@
+//! Errors of the storage engine.
+//!
+//! [`InputError`] is a caller mistake (bad id, bad time, malformed body): the command line maps
+//! it to a usage error. Everything else in [`Error`] is a runtime error: a record that does not
+//! exist or is in the wrong state, a file that cannot be opened, an I/O failure.
+
+use std::path::PathBuf;
+
+use crate::id::{Namespace, RecordId};
+use crate::kind::Kind;
+use crate::time::Timestamp;
+
+/// A time that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TimeError {
+    /// Not RFC 3339 and not a plain date.
+    #[error("invalid time {input:?}: expected RFC 3339 (2024-05-07T10:00:00Z) or a date (2024-05-07)")]
+    Malformed {
+        /// What was given.
+        input: String,
+    },
+    /// Outside the years 0000..=9999.
+    #[error("time {input:?} is out of range (years 0000 to 9999)")]
+    OutOfRange {
+        /// What was given.
+        input: String,
+    },
+}
+
+/// A caller mistake: nothing was read or written because the input itself is wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// Not a UUID.
+    #[error("invalid record id {input:?}: expected a UUID")]
+    BadId {
+        /// What was given.
+        input: String,
+    },
+    /// A namespace name that is not allowed.
+    #[error("invalid namespace {name:?}: {reason}")]
+    BadNamespace {
+        /// What was given.
+        name: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// Not one of the kinds.
+    #[error(
+        "unknown kind {input:?} (kinds: decision, task, entity, relation, observation, pattern, gotcha, learning, error_fix, episode, knowledge, preference, brief, conversation, message, metrics)"
+    )]
+    UnknownKind {
+        /// What was given.
+        input: String,
+    },
+    /// The body does not fit the kind.
+    #[error("invalid {kind} body: {reason}")]
+    BadBody {
+        /// The kind.
+        kind: Kind,
+        /// The parser's complaint.
+        reason: String,
+    },
+    /// A required field is empty.
+    #[error("a {kind} needs a non-empty `{field}`")]
+    MissingField {
+        /// The kind.
+        kind: Kind,
+        /// The field.
+        field: &'static str,
+    },
+    /// A bad time.
+    #[error(transparent)]
+    Time(#[from] TimeError),
+    /// An empty or inverted valid interval.
+    #[error("invalid valid-time interval: valid_until {until} must be after valid_from {from}")]
+    BadInterval {
+        /// Start.
+        from: Timestamp,
+        /// End.
+        until: Timestamp,
+    },
+    /// Importance outside 1..=5.
+    #[error("invalid importance {value}: expected 1 to 5")]
+    BadImportance {
+        /// What was given.
+        value: i64,
+    },
+    /// Confidence outside 0..=1 or not finite.
+    #[error("invalid confidence {value}: expected a number from 0 to 1")]
+    BadConfidence {
+        /// What was given.
+        value: f64,
+    },
+    /// An empty tag or one with control characters.
+    #[error("invalid tag {tag:?}: tags are non-empty and have no control characters")]
+    BadTag {
+        /// What was given.
+        tag: String,
+    },
+    /// A revision or supersession that would change the kind of a record.
+    #[error("kind mismatch: record {id} is a {expected}, not a {got}")]
+    KindMismatch {
+        /// The record.
+        id: RecordId,
+        /// Its kind.
+        expected: Kind,
+        /// The kind given.
+        got: Kind,
+    },
+    /// A time that callers may not use (before year 0 or after 9999).
+    #[error("time {time} is out of range (years 0000 to 9999)")]
+    TimeOutOfRange {
+        /// The time.
+        time: Timestamp,
+    },
+    /// Anything else about the input.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Why a database file could not be opened. Nothing is written to a file that fails to open.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The file does not exist (and creating it was not asked for).
+    #[error("no mnemon database at {path} (create one with `mnemon init`)")]
+    Missing {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The file exists but is not a mnemon database.
+    #[error("{path} is not a mnemon database: {reason}")]
+    NotMnemon {
+        /// The path.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The file was written by a newer mnemon.
+    #[error(
+        "{path} has format version {found}, newer than this mnemon supports ({supported}): upgrade mnemon"
+    )]
+    NewerFormat {
+        /// The path.
+        path: PathBuf,
+        /// The file's version.
+        found: u32,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+    /// The file is older than this build can read or upgrade.
+    #[error("{path} has format version {found}, older than the oldest this mnemon can upgrade ({oldest})")]
+    TooOld {
+        /// The path.
+        path: PathBuf,
+        /// The file's version.
+        found: u32,
+        /// The oldest version this build upgrades.
+        oldest: u32,
+    },
+    /// Another process holds the database.
+    #[error("{path} is in use by another process")]
+    InUse {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The file or its folder could not be accessed or created.
+    #[error("cannot open {path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// redb refused to open the file.
+    #[error("cannot open {path}: {source}")]
+    Database {
+        /// The path.
+        path: PathBuf,
+        /// redb's error.
+        source: Box<redb::Error>,
+    },
+}
+
+/// A stored value that could not be encoded or decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodecError {
+    /// Encoding failed (only possible for values serde cannot express).
+    #[error("cannot encode value: {0}")]
+    Encode(String),
+    /// Bytes that do not decode as the expected value.
+    #[error("cannot decode {what}: {reason}")]
+    Decode {
+        /// What was being decoded.
+        what: &'static str,
+        /// Why it failed.
+        reason: String,
+    },
+    /// A value written by a newer or unknown codec version.
+    #[error("cannot decode {what}: codec version {found}, expected {expected}")]
+    Version {
+        /// What was being decoded.
+        what: &'static str,
+        /// The version byte found.
+        found: u8,
+        /// The version this build writes and reads.
+        expected: u8,
+    },
+}
+
+/// Any storage error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A caller mistake.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// Opening failed.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// No such record in this namespace (it never existed there, or was forgotten).
+    #[error("no record {id} in namespace {namespace:?}")]
+    NotFound {
+        /// The namespace.
+        namespace: Namespace,
+        /// The id.
+        id: RecordId,
+    },
+    /// The id is already used in this namespace.
+    #[error("record {id} already exists in namespace {namespace:?}")]
+    DuplicateId {
+        /// The namespace.
+        namespace: Namespace,
+        /// The id.
+        id: RecordId,
+    },
+    /// The record was already superseded.
+    #[error("record {id} was already superseded by {by}")]
+    AlreadySuperseded {
+        /// The record.
+        id: RecordId,
+        /// Its successor.
+        by: RecordId,
+    },
+    /// The record stopped being valid at or before the requested time.
+    #[error("record {id} is no longer valid at {at}: it ended at {ended}")]
+    AlreadyEnded {
+        /// The record.
+        id: RecordId,
+        /// The requested time.
+        at: Timestamp,
+        /// When it ended.
+        ended: Timestamp,
+    },
+    /// The requested time is before the record became valid.
+    #[error("record {id} only becomes valid at {valid_from}, after {at}")]
+    BeforeValid {
+        /// The record.
+        id: RecordId,
+        /// The requested time.
+        at: Timestamp,
+        /// When it becomes valid.
+        valid_from: Timestamp,
+    },
+    /// A change of valid time that would break a supersession chain.
+    #[error(
+        "record {id} is part of a supersession chain: its valid time follows the chain and cannot be revised"
+    )]
+    ChainedValidTime {
+        /// The record.
+        id: RecordId,
+    },
+    /// Another live record already has this identity key.
+    #[error("a live {kind} with key {key:?} already exists in namespace {namespace:?}: {existing}")]
+    IdentityConflict {
+        /// The namespace.
+        namespace: Namespace,
+        /// The kind.
+        kind: Kind,
+        /// The normalised key.
+        key: String,
+        /// The live record holding it.
+        existing: RecordId,
+    },
+    /// Optimistic concurrency: the record changed since it was read.
+    #[error("record {id} changed concurrently: expected revision {expected}, found {found}")]
+    RevisionConflict {
+        /// The record.
+        id: RecordId,
+        /// The revision the caller read.
+        expected: u32,
+        /// The latest revision.
+        found: u32,
+    },
+    /// A restored (imported) revision that does not continue the stored history.
+    #[error("cannot restore revision {rev} of {id}: {reason}")]
+    RestoreMismatch {
+        /// The record.
+        id: RecordId,
+        /// The revision.
+        rev: u32,
+        /// Why.
+        reason: String,
+    },
+    /// A stored value could not be decoded.
+    #[error("corrupt value in table {table}: {source}")]
+    Codec {
+        /// The table.
+        table: &'static str,
+        /// The codec error.
+        source: CodecError,
+    },
+    /// An index disagrees with the revisions it is derived from (a bug: please report it).
+    #[error("index inconsistency in namespace {namespace:?}: {detail}")]
+    Inconsistent {
+        /// The namespace.
+        namespace: String,
+        /// What disagreed.
+        detail: String,
+    },
+    /// redb failed.
+    #[error("database error in {path}: {source}")]
+    Database {
+        /// The database file.
+        path: PathBuf,
+        /// redb's error.
+        source: Box<redb::Error>,
+    },
+    /// A commit failed; no operation of the batch it carried was applied.
+    #[error("commit to {path} failed, nothing from this batch was written: {reason}")]
+    CommitFailed {
+        /// The database file.
+        path: PathBuf,
+        /// What failed.
+        reason: String,
+    },
+    /// The background writer stopped (the store is shutting down or a commit panicked).
+    #[error("the writer of {path} has stopped")]
+    WriterStopped {
+        /// The database file.
+        path: PathBuf,
+    },
+}
+
+impl Error {
+    /// Whether the caller's input was at fault (maps to a usage error on the command line).
+    pub fn is_input(&self) -> bool {
+        matches!(self, Error::Input(_))
+    }
+
+    /// Fill in the database path of an error raised where the path was not at hand.
+    pub(crate) fn with_path(self, p: &std::path::Path) -> Error {
+        match self {
+            Error::Database { path, source } if path.as_os_str().is_empty() => {
+                Error::Database { path: p.to_path_buf(), source }
+            }
+            Error::WriterStopped { path } if path.as_os_str().is_empty() => {
+                Error::WriterStopped { path: p.to_path_buf() }
+            }
+            other => other,
+        }
+    }
+}
+
+macro_rules! from_redb {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Error {
+                Error::Database { path: PathBuf::new(), source: Box::new(e.into()) }
+            }
+        }
+    )*};
+}
+from_redb!(
+    redb::Error,
+    redb::StorageError,
+    redb::TableError,
+    redb::TransactionError,
+    redb::CommitError,
+    redb::DatabaseError,
+    redb::SetDurabilityError
+);
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

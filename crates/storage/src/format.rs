@@ -1,0 +1,145 @@
+//! File format identity and the meta table.
+//!
+//! A mnemon database is a redb file whose `mnemon.meta` table holds:
+//!
+//! | key              | value                                                         |
+//! |------------------|---------------------------------------------------------------|
+//! | `magic`          | the 8 bytes [`MAGIC`], raw                                    |
+//! | `format_version` | `u32` little-endian, raw (readable by any future build)       |
+//! | `created_by`     | `[1][bincode string]`: the mnemon version that created it     |
+//! | `created_at`     | `[1][bincode i64]`: creation time, microseconds               |
+//! | `last_tx`        | `[1][bincode i64]`: the latest transaction time committed     |
+//! | `commit_seq`     | `[1][bincode u64]`: the number of commits                     |
+//! | `swept_through`  | `[1][bincode i64]`: `CURRENT` holds every row visible after it |
+//!
+//! ## Versions
+//! - 1: the first format (mnemon 0.1).
+//!
+//! A file with a newer version is refused with [`OpenError::NewerFormat`]; one older than
+//! [`OLDEST_SUPPORTED_FORMAT_VERSION`] with [`OpenError::TooOld`]; anything between is upgraded
+//! in place on open.
+
+use std::path::Path;
+
+use redb::{ReadableTable, Table};
+
+use crate::codec::{self};
+use crate::error::{CodecError, Error, OpenError};
+use crate::tables::names;
+use crate::time::Timestamp;
+
+/// The magic value stored under `magic`.
+pub const MAGIC: [u8; 8] = *b"mnemon\x00\x01";
+/// The format version this build writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// The oldest format version this build can open (upgrading it if needed).
+pub const OLDEST_SUPPORTED_FORMAT_VERSION: u32 = 1;
+/// The first bytes of every redb file.
+pub(crate) const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+
+const META_VALUE_VERSION: u8 = 1;
+
+pub(crate) mod keys {
+    pub(crate) const MAGIC: &str = "magic";
+    pub(crate) const FORMAT_VERSION: &str = "format_version";
+    pub(crate) const CREATED_BY: &str = "created_by";
+    pub(crate) const CREATED_AT: &str = "created_at";
+    pub(crate) const LAST_TX: &str = "last_tx";
+    pub(crate) const COMMIT_SEQ: &str = "commit_seq";
+    pub(crate) const SWEPT_THROUGH: &str = "swept_through";
+}
+
+/// The clocks and counters kept in the meta table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetaState {
+    /// The latest transaction time committed.
+    pub last_tx: Timestamp,
+    /// The number of commits.
+    pub commit_seq: u64,
+    /// Every record visible after this valid time, as known now, has a `CURRENT` row.
+    pub swept_through: Timestamp,
+}
+
+fn meta_err(e: CodecError) -> Error {
+    Error::Codec { table: names::META, source: e }
+}
+
+pub(crate) fn put_scalar<T: serde::Serialize>(
+    table: &mut Table<&str, &[u8]>,
+    key: &str,
+    value: &T,
+) -> Result<(), Error> {
+    let bytes = codec::encode_versioned(META_VALUE_VERSION, value).map_err(meta_err)?;
+    table.insert(key, bytes.as_slice())?;
+    Ok(())
+}
+
+pub(crate) fn get_scalar<T: serde::de::DeserializeOwned>(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    key: &'static str,
+) -> Result<Option<T>, Error> {
+    match table.get(key)? {
+        None => Ok(None),
+        Some(v) => codec::decode_versioned(key, META_VALUE_VERSION, v.value()).map(Some).map_err(meta_err),
+    }
+}
+
+pub(crate) fn read_state(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+) -> Result<MetaState, Error> {
+    Ok(MetaState {
+        last_tx: Timestamp::from_micros(get_scalar::<i64>(table, keys::LAST_TX)?.unwrap_or(i64::MIN)),
+        commit_seq: get_scalar::<u64>(table, keys::COMMIT_SEQ)?.unwrap_or(0),
+        swept_through: Timestamp::from_micros(
+            get_scalar::<i64>(table, keys::SWEPT_THROUGH)?.unwrap_or(i64::MIN),
+        ),
+    })
+}
+
+pub(crate) fn write_state(table: &mut Table<&str, &[u8]>, s: &MetaState) -> Result<(), Error> {
+    put_scalar(table, keys::LAST_TX, &s.last_tx.as_micros())?;
+    put_scalar(table, keys::COMMIT_SEQ, &s.commit_seq)?;
+    put_scalar(table, keys::SWEPT_THROUGH, &s.swept_through.as_micros())
+}
+
+/// Write the identity of a new database.
+pub(crate) fn init(table: &mut Table<&str, &[u8]>, now: Timestamp) -> Result<(), Error> {
+    table.insert(keys::MAGIC, MAGIC.as_slice())?;
+    table.insert(keys::FORMAT_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())?;
+    put_scalar(table, keys::CREATED_BY, &env!("CARGO_PKG_VERSION").to_string())?;
+    put_scalar(table, keys::CREATED_AT, &now.as_micros())?;
+    write_state(table, &MetaState { last_tx: Timestamp::MIN, commit_seq: 0, swept_through: Timestamp::MIN })
+}
+
+/// Check that the meta table identifies a mnemon database this build can read.
+pub(crate) fn check(
+    path: &Path,
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+) -> Result<u32, OpenError> {
+    let not = |reason: &str| OpenError::NotMnemon { path: path.to_path_buf(), reason: reason.to_string() };
+    let dberr =
+        |e: redb::StorageError| OpenError::Database { path: path.to_path_buf(), source: Box::new(e.into()) };
+    let magic =
+        table.get(keys::MAGIC).map_err(dberr)?.ok_or_else(|| not("its metadata has no magic number"))?;
+    if magic.value() != MAGIC.as_slice() {
+        return Err(not("wrong magic number"));
+    }
+    let v = table.get(keys::FORMAT_VERSION).map_err(dberr)?.ok_or_else(|| not("no format version"))?;
+    let bytes: [u8; 4] = v.value().try_into().map_err(|_| not("malformed format version"))?;
+    let version = u32::from_le_bytes(bytes);
+    if version > FORMAT_VERSION {
+        return Err(OpenError::NewerFormat {
+            path: path.to_path_buf(),
+            found: version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    if version < OLDEST_SUPPORTED_FORMAT_VERSION {
+        return Err(OpenError::TooOld {
+            path: path.to_path_buf(),
+            found: version,
+            oldest: OLDEST_SUPPORTED_FORMAT_VERSION,
+        });
+    }
+    Ok(version)
+}

@@ -1,0 +1,190 @@
+//! Record ids (UUIDv7) and namespaces.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use uuid::Uuid;
+
+use crate::error::InputError;
+
+/// A record id: a UUIDv7, so ids sort by creation time.
+///
+/// In keys it is the 128-bit big-endian integer of the UUID, so key order is id order.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RecordId(u128);
+
+impl RecordId {
+    /// A fresh UUIDv7 id.
+    pub fn new() -> Self {
+        RecordId(Uuid::now_v7().as_u128())
+    }
+
+    /// The id from its 128-bit integer form.
+    pub const fn from_u128(v: u128) -> Self {
+        RecordId(v)
+    }
+
+    /// The 128-bit integer form (used in keys).
+    pub const fn as_u128(self) -> u128 {
+        self.0
+    }
+
+    /// The UUID.
+    pub fn uuid(self) -> Uuid {
+        Uuid::from_u128(self.0)
+    }
+
+    /// Parse the hyphenated (or simple) UUID form.
+    pub fn parse(text: &str) -> Result<Self, InputError> {
+        Uuid::parse_str(text.trim())
+            .map(|u| RecordId(u.as_u128()))
+            .map_err(|_| InputError::BadId { input: text.to_string() })
+    }
+
+    /// The first eight hex digits: enough to tell records apart in a table.
+    pub fn short(self) -> String {
+        let s = self.to_string();
+        s.chars().take(8).collect()
+    }
+}
+
+impl Default for RecordId {
+    fn default() -> Self {
+        RecordId::new()
+    }
+}
+
+impl fmt::Display for RecordId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&Uuid::from_u128(self.0).hyphenated(), f)
+    }
+}
+
+impl fmt::Debug for RecordId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RecordId({self})")
+    }
+}
+
+impl FromStr for RecordId {
+    type Err = InputError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RecordId::parse(s)
+    }
+}
+
+/// JSON sees the hyphenated UUID string; the binary codec sees the integer.
+impl Serialize for RecordId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            serializer.collect_str(self)
+        } else {
+            serializer.serialize_u128(self.0)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RecordId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if deserializer.is_human_readable() {
+            let s = String::deserialize(deserializer)?;
+            RecordId::parse(&s).map_err(serde::de::Error::custom)
+        } else {
+            Ok(RecordId(u128::deserialize(deserializer)?))
+        }
+    }
+}
+
+/// The longest namespace name, in bytes.
+pub const MAX_NAMESPACE_LEN: usize = 200;
+
+/// A namespace: a tenant or scope such as `global`, `project:1a2b3c4d-app` or `agent:dev-1`.
+///
+/// The namespace is the first component of every key, so namespaces are isolated by the key
+/// layout itself: a scan within one can never reach another.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize)]
+#[serde(transparent)]
+pub struct Namespace(String);
+
+impl Namespace {
+    /// Validate a namespace name: 1 to 200 bytes, no control characters, no surrounding spaces.
+    pub fn new(name: impl Into<String>) -> Result<Self, InputError> {
+        let name = name.into();
+        let bad = |reason: &'static str| InputError::BadNamespace { name: name.clone(), reason };
+        if name.is_empty() {
+            return Err(bad("it is empty"));
+        }
+        if name.len() > MAX_NAMESPACE_LEN {
+            return Err(bad("it is longer than 200 bytes"));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(bad("it contains control characters"));
+        }
+        if name.trim() != name {
+            return Err(bad("it has leading or trailing spaces"));
+        }
+        Ok(Namespace(name))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Namespace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for Namespace {
+    type Err = InputError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Namespace::new(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Namespace {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Namespace::new(s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl AsRef<str> for Namespace {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_sort_by_creation() {
+        let a = RecordId::new();
+        let b = RecordId::new();
+        assert!(a < b);
+        assert_eq!(a.uuid().get_version_num(), 7);
+    }
+
+    #[test]
+    fn id_text_round_trips() -> Result<(), InputError> {
+        let a = RecordId::new();
+        assert_eq!(RecordId::parse(&a.to_string())?, a);
+        assert!(RecordId::parse("not-an-id").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn namespace_validation() {
+        assert!(Namespace::new("project:1a2b3c4d-app").is_ok());
+        assert!(Namespace::new("").is_err());
+        assert!(Namespace::new("a\u{0}b").is_err());
+        assert!(Namespace::new(" x").is_err());
+        assert!(Namespace::new("x".repeat(201)).is_err());
+    }
+}

@@ -1,0 +1,583 @@
+//! Reads: a [`Snapshot`] is a consistent view of the database at one commit.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata};
+
+use crate::error::Error;
+use crate::format::{self, MetaState};
+use crate::id::{Namespace, RecordId};
+use crate::kind::Kind;
+use crate::record::{self, Record, Visible};
+use crate::tables::{self, names};
+use crate::time::{Clock, Timestamp};
+use crate::timeline::{self, Spans};
+use crate::write::{self, NamespaceCounters};
+
+/// A point on both time axes: "what was valid at `valid`, as the database knew it at `known`".
+/// `None` means now (for `known`: everything committed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AsOf {
+    /// Valid time; `None` is now.
+    pub valid: Option<Timestamp>,
+    /// Transaction time; `None` is the latest knowledge.
+    pub known: Option<Timestamp>,
+}
+
+impl AsOf {
+    /// Valid now, as known now: the default of every query.
+    pub fn now() -> Self {
+        AsOf::default()
+    }
+
+    /// Valid at `t`, as known now.
+    pub fn valid_at(t: Timestamp) -> Self {
+        AsOf { valid: Some(t), known: None }
+    }
+
+    /// The same valid time, as known at `k`.
+    pub fn known_at(self, k: Timestamp) -> Self {
+        AsOf { known: Some(k), ..self }
+    }
+}
+
+impl From<Timestamp> for AsOf {
+    fn from(t: Timestamp) -> Self {
+        AsOf::valid_at(t)
+    }
+}
+
+/// What to list.
+#[derive(Clone, Debug, Default)]
+pub struct ListQuery {
+    /// Only these kinds (empty: all).
+    pub kinds: Vec<Kind>,
+    /// Only records carrying all these tags.
+    pub tags: Vec<String>,
+    /// Only records from this source agent.
+    pub source: Option<String>,
+    /// Only records of this task.
+    pub task: Option<String>,
+    /// When.
+    pub as_of: AsOf,
+    /// At most this many (the newest).
+    pub limit: Option<usize>,
+}
+
+impl ListQuery {
+    /// Everything valid now.
+    pub fn new() -> Self {
+        ListQuery::default()
+    }
+
+    /// Only these kinds.
+    pub fn kinds(mut self, kinds: impl IntoIterator<Item = Kind>) -> Self {
+        self.kinds = kinds.into_iter().collect();
+        self
+    }
+
+    /// At a point in time.
+    pub fn as_of(mut self, as_of: impl Into<AsOf>) -> Self {
+        self.as_of = as_of.into();
+        self
+    }
+
+    /// With a tag.
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tags.push(tag.into());
+        self
+    }
+
+    /// At most `n`.
+    pub fn limit(mut self, n: usize) -> Self {
+        self.limit = Some(n);
+        self
+    }
+
+    fn accepts(&self, r: &Record) -> bool {
+        self.tags.iter().all(|t| r.envelope.tags.iter().any(|x| x == t))
+            && self.source.as_ref().is_none_or(|s| r.envelope.source.as_ref() == Some(s))
+            && self.task.as_ref().is_none_or(|s| r.envelope.task.as_ref() == Some(s))
+    }
+}
+
+/// Which access path a listing used (for tests and `--explain`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ListPath {
+    /// The table of current records (valid now or later, as known now).
+    Current,
+    /// The timeline index (a checkpoint plus the events after it).
+    Timeline,
+}
+
+/// A consistent read-only view of the database.
+pub struct Snapshot {
+    txn: ReadTransaction,
+    path: PathBuf,
+    meta: MetaState,
+    clock: Arc<dyn Clock>,
+}
+
+/// A problem found by [`Snapshot::verify`].
+pub type Problem = String;
+
+impl Snapshot {
+    pub(crate) fn new(txn: ReadTransaction, path: &Path, clock: Arc<dyn Clock>) -> Result<Snapshot, Error> {
+        let meta = {
+            let t = txn.open_table(tables::META)?;
+            format::read_state(&t)?
+        };
+        Ok(Snapshot { txn, path: path.to_path_buf(), meta, clock })
+    }
+
+    fn ctx<T>(&self, r: Result<T, Error>) -> Result<T, Error> {
+        r.map_err(|e| e.with_path(&self.path))
+    }
+
+    /// The clocks and counters at this snapshot.
+    pub fn meta(&self) -> MetaState {
+        self.meta
+    }
+
+    fn resolve(&self, as_of: AsOf) -> (i64, i64) {
+        let v = as_of.valid.unwrap_or_else(|| self.clock.now()).as_micros();
+        // Open transaction-time spans end at i64::MAX (exclusive), so "latest knowledge" is the
+        // instant before it.
+        let k = as_of.known.map_or(i64::MAX, Timestamp::as_micros).min(i64::MAX - 1);
+        (v, k)
+    }
+
+    /// The record as valid at `as_of.valid`, as known at `as_of.known`; `None` if it was not
+    /// valid then (or not known, or never existed).
+    pub fn get(&self, ns: &Namespace, id: RecordId, as_of: AsOf) -> Result<Option<Record>, Error> {
+        let (v, k) = self.resolve(as_of);
+        let r = self.revision_at(ns, id, Timestamp::from_micros(k))?;
+        Ok(r.filter(|r| r.is_visible_at(Timestamp::from_micros(v))))
+    }
+
+    /// The revision current at transaction time `known`, whatever its validity.
+    pub fn revision_at(
+        &self,
+        ns: &Namespace,
+        id: RecordId,
+        known: Timestamp,
+    ) -> Result<Option<Record>, Error> {
+        self.ctx((|| {
+            let t = self.txn.open_table(tables::REVISIONS)?;
+            write::revision_at(&t, ns, id, known.as_micros())
+        })())
+    }
+
+    /// The latest revision, whatever its validity.
+    pub fn latest(&self, ns: &Namespace, id: RecordId) -> Result<Option<Record>, Error> {
+        self.revision_at(ns, id, Timestamp::MAX)
+    }
+
+    /// Every revision of a record, oldest first, with both intervals (`replaced_at` filled in).
+    pub fn history(&self, ns: &Namespace, id: RecordId) -> Result<Vec<Record>, Error> {
+        self.ctx((|| {
+            let t = self.txn.open_table(tables::REVISIONS)?;
+            let key = id.as_u128();
+            let mut out: Vec<Record> = Vec::new();
+            for r in t.range((ns.as_str(), key, i64::MIN, 0u32)..=(ns.as_str(), key, i64::MAX, u32::MAX))? {
+                let (k, v) = r?;
+                let (_, _, rec, rev) = k.value();
+                let recorded = Timestamp::from_micros(rec);
+                let record = record::decode_revision(ns, id, rev, recorded, v.value())
+                    .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
+                if let Some(prev) = out.last_mut() {
+                    prev.replaced_at = Some(recorded);
+                }
+                out.push(record);
+            }
+            Ok(out)
+        })())
+    }
+
+    /// The supersession chain through a record, oldest first, using the latest revisions.
+    /// Links to forgotten records end the walk in that direction.
+    pub fn chain(&self, ns: &Namespace, id: RecordId) -> Result<Vec<Record>, Error> {
+        let start = self.latest(ns, id)?.ok_or_else(|| Error::NotFound { namespace: ns.clone(), id })?;
+        let mut seen: HashSet<RecordId> = HashSet::from([id]);
+        let mut back: Vec<Record> = Vec::new();
+        let mut cursor = start.supersedes;
+        while let Some(p) = cursor {
+            if !seen.insert(p) {
+                break;
+            }
+            match self.latest(ns, p)? {
+                Some(r) => {
+                    cursor = r.supersedes;
+                    back.push(r);
+                }
+                None => break,
+            }
+        }
+        back.reverse();
+        let mut cursor = start.superseded_by;
+        back.push(start);
+        while let Some(n) = cursor {
+            if !seen.insert(n) {
+                break;
+            }
+            match self.latest(ns, n)? {
+                Some(r) => {
+                    cursor = r.superseded_by;
+                    back.push(r);
+                }
+                None => break,
+            }
+        }
+        Ok(back)
+    }
+
+    /// Records valid at `q.as_of`, newest first.
+    pub fn list(&self, ns: &Namespace, q: &ListQuery) -> Result<Vec<Record>, Error> {
+        self.list_explain(ns, q).map(|(r, _)| r)
+    }
+
+    /// [`Snapshot::list`], also saying which access path answered.
+    pub fn list_explain(&self, ns: &Namespace, q: &ListQuery) -> Result<(Vec<Record>, ListPath), Error> {
+        self.ctx(self.list_inner(ns, q))
+    }
+
+    fn list_inner(&self, ns: &Namespace, q: &ListQuery) -> Result<(Vec<Record>, ListPath), Error> {
+        let (v, k) = self.resolve(q.as_of);
+        let vt = Timestamp::from_micros(v);
+        let kinds: Vec<u8> = q.kinds.iter().map(|k| k.code()).collect();
+        let mut out: Vec<Record> = Vec::new();
+        let path = if k >= self.meta.last_tx.as_micros() && v >= self.meta.swept_through.as_micros() {
+            let t = self.txn.open_table(tables::CURRENT)?;
+            let ranges: Vec<(u8, u8)> =
+                if kinds.is_empty() { vec![(0, u8::MAX)] } else { kinds.iter().map(|&c| (c, c)).collect() };
+            for (lo, hi) in ranges {
+                for r in t.range((ns.as_str(), lo, 0u128)..=(ns.as_str(), hi, u128::MAX))? {
+                    let (key, val) = r?;
+                    let (_, _, id) = key.value();
+                    let rec = decode_current(ns, id, val.value())?;
+                    if rec.is_visible_at(vt) && q.accepts(&rec) {
+                        out.push(rec);
+                    }
+                }
+            }
+            ListPath::Current
+        } else {
+            let events = self.txn.open_table(tables::EVENTS)?;
+            let cps = self.txn.open_table(tables::CHECKPOINTS)?;
+            let entries = self.txn.open_table(tables::CHECKPOINT_ENTRIES)?;
+            let revs = self.txn.open_table(tables::REVISIONS)?;
+            let filter = (!kinds.is_empty()).then_some(kinds.as_slice());
+            for (id, _) in timeline::live_at(&events, &cps, &entries, ns.as_str(), v, k, filter)? {
+                let rid = RecordId::from_u128(id);
+                let rec = write::revision_at(&revs, ns, rid, k)?.ok_or_else(|| Error::Inconsistent {
+                    namespace: ns.to_string(),
+                    detail: format!("timeline lists {rid} but no revision is known at {k}"),
+                })?;
+                if !rec.is_visible_at(vt) {
+                    return Err(Error::Inconsistent {
+                        namespace: ns.to_string(),
+                        detail: format!(
+                            "timeline lists {rid} at {vt}, its revision {} is not visible then",
+                            rec.rev
+                        ),
+                    });
+                }
+                if q.accepts(&rec) {
+                    out.push(rec);
+                }
+            }
+            ListPath::Timeline
+        };
+        out.sort_unstable_by(|a, b| b.id.cmp(&a.id));
+        if let Some(n) = q.limit {
+            out.truncate(n);
+        }
+        Ok((out, path))
+    }
+
+    /// The live record of `kind` holding identity `key` (normalised by the caller or not).
+    pub fn identity(&self, ns: &Namespace, kind: Kind, key: &str) -> Result<Option<RecordId>, Error> {
+        let key = crate::body::normalise_key(key);
+        self.ctx((|| {
+            let t = self.txn.open_table(tables::IDENTITY)?;
+            Ok(t.get((ns.as_str(), kind.code(), key.as_str()))?.map(|v| RecordId::from_u128(v.value())))
+        })())
+    }
+
+    /// Every namespace with its counters.
+    pub fn namespaces(&self) -> Result<Vec<(Namespace, NamespaceCounters)>, Error> {
+        self.ctx((|| {
+            let t = self.txn.open_table(tables::NAMESPACES)?;
+            let mut out = Vec::new();
+            for r in t.iter()? {
+                let (k, v) = r?;
+                let ns = Namespace::new(k.value()).map_err(|e| Error::Inconsistent {
+                    namespace: k.value().to_string(),
+                    detail: format!("stored namespace name is invalid: {e}"),
+                })?;
+                out.push((ns, write::decode_counters(v.value())?));
+            }
+            Ok(out)
+        })())
+    }
+
+    /// Counts of current rows per kind in a namespace (valid now or later, as known now).
+    pub fn current_counts(&self, ns: &Namespace) -> Result<BTreeMap<Kind, u64>, Error> {
+        self.ctx((|| {
+            let t = self.txn.open_table(tables::CURRENT)?;
+            let mut out: BTreeMap<Kind, u64> = BTreeMap::new();
+            for r in t.range((ns.as_str(), 0u8, 0u128)..=(ns.as_str(), u8::MAX, u128::MAX))? {
+                let (k, _) = r?;
+                if let Some(kind) = Kind::from_code(k.value().1) {
+                    *out.entry(kind).or_insert(0) += 1;
+                }
+            }
+            Ok(out)
+        })())
+    }
+
+    /// Number of stored revisions, checkpoints and events (for `stats`).
+    pub fn table_sizes(&self) -> Result<BTreeMap<&'static str, u64>, Error> {
+        self.ctx((|| {
+            let mut out = BTreeMap::new();
+            out.insert("revisions", self.txn.open_table(tables::REVISIONS)?.len()?);
+            out.insert("current", self.txn.open_table(tables::CURRENT)?.len()?);
+            out.insert("events", self.txn.open_table(tables::EVENTS)?.len()?);
+            out.insert("checkpoints", self.txn.open_table(tables::CHECKPOINTS)?.len()?);
+            out.insert("checkpoint_entries", self.txn.open_table(tables::CHECKPOINT_ENTRIES)?.len()?);
+            out.insert("commits", self.txn.open_table(tables::COMMITS)?.len()?);
+            Ok(out)
+        })())
+    }
+
+    /// Visit every revision (of one namespace, or of all), in key order: by namespace, then
+    /// record id, then revision. `replaced_at` is filled in.
+    pub fn for_each_revision(
+        &self,
+        ns: Option<&Namespace>,
+        mut f: impl FnMut(Record) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        self.ctx((|| {
+            let t = self.txn.open_table(tables::REVISIONS)?;
+            let iter = match ns {
+                Some(n) => t.range(
+                    (n.as_str(), 0u128, i64::MIN, 0u32)..=(n.as_str(), u128::MAX, i64::MAX, u32::MAX),
+                )?,
+                None => t.range::<(&str, u128, i64, u32)>(..)?,
+            };
+            let mut pending: Option<Record> = None;
+            let mut ns_cache: Option<Namespace> = None;
+            for r in iter {
+                let (k, v) = r?;
+                let (n, id, rec, rev) = k.value();
+                if ns_cache.as_ref().is_none_or(|c| c.as_str() != n) {
+                    ns_cache = Some(Namespace::new(n).map_err(|e| Error::Inconsistent {
+                        namespace: n.to_string(),
+                        detail: e.to_string(),
+                    })?);
+                }
+                let Some(nsv) = ns_cache.as_ref() else { continue };
+                let recorded = Timestamp::from_micros(rec);
+                let record = record::decode_revision(nsv, RecordId::from_u128(id), rev, recorded, v.value())
+                    .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
+                if let Some(mut p) = pending.take() {
+                    if p.id == record.id && p.namespace == record.namespace {
+                        p.replaced_at = Some(recorded);
+                    }
+                    f(p)?;
+                }
+                pending = Some(record);
+            }
+            if let Some(p) = pending {
+                f(p)?;
+            }
+            Ok(())
+        })())
+    }
+
+    /// The commit log after `seq`: `(seq, transaction time, changed records)`.
+    pub fn commits_after(
+        &self,
+        seq: u64,
+    ) -> Result<Vec<(u64, Timestamp, Vec<(Namespace, RecordId)>)>, Error> {
+        self.ctx((|| {
+            let t = self.txn.open_table(tables::COMMITS)?;
+            let mut out = Vec::new();
+            for r in t.range(seq.saturating_add(1)..)? {
+                let (k, v) = r?;
+                let entry = write::decode_commit(v.value())?;
+                let changed = entry
+                    .changed
+                    .into_iter()
+                    .filter_map(|(n, id)| Namespace::new(n).ok().map(|n| (n, RecordId::from_u128(id))))
+                    .collect();
+                out.push((k.value(), Timestamp::from_micros(entry.tx), changed));
+            }
+            Ok(out)
+        })())
+    }
+
+    /// Recompute every derived index from the revisions and compare: the timeline's events and
+    /// checkpoint entries, the current table, identity keys and counters. Costs a full scan;
+    /// returns the problems found (none on a healthy database).
+    pub fn verify(&self) -> Result<Vec<Problem>, Error> {
+        self.ctx(self.verify_inner())
+    }
+
+    fn verify_inner(&self) -> Result<Vec<Problem>, Error> {
+        let mut problems: Vec<Problem> = Vec::new();
+        let revs = self.txn.open_table(tables::REVISIONS)?;
+        let events = self.txn.open_table(tables::EVENTS)?;
+        let cps = self.txn.open_table(tables::CHECKPOINTS)?;
+        let entries = self.txn.open_table(tables::CHECKPOINT_ENTRIES)?;
+        let current = self.txn.open_table(tables::CURRENT)?;
+        let identity = self.txn.open_table(tables::IDENTITY)?;
+        for (ns, counters) in self.namespaces()? {
+            let n = ns.as_str();
+            // Group the revisions by record.
+            let mut by_record: BTreeMap<u128, Vec<Record>> = BTreeMap::new();
+            for r in revs.range((n, 0u128, i64::MIN, 0u32)..=(n, u128::MAX, i64::MAX, u32::MAX))? {
+                let (k, v) = r?;
+                let (_, id, rec, rev) = k.value();
+                let record = record::decode_revision(
+                    &ns,
+                    RecordId::from_u128(id),
+                    rev,
+                    Timestamp::from_micros(rec),
+                    v.value(),
+                )
+                .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
+                by_record.entry(id).or_default().push(record);
+            }
+            let total: u64 = by_record.values().map(|v| v.len() as u64).sum();
+            if counters.records != by_record.len() as u64 || counters.revisions != total {
+                problems.push(format!(
+                    "{n}: counters say {} records / {} revisions, found {} / {}",
+                    counters.records,
+                    counters.revisions,
+                    by_record.len(),
+                    total
+                ));
+            }
+            // Expected events and beliefs.
+            let mut expected_events: BTreeMap<(i64, u128, u8), (u8, Spans)> = BTreeMap::new();
+            let mut beliefs: BTreeMap<u128, (u8, Vec<(Spans, Option<Visible>)>)> = BTreeMap::new();
+            for (id, list) in &by_record {
+                for w in list.windows(2) {
+                    if let [a, b] = w {
+                        if b.rev != a.rev + 1 || b.recorded_at < a.recorded_at {
+                            problems.push(format!(
+                                "{n}/{}: revisions {} and {} out of order",
+                                a.id, a.rev, b.rev
+                            ));
+                        }
+                    }
+                }
+                let kind = list.first().map_or(0, |r| r.kind().code());
+                let input: Vec<(i64, Option<Visible>)> =
+                    list.iter().map(|r| (r.recorded_at.as_micros(), r.visible())).collect();
+                let (ev, belief) = timeline::expected_for_record(&input);
+                for ((t, edge), spans) in ev {
+                    expected_events.insert((t, *id, edge), (kind, spans));
+                }
+                beliefs.insert(*id, (kind, belief));
+            }
+            let mut actual_events: BTreeMap<(i64, u128, u8), (u8, Spans)> = BTreeMap::new();
+            for r in events.range((n, i64::MIN, 0u128, 0u8)..=(n, i64::MAX, u128::MAX, u8::MAX))? {
+                let (k, v) = r?;
+                let (_, t, id, edge) = k.value();
+                actual_events.insert((t, id, edge), timeline::decode_spans(names::EVENTS, v.value())?);
+            }
+            if actual_events != expected_events {
+                let missing =
+                    expected_events.keys().filter(|k| actual_events.get(k) != expected_events.get(k)).count();
+                let extra = actual_events.keys().filter(|k| !expected_events.contains_key(k)).count();
+                problems.push(format!(
+                    "{n}: event log differs from the revisions ({missing} wrong or missing, {extra} extra)"
+                ));
+            }
+            // Checkpoint entries.
+            let mut checkpoints: Vec<i64> = Vec::new();
+            for r in cps.range((n, i64::MIN)..=(n, i64::MAX))? {
+                checkpoints.push(r?.0.value().1);
+            }
+            if checkpoints.first() != Some(&i64::MIN) {
+                problems.push(format!("{n}: the checkpoint at the beginning of time is missing"));
+            }
+            for c in checkpoints {
+                let mut actual: BTreeMap<u128, (u8, Spans)> = BTreeMap::new();
+                for r in entries.range((n, c, 0u128)..=(n, c, u128::MAX))? {
+                    let (k, v) = r?;
+                    actual.insert(k.value().2, timeline::decode_spans(names::CHECKPOINT_ENTRIES, v.value())?);
+                }
+                let mut expected: BTreeMap<u128, (u8, Spans)> = BTreeMap::new();
+                for (id, (kind, belief)) in &beliefs {
+                    let s = timeline::expected_entry(belief, c);
+                    if !s.is_empty() {
+                        expected.insert(*id, (*kind, s));
+                    }
+                }
+                if actual != expected {
+                    problems.push(format!(
+                        "{n}: checkpoint at {} holds {} entries, expected {}{}",
+                        Timestamp::from_micros(c),
+                        actual.len(),
+                        expected.len(),
+                        if actual.len() == expected.len() { " (spans differ)" } else { "" }
+                    ));
+                }
+            }
+            // Current rows and identity keys.
+            let mut expected_current: BTreeMap<(u8, u128), Vec<u8>> = BTreeMap::new();
+            let mut expected_identity: BTreeMap<(u8, String), u128> = BTreeMap::new();
+            for (id, list) in &by_record {
+                let Some(latest) = list.last() else { continue };
+                if latest.visible().is_some_and(|v| v.until > self.meta.swept_through) {
+                    let bytes = record::encode_current_row(latest)
+                        .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
+                    expected_current.insert((latest.kind().code(), *id), bytes);
+                }
+                if latest.holds_identity() {
+                    if let Some(k) = latest.identity() {
+                        expected_identity.insert((latest.kind().code(), k), *id);
+                    }
+                }
+            }
+            let mut actual_current: BTreeMap<(u8, u128), Vec<u8>> = BTreeMap::new();
+            for r in current.range((n, 0u8, 0u128)..=(n, u8::MAX, u128::MAX))? {
+                let (k, v) = r?;
+                let (_, kind, id) = k.value();
+                actual_current.insert((kind, id), v.value().to_vec());
+            }
+            if actual_current != expected_current {
+                problems.push(format!(
+                    "{n}: current table has {} rows, expected {}",
+                    actual_current.len(),
+                    expected_current.len()
+                ));
+            }
+            let mut actual_identity: BTreeMap<(u8, String), u128> = BTreeMap::new();
+            for r in identity.range((n, 0u8, "")..(n, u8::MAX, ""))? {
+                let (k, v) = r?;
+                let (_, kind, key) = k.value();
+                actual_identity.insert((kind, key.to_string()), v.value());
+            }
+            if actual_identity != expected_identity {
+                problems.push(format!(
+                    "{n}: identity index has {} keys, expected {}",
+                    actual_identity.len(),
+                    expected_identity.len()
+                ));
+            }
+        }
+        Ok(problems)
+    }
+}
+
+fn decode_current(ns: &Namespace, id: u128, bytes: &[u8]) -> Result<Record, Error> {
+    record::decode_current_row(ns, RecordId::from_u128(id), bytes)
+        .map_err(|e| Error::Codec { table: names::CURRENT, source: e })
+}

@@ -1,0 +1,430 @@
+//! The store handle: opening, the group-commit writer, snapshots.
+//!
+//! # Writes and durability
+//!
+//! All writes go through one writer thread. A caller hands it a job (a batch of operations)
+//! and blocks until the job's commit has finished. The writer takes every job that is waiting
+//! when it becomes free and commits them together in one redb transaction: with many threads
+//! writing, one fsync acknowledges many jobs (group commit), so durable throughput grows with
+//! concurrency instead of being capped at one fsync per write.
+//!
+//! A job is atomic: all its operations are applied, or, if any is invalid, none (the other
+//! jobs of the same commit are unaffected). A job acknowledged with [`Durability::Immediate`]
+//! (the default) has been fsync'ed: it survives a process crash and, on a disk that honours
+//! fsync, a power loss. [`Durability::Eventual`] jobs (for bulk imports) are committed and
+//! visible at once but reach the disk only with the next immediate commit or a clean close;
+//! a crash may lose them, but never a part of one, and never an earlier immediate commit.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::thread::JoinHandle;
+
+use redb::{Database, ReadableDatabase};
+
+use crate::error::{Error, OpenError};
+use crate::format::{self, REDB_MAGIC};
+use crate::read::Snapshot;
+use crate::tables;
+use crate::time::{Clock, SystemClock, Timestamp};
+use crate::timeline::TimelineWriter;
+use crate::write::{self, Change, Outcome, Planner, WriteOp, WriteTables};
+
+/// How durable an acknowledged job is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Durability {
+    /// fsync'ed before the call returns.
+    #[default]
+    Immediate,
+    /// Visible at once, on disk with the next immediate commit or a clean close (bulk imports).
+    Eventual,
+}
+
+/// Options for opening a store.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// Create the file if it does not exist.
+    pub create: bool,
+    /// Where transaction times come from.
+    pub clock: Arc<dyn Clock>,
+    /// The smallest number of events between timeline checkpoints.
+    pub min_checkpoint_gap: u64,
+    /// redb's page cache, in bytes.
+    pub cache_size: usize,
+    /// The most jobs one group commit carries.
+    pub max_jobs_per_commit: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            create: false,
+            clock: Arc::new(SystemClock),
+            min_checkpoint_gap: 512,
+            cache_size: 256 * 1024 * 1024,
+            max_jobs_per_commit: 4096,
+        }
+    }
+}
+
+/// What a committed job returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Receipt {
+    /// The commit's transaction time.
+    pub tx: Timestamp,
+    /// The commit's sequence number.
+    pub commit_seq: u64,
+    /// One outcome per operation, in order.
+    pub outcomes: Vec<Outcome>,
+}
+
+struct Job {
+    ops: Vec<WriteOp>,
+    durability: Durability,
+    reply: SyncSender<Result<Receipt, Error>>,
+}
+
+struct Inner {
+    db: Arc<Database>,
+    path: PathBuf,
+    clock: Arc<dyn Clock>,
+    sender: Option<Sender<Job>>,
+    writer: Option<JoinHandle<()>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the channel lets the writer finish the jobs it has and stop.
+        self.sender.take();
+        if let Some(h) = self.writer.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// A handle on an open mnemon database. Cheap to clone, `Send + Sync`: any number of threads
+/// read concurrently (each snapshot is isolated), and writes are group-committed by one writer.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.inner.path).finish()
+    }
+}
+
+fn open_error(path: &Path, e: redb::DatabaseError) -> OpenError {
+    match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => OpenError::InUse { path: path.to_path_buf() },
+        other => OpenError::Database { path: path.to_path_buf(), source: Box::new(other.into()) },
+    }
+}
+
+/// Refuse anything that is not a redb file before redb touches it.
+fn probe_file(path: &Path) -> Result<bool, OpenError> {
+    let io = |e: std::io::Error| OpenError::Io { path: path.to_path_buf(), source: e };
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(io(e)),
+    };
+    if !meta.is_file() {
+        return Err(OpenError::NotMnemon {
+            path: path.to_path_buf(),
+            reason: "it is not a regular file".into(),
+        });
+    }
+    let mut head = [0u8; 9];
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    let mut got = 0;
+    while got < head.len() {
+        match f.read(&mut head[got..]).map_err(io)? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    if got == 0 {
+        return Err(OpenError::NotMnemon { path: path.to_path_buf(), reason: "the file is empty".into() });
+    }
+    if got < head.len() || head != REDB_MAGIC {
+        return Err(OpenError::NotMnemon {
+            path: path.to_path_buf(),
+            reason: "it is not a redb database file".into(),
+        });
+    }
+    Ok(true)
+}
+
+impl Store {
+    /// Open (or, with `options.create`, create) the database at `path`.
+    pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, Error> {
+        let path = path.as_ref().to_path_buf();
+        let exists = probe_file(&path)?;
+        let mut builder = redb::Builder::new();
+        builder.set_cache_size(options.cache_size);
+        let db = if exists {
+            // Check the metadata through a read-only handle first, so a redb file that is not
+            // a mnemon database is never opened for writing.
+            match builder.open_read_only(&path) {
+                Ok(ro) => {
+                    let txn = ro.begin_read()?;
+                    check_meta(&path, &txn)?;
+                    drop(txn);
+                    drop(ro);
+                    let db = builder.open(&path).map_err(|e| open_error(&path, e))?;
+                    check_meta(&path, &db.begin_read()?)?;
+                    db
+                }
+                Err(redb::DatabaseError::RepairAborted) => {
+                    // It needs the recovery a crash leaves behind: only a writer can repair.
+                    let db = builder.open(&path).map_err(|e| open_error(&path, e))?;
+                    check_meta(&path, &db.begin_read()?)?;
+                    db
+                }
+                Err(e) => return Err(open_error(&path, e).into()),
+            }
+        } else if options.create {
+            let db = builder.create(&path).map_err(|e| match e {
+                redb::DatabaseError::Storage(redb::StorageError::Io(io)) => {
+                    OpenError::Io { path: path.clone(), source: io }
+                }
+                other => open_error(&path, other),
+            })?;
+            init_tables(&db, options.clock.now()).map_err(|e| e.with_path(&path))?;
+            db
+        } else {
+            return Err(OpenError::Missing { path }.into());
+        };
+        let db = Arc::new(db);
+        let (sender, receiver) = mpsc::channel::<Job>();
+        let writer = {
+            let db = Arc::clone(&db);
+            let clock = Arc::clone(&options.clock);
+            let thread_path = path.clone();
+            let min_gap = options.min_checkpoint_gap;
+            let max_jobs = options.max_jobs_per_commit.max(1);
+            std::thread::Builder::new()
+                .name("mnemon-writer".into())
+                .spawn(move || writer_loop(&db, &thread_path, clock.as_ref(), min_gap, max_jobs, &receiver))
+                .map_err(|e| OpenError::Io { path: path.clone(), source: e })?
+        };
+        Ok(Store {
+            inner: Arc::new(Inner {
+                db,
+                path,
+                clock: options.clock,
+                sender: Some(sender),
+                writer: Some(writer),
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The clock the store uses.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+
+    /// A consistent read-only view at the latest commit.
+    pub fn snapshot(&self) -> Result<Snapshot, Error> {
+        let txn = self.inner.db.begin_read().map_err(|e| Error::from(e).with_path(&self.inner.path))?;
+        Snapshot::new(txn, &self.inner.path, Arc::clone(&self.inner.clock))
+    }
+
+    /// Commit a batch of operations atomically and durably.
+    pub fn write(&self, ops: Vec<WriteOp>) -> Result<Receipt, Error> {
+        self.write_with(ops, Durability::Immediate)
+    }
+
+    /// Commit a batch with the given durability.
+    pub fn write_with(&self, ops: Vec<WriteOp>, durability: Durability) -> Result<Receipt, Error> {
+        let stopped = || Error::WriterStopped { path: self.inner.path.clone() };
+        let sender = self.inner.sender.as_ref().ok_or_else(stopped)?;
+        let (reply, answer) = mpsc::sync_channel(1);
+        sender.send(Job { ops, durability, reply }).map_err(|_| stopped())?;
+        answer.recv().map_err(|_| stopped())?
+    }
+
+    /// Make every earlier commit durable (an empty immediate commit).
+    pub fn sync(&self) -> Result<(), Error> {
+        self.write_with(Vec::new(), Durability::Immediate).map(|_| ())
+    }
+
+    /// Run redb's integrity check on a database file that no process has open. Returns
+    /// `Ok(true)` when the file was consistent, `Ok(false)` when redb had to repair it.
+    pub fn check_integrity(path: impl AsRef<Path>) -> Result<bool, Error> {
+        let path = path.as_ref();
+        probe_file(path)?;
+        let mut db = Database::open(path).map_err(|e| open_error(path, e))?;
+        db.check_integrity().map_err(|e| Error::from(e).with_path(path))
+    }
+}
+
+fn check_meta(path: &Path, txn: &redb::ReadTransaction) -> Result<(), Error> {
+    match txn.open_table(tables::META) {
+        Ok(t) => {
+            format::check(path, &t)?;
+            Ok(())
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => Err(OpenError::NotMnemon {
+            path: path.to_path_buf(),
+            reason: "it is a redb file without mnemon metadata".into(),
+        }
+        .into()),
+        Err(e) => Err(Error::from(e).with_path(path)),
+    }
+}
+
+fn init_tables(db: &Database, now: Timestamp) -> Result<(), Error> {
+    let txn = db.begin_write()?;
+    {
+        let mut meta = txn.open_table(tables::META)?;
+        format::init(&mut meta, now)?;
+        txn.open_table(tables::REVISIONS)?;
+        txn.open_table(tables::CURRENT)?;
+        txn.open_table(tables::CURRENT_ENDS)?;
+        txn.open_table(tables::EVENTS)?;
+        txn.open_table(tables::CHECKPOINTS)?;
+        txn.open_table(tables::CHECKPOINT_ENTRIES)?;
+        txn.open_table(tables::IDENTITY)?;
+        txn.open_table(tables::NAMESPACES)?;
+        txn.open_table(tables::COMMITS)?;
+    }
+    txn.commit()?;
+    Ok(())
+}
+
+fn writer_loop(
+    db: &Database,
+    path: &Path,
+    clock: &dyn Clock,
+    min_gap: u64,
+    max_jobs: usize,
+    rx: &Receiver<Job>,
+) {
+    while let Ok(first) = rx.recv() {
+        let mut jobs = vec![first];
+        while jobs.len() < max_jobs {
+            match rx.try_recv() {
+                Ok(j) => jobs.push(j),
+                Err(_) => break,
+            }
+        }
+        let replies: Vec<SyncSender<Result<Receipt, Error>>> = jobs.iter().map(|j| j.reply.clone()).collect();
+        let results = match commit(db, clock, min_gap, jobs) {
+            Ok(r) => r,
+            Err(e) => {
+                let reason = e.with_path(path).to_string();
+                replies
+                    .iter()
+                    .map(|_| Err(Error::CommitFailed { path: path.to_path_buf(), reason: reason.clone() }))
+                    .collect()
+            }
+        };
+        for (reply, result) in replies.into_iter().zip(results) {
+            // A caller that gave up waiting is not an error of the commit.
+            let _ = reply.send(result.map_err(|e| e.with_path(path)));
+        }
+    }
+}
+
+/// One group commit. An `Err` means nothing was committed.
+fn commit(
+    db: &Database,
+    clock: &dyn Clock,
+    min_gap: u64,
+    jobs: Vec<Job>,
+) -> Result<Vec<Result<Receipt, Error>>, Error> {
+    let mut txn = db.begin_write()?;
+    let durable = jobs.iter().any(|j| j.durability == Durability::Immediate);
+    if !durable {
+        txn.set_durability(redb::Durability::None)?;
+    }
+    let wants_commit = jobs.iter().any(|j| j.ops.is_empty() && j.durability == Durability::Immediate);
+    let mut per_job: Vec<Result<Vec<Outcome>, Error>> = Vec::with_capacity(jobs.len());
+    let mut changed: Vec<(String, u128)> = Vec::new();
+    let (mut meta, tx) = {
+        let meta_t = txn.open_table(tables::META)?;
+        let meta = format::read_state(&meta_t)?;
+        let tx = clock.now().max(meta.last_tx.plus_micros(1));
+        (meta, tx)
+    };
+    let mut last_tx = tx;
+    {
+        let mut tables = WriteTables {
+            revisions: txn.open_table(tables::REVISIONS)?,
+            current: txn.open_table(tables::CURRENT)?,
+            current_ends: txn.open_table(tables::CURRENT_ENDS)?,
+            identity: txn.open_table(tables::IDENTITY)?,
+            namespaces: txn.open_table(tables::NAMESPACES)?,
+            timeline: TimelineWriter::new(
+                txn.open_table(tables::EVENTS)?,
+                txn.open_table(tables::CHECKPOINTS)?,
+                txn.open_table(tables::CHECKPOINT_ENTRIES)?,
+                min_gap,
+            ),
+        };
+        for job in jobs {
+            let mut planner = Planner::new(&tables, tx);
+            let planned = job.ops.into_iter().try_for_each(|op| planner.plan(op));
+            let (changes, outcomes) =
+                (std::mem::take(&mut planner.changes), std::mem::take(&mut planner.outcomes));
+            drop(planner);
+            match planned {
+                Err(e) => per_job.push(Err(e)),
+                Ok(()) => {
+                    for change in changes {
+                        if let Change::Write { new, .. } = &change {
+                            last_tx = last_tx.max(new.recorded_at);
+                        }
+                        changed.push(tables.apply(change, tx.as_micros())?);
+                    }
+                    per_job.push(Ok(outcomes));
+                }
+            }
+        }
+        if changed.is_empty() && !wants_commit {
+            drop(tables);
+            txn.abort()?;
+            return Ok(per_job
+                .into_iter()
+                .map(|r| {
+                    r.map(|outcomes| Receipt { tx: meta.last_tx, commit_seq: meta.commit_seq, outcomes })
+                })
+                .collect());
+        }
+        tables.timeline.finish(tx.as_micros())?;
+        tables.sweep(tx.as_micros())?;
+    }
+    meta.commit_seq += 1;
+    meta.last_tx = last_tx;
+    meta.swept_through = tx;
+    {
+        let mut meta_t = txn.open_table(tables::META)?;
+        format::write_state(&mut meta_t, &meta)?;
+        let mut commits = txn.open_table(tables::COMMITS)?;
+        write::log_commit(&mut commits, meta.commit_seq, tx.as_micros(), changed)?;
+    }
+    txn.commit()?;
+    let seq = meta.commit_seq;
+    Ok(per_job.into_iter().map(|r| r.map(|outcomes| Receipt { tx, commit_seq: seq, outcomes })).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_is_send_and_sync() {
+        fn is<T: Send + Sync + Clone>() {}
+        is::<Store>();
+    }
+}

@@ -1,0 +1,61 @@
+//! The redb tables, as typed constants. The namespace is the first key component of every
+//! per-record table, so a range scan inside one namespace cannot reach another.
+//!
+//! Byte-level layouts are in `docs/file-format.md`; keep the two in step.
+
+use redb::TableDefinition;
+
+/// `name -> value`: magic, format version, clocks and counters (see `format.rs`).
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemon.meta");
+
+/// `(namespace, id, recorded_at, rev) -> revision`: every revision ever written (until forgotten).
+/// Ordering by `recorded_at` inside a record makes "the revision current at K" one descent.
+pub(crate) const REVISIONS: TableDefinition<(&str, u128, i64, u32), &[u8]> =
+    TableDefinition::new("mnemon.revisions");
+
+/// `(namespace, kind, id) -> latest revision`: records whose latest revision is still visible
+/// after the last sweep. The fast path for "valid now, as known now".
+pub(crate) const CURRENT: TableDefinition<(&str, u8, u128), &[u8]> = TableDefinition::new("mnemon.current");
+
+/// `(visible_until, namespace, kind, id) -> ()`: when `CURRENT` rows stop being visible, so each
+/// commit can sweep the rows whose end has passed.
+pub(crate) const CURRENT_ENDS: TableDefinition<(i64, &str, u8, u128), ()> =
+    TableDefinition::new("mnemon.current_ends");
+
+/// `(namespace, valid_time, id, edge) -> [kind, transaction-time spans]`: the valid-time event
+/// log. Edge 1 is "becomes visible", 0 "stops being visible"; the spans say during which
+/// transaction times the event was believed.
+pub(crate) const EVENTS: TableDefinition<(&str, i64, u128, u8), &[u8]> =
+    TableDefinition::new("mnemon.events");
+
+/// `(namespace, valid_time) -> checkpoint row`: checkpoints of the live set on the valid-time
+/// axis; each row also counts the events in the gap that follows it.
+pub(crate) const CHECKPOINTS: TableDefinition<(&str, i64), &[u8]> =
+    TableDefinition::new("mnemon.checkpoints");
+
+/// `(namespace, checkpoint_time, id) -> [kind, transaction-time spans]`: the records visible at
+/// a checkpoint, and during which transaction times that was believed.
+pub(crate) const CHECKPOINT_ENTRIES: TableDefinition<(&str, i64, u128), &[u8]> =
+    TableDefinition::new("mnemon.checkpoint_entries");
+
+/// `(namespace, kind, normalised key) -> id`: the live record holding each identity key.
+pub(crate) const IDENTITY: TableDefinition<(&str, u8, &str), u128> = TableDefinition::new("mnemon.identity");
+
+/// `namespace -> counters`: records and revisions per namespace.
+pub(crate) const NAMESPACES: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemon.namespaces");
+
+/// `commit sequence -> (transaction time, changed (namespace, id) pairs)`: the commit log,
+/// from which derived indexes (vectors, lexical) catch up.
+pub(crate) const COMMITS: TableDefinition<u64, &[u8]> = TableDefinition::new("mnemon.commits");
+
+/// Table names, for error messages.
+pub(crate) mod names {
+    pub(crate) const REVISIONS: &str = "mnemon.revisions";
+    pub(crate) const CURRENT: &str = "mnemon.current";
+    pub(crate) const EVENTS: &str = "mnemon.events";
+    pub(crate) const CHECKPOINTS: &str = "mnemon.checkpoints";
+    pub(crate) const CHECKPOINT_ENTRIES: &str = "mnemon.checkpoint_entries";
+    pub(crate) const NAMESPACES: &str = "mnemon.namespaces";
+    pub(crate) const META: &str = "mnemon.meta";
+    pub(crate) const COMMITS: &str = "mnemon.commits";
+}

@@ -1,0 +1,648 @@
+//! The timeline index: "which records were visible at valid time V, as known at transaction
+//! time K", at a cost that follows the live set, not the length of the history.
+//!
+//! # Model
+//!
+//! Each revision of a record has a visible interval on the valid-time axis
+//! (`[valid_from, min(valid_until, expires_at))`) and is current during a transaction-time
+//! interval `[recorded_at, next revision's recorded_at)`. At any transaction time K a record has
+//! at most one current revision, hence at most one visible interval.
+//!
+//! * **Events** (`EVENTS`): for every edge of every visible interval ever believed, a key
+//!   `(ns, t, id, edge)` whose value holds the *transaction-time spans* during which that edge
+//!   was believed. A revision that moves an edge closes the old edge's span and opens the new
+//!   one's; a revision that leaves the interval alone (a content correction) touches nothing.
+//! * **Checkpoints** (`CHECKPOINTS` + `CHECKPOINT_ENTRIES`): at selected valid times C, the
+//!   records visible at C, each with the transaction-time spans during which it was believed
+//!   visible at C. Entries are exact for every K, so one checkpoint serves all of transaction
+//!   time. A revision whose interval change covers C (only back-dated changes do, since
+//!   checkpoints are only placed at or before the commit time) closes or opens that entry's
+//!   span.
+//!
+//! # Query
+//!
+//! `live(V, K)`: take the checkpoint with the greatest C <= V; its entries believed at K are
+//! the live set at C. Then read the events in (C, V]: per record, with `start` / `end` meaning
+//! "a start / end edge in (C, V] believed at K",
+//! `live_V = !end && (live_C || start)` (a record has one interval at K, so this is exact and
+//! independent of event order).
+//!
+//! # Maintenance
+//!
+//! Each checkpoint row counts the events asserted in the gap after it. When a gap holds more
+//! than `2 * N` events (N = max(minimum gap, live records at the checkpoint)), the commit that
+//! noticed it walks the gap's events up to the commit time and places a new checkpoint every N
+//! events, computing each one's entries with the same span algebra. Query cost is therefore
+//! bounded by about `live + 2N` entries; storage by about one entry per event.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use redb::{ReadableTable, Table};
+use serde::{Deserialize, Serialize};
+
+use crate::codec;
+use crate::error::{CodecError, Error};
+use crate::record::Visible;
+use crate::tables::names;
+use crate::time::Timestamp;
+
+/// Edge code of "stops being visible".
+pub(crate) const EDGE_END: u8 = 0;
+/// Edge code of "becomes visible".
+pub(crate) const EDGE_START: u8 = 1;
+
+const SPANS_VERSION: u8 = 1;
+const ROW_VERSION: u8 = 1;
+
+/// A set of transaction-time intervals `[start, end)`, sorted, disjoint and not touching.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Spans(Vec<(i64, i64)>);
+
+impl Spans {
+    /// `[tx, +inf)`.
+    pub(crate) fn open_from(tx: i64) -> Spans {
+        Spans(vec![(tx, i64::MAX)])
+    }
+
+    /// `[from, until)`, empty if `from >= until`.
+    pub(crate) fn between(from: i64, until: i64) -> Spans {
+        if from < until { Spans(vec![(from, until)]) } else { Spans(Vec::new()) }
+    }
+
+    pub(crate) fn contains(&self, k: i64) -> bool {
+        self.0.iter().any(|&(s, e)| s <= k && k < e)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub(crate) fn union(&self, other: &Spans) -> Spans {
+        let mut all: Vec<(i64, i64)> = self.0.iter().chain(other.0.iter()).copied().collect();
+        all.sort_unstable();
+        let mut out: Vec<(i64, i64)> = Vec::with_capacity(all.len());
+        for (s, e) in all {
+            match out.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => out.push((s, e)),
+            }
+        }
+        Spans(out)
+    }
+
+    pub(crate) fn minus(&self, other: &Spans) -> Spans {
+        let mut out = Vec::with_capacity(self.0.len());
+        for &(s, e) in &self.0 {
+            let mut pieces = vec![(s, e)];
+            for &(os, oe) in &other.0 {
+                let mut next = Vec::with_capacity(pieces.len() + 1);
+                for (ps, pe) in pieces {
+                    if oe <= ps || os >= pe {
+                        next.push((ps, pe));
+                        continue;
+                    }
+                    if ps < os {
+                        next.push((ps, os));
+                    }
+                    if oe < pe {
+                        next.push((oe, pe));
+                    }
+                }
+                pieces = next;
+            }
+            out.extend(pieces);
+        }
+        Spans(out)
+    }
+}
+
+/// The stored value of an event or checkpoint entry: the record's kind and the spans.
+#[derive(Serialize, Deserialize)]
+struct SpanValue {
+    kind: u8,
+    spans: Spans,
+}
+
+fn encode_spans(kind: u8, spans: &Spans) -> Result<Vec<u8>, Error> {
+    codec::encode_versioned(SPANS_VERSION, &(kind, spans))
+        .map_err(|e| Error::Codec { table: names::EVENTS, source: e })
+}
+
+pub(crate) fn decode_spans(table: &'static str, bytes: &[u8]) -> Result<(u8, Spans), Error> {
+    codec::decode_versioned::<SpanValue>("transaction-time spans", SPANS_VERSION, bytes)
+        .map(|v| (v.kind, v.spans))
+        .map_err(|e| Error::Codec { table, source: e })
+}
+
+/// A checkpoint row: the counters of the gap after the checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CheckpointRow {
+    /// Events asserted in the gap after this checkpoint (an estimate: assertions, not keys).
+    pub(crate) events: u64,
+    /// Entries stored at this checkpoint.
+    pub(crate) entries: u64,
+    /// Try to split the gap once `events` reaches this.
+    pub(crate) recheck_events: u64,
+    /// ... or once a commit happens at or after this transaction time (future events became past).
+    pub(crate) recheck_tx: i64,
+}
+
+fn encode_row(row: &CheckpointRow) -> Result<Vec<u8>, Error> {
+    codec::encode_versioned(ROW_VERSION, row)
+        .map_err(|e| Error::Codec { table: names::CHECKPOINTS, source: e })
+}
+
+pub(crate) fn decode_row(bytes: &[u8]) -> Result<CheckpointRow, Error> {
+    codec::decode_versioned("checkpoint row", ROW_VERSION, bytes)
+        .map_err(|e: CodecError| Error::Codec { table: names::CHECKPOINTS, source: e })
+}
+
+type EventKey<'a> = (&'a str, i64, u128, u8);
+type CheckpointKey<'a> = (&'a str, i64);
+type EntryKey<'a> = (&'a str, i64, u128);
+
+fn edges(v: Option<Visible>) -> Vec<(i64, u8)> {
+    match v {
+        None => Vec::new(),
+        Some(v) if v.is_open() => vec![(v.from.as_micros(), EDGE_START)],
+        Some(v) => vec![(v.from.as_micros(), EDGE_START), (v.until.as_micros(), EDGE_END)],
+    }
+}
+
+fn contains(v: Option<Visible>, c: i64) -> bool {
+    v.is_some_and(|v| v.contains(Timestamp::from_micros(c)))
+}
+
+/// The valid-time segments `[a, b)` where membership in `old` and `new` differs.
+fn symmetric_difference(old: Option<Visible>, new: Option<Visible>) -> Vec<(i64, i64)> {
+    let mut points: Vec<i64> = Vec::with_capacity(4);
+    for v in [old, new].into_iter().flatten() {
+        points.push(v.from.as_micros());
+        points.push(v.until.as_micros());
+    }
+    points.sort_unstable();
+    points.dedup();
+    let mut out: Vec<(i64, i64)> = Vec::new();
+    for w in points.windows(2) {
+        if let [a, b] = *w {
+            if contains(old, a) != contains(new, a) {
+                match out.last_mut() {
+                    Some(last) if last.1 == a => last.1 = b,
+                    _ => out.push((a, b)),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The timeline tables of a write transaction, plus the gap counters of the commit.
+pub(crate) struct TimelineWriter<'txn> {
+    pub(crate) events: Table<'txn, EventKey<'static>, &'static [u8]>,
+    pub(crate) checkpoints: Table<'txn, CheckpointKey<'static>, &'static [u8]>,
+    pub(crate) entries: Table<'txn, EntryKey<'static>, &'static [u8]>,
+    gap_increments: HashMap<(String, i64), u64>,
+    touched_namespaces: HashSet<String>,
+    min_gap: u64,
+}
+
+impl<'txn> TimelineWriter<'txn> {
+    pub(crate) fn new(
+        events: Table<'txn, EventKey<'static>, &'static [u8]>,
+        checkpoints: Table<'txn, CheckpointKey<'static>, &'static [u8]>,
+        entries: Table<'txn, EntryKey<'static>, &'static [u8]>,
+        min_gap: u64,
+    ) -> Self {
+        TimelineWriter {
+            events,
+            checkpoints,
+            entries,
+            gap_increments: HashMap::new(),
+            touched_namespaces: HashSet::new(),
+            min_gap: min_gap.max(1),
+        }
+    }
+
+    fn new_row(&self, entries: u64, events: u64) -> CheckpointRow {
+        let n = self.min_gap.max(entries);
+        CheckpointRow { events, entries, recheck_events: events.max(n) + n, recheck_tx: i64::MAX }
+    }
+
+    /// Make sure the namespace has its first checkpoint (at the beginning of time, empty).
+    pub(crate) fn ensure_namespace(&mut self, ns: &str) -> Result<(), Error> {
+        if self.checkpoints.get((ns, i64::MIN))?.is_none() {
+            let row = self.new_row(0, 0);
+            self.checkpoints.insert((ns, i64::MIN), encode_row(&row)?.as_slice())?;
+        }
+        Ok(())
+    }
+
+    /// Record that a record's visible interval changed from `old` to `new` at transaction time
+    /// `tx` (a new record has `old = None`; a revision that hides it has `new = None`).
+    pub(crate) fn change(
+        &mut self,
+        ns: &str,
+        id: u128,
+        kind: u8,
+        old: Option<Visible>,
+        new: Option<Visible>,
+        tx: i64,
+    ) -> Result<(), Error> {
+        if old == new {
+            return Ok(());
+        }
+        self.touched_namespaces.insert(ns.to_string());
+        let old_edges = edges(old);
+        let new_edges = edges(new);
+        for &(t, edge) in &old_edges {
+            if !new_edges.contains(&(t, edge)) {
+                self.update_event(ns, t, id, edge, kind, |s| s.minus(&Spans::open_from(tx)))?;
+            }
+        }
+        for &(t, edge) in &new_edges {
+            if !old_edges.contains(&(t, edge)) {
+                let grew = self.update_event(ns, t, id, edge, kind, |s| s.union(&Spans::open_from(tx)))?;
+                if grew {
+                    let gap = self.gap_of(ns, t)?;
+                    *self.gap_increments.entry((ns.to_string(), gap)).or_insert(0) += 1;
+                }
+            }
+        }
+        for (a, b) in symmetric_difference(old, new) {
+            let cps: Vec<i64> = self
+                .checkpoints
+                .range((ns, a)..(ns, b))?
+                .map(|r| r.map(|(k, _)| k.value().1))
+                .collect::<Result<_, _>>()?;
+            for c in cps {
+                let (was, is) = (contains(old, c), contains(new, c));
+                if was && !is {
+                    self.update_entry(ns, c, id, kind, |s| s.minus(&Spans::open_from(tx)))?;
+                } else if is && !was {
+                    self.update_entry(ns, c, id, kind, |s| s.union(&Spans::open_from(tx)))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Erase every trace of a record, given the visible intervals of all its revisions.
+    pub(crate) fn forget(&mut self, ns: &str, id: u128, intervals: &[Visible]) -> Result<(), Error> {
+        let mut edge_keys: Vec<(i64, u8)> = intervals.iter().flat_map(|v| edges(Some(*v))).collect();
+        edge_keys.sort_unstable();
+        edge_keys.dedup();
+        for (t, edge) in edge_keys {
+            self.events.remove((ns, t, id, edge))?;
+        }
+        let mut ranges: Vec<(i64, i64)> =
+            intervals.iter().map(|v| (v.from.as_micros(), v.until.as_micros())).collect();
+        ranges.sort_unstable();
+        let merged = Spans(Vec::new()).union(&Spans(ranges));
+        for &(a, b) in &merged.0 {
+            let cps: Vec<i64> = self
+                .checkpoints
+                .range((ns, a)..(ns, b))?
+                .map(|r| r.map(|(k, _)| k.value().1))
+                .collect::<Result<_, _>>()?;
+            for c in cps {
+                let removed = self.entries.remove((ns, c, id))?.is_some();
+                if removed {
+                    self.adjust_entry_count(ns, c, -1)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The checkpoint whose gap holds an event at `t` (the greatest C < t).
+    fn gap_of(&self, ns: &str, t: i64) -> Result<i64, Error> {
+        let found = self.checkpoints.range((ns, i64::MIN)..(ns, t))?.next_back();
+        match found {
+            Some(r) => Ok(r?.0.value().1),
+            None => Ok(i64::MIN),
+        }
+    }
+
+    /// Apply `f` to an event's spans; returns whether the number of spans grew.
+    fn update_event(
+        &mut self,
+        ns: &str,
+        t: i64,
+        id: u128,
+        edge: u8,
+        kind: u8,
+        f: impl Fn(&Spans) -> Spans,
+    ) -> Result<bool, Error> {
+        let before = match self.events.get((ns, t, id, edge))? {
+            Some(v) => decode_spans(names::EVENTS, v.value())?.1,
+            None => Spans::default(),
+        };
+        let after = f(&before);
+        if after.is_empty() {
+            self.events.remove((ns, t, id, edge))?;
+        } else {
+            self.events.insert((ns, t, id, edge), encode_spans(kind, &after)?.as_slice())?;
+        }
+        Ok(after.len() > before.len())
+    }
+
+    fn update_entry(
+        &mut self,
+        ns: &str,
+        c: i64,
+        id: u128,
+        kind: u8,
+        f: impl Fn(&Spans) -> Spans,
+    ) -> Result<(), Error> {
+        let before = match self.entries.get((ns, c, id))? {
+            Some(v) => Some(decode_spans(names::CHECKPOINT_ENTRIES, v.value())?.1),
+            None => None,
+        };
+        let after = f(&before.clone().unwrap_or_default());
+        if after.is_empty() {
+            if before.is_some() {
+                self.entries.remove((ns, c, id))?;
+                self.adjust_entry_count(ns, c, -1)?;
+            }
+        } else {
+            self.entries.insert((ns, c, id), encode_spans(kind, &after)?.as_slice())?;
+            if before.is_none() {
+                self.adjust_entry_count(ns, c, 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn adjust_entry_count(&mut self, ns: &str, c: i64, delta: i64) -> Result<(), Error> {
+        let row = match self.checkpoints.get((ns, c))? {
+            Some(v) => decode_row(v.value())?,
+            None => return Ok(()),
+        };
+        let row = CheckpointRow { entries: row.entries.saturating_add_signed(delta), ..row };
+        self.checkpoints.insert((ns, c), encode_row(&row)?.as_slice())?;
+        Ok(())
+    }
+
+    /// End of a commit at transaction time `now`: add up the gap counters and split the gaps
+    /// that grew too large (placing checkpoints no later than `now`).
+    pub(crate) fn finish(&mut self, now: i64) -> Result<(), Error> {
+        let mut to_check: Vec<(String, i64)> = Vec::new();
+        let increments: Vec<((String, i64), u64)> = self.gap_increments.drain().collect();
+        for ((ns, c), inc) in increments {
+            let found = match self.checkpoints.get((ns.as_str(), c))? {
+                Some(v) => Some(decode_row(v.value())?),
+                None => None,
+            };
+            if let Some(row) = found {
+                let row = CheckpointRow { events: row.events.saturating_add(inc), ..row };
+                self.checkpoints.insert((ns.as_str(), c), encode_row(&row)?.as_slice())?;
+            }
+            to_check.push((ns, c));
+        }
+        let namespaces: Vec<String> = self.touched_namespaces.drain().collect();
+        for ns in namespaces {
+            let last = self.checkpoints.range((ns.as_str(), i64::MIN)..=(ns.as_str(), i64::MAX))?.next_back();
+            if let Some(r) = last {
+                let c = r?.0.value().1;
+                to_check.push((ns, c));
+            }
+        }
+        to_check.sort();
+        to_check.dedup();
+        for (ns, c) in to_check {
+            self.maybe_split(&ns, c, now)?;
+        }
+        Ok(())
+    }
+
+    fn maybe_split(&mut self, ns: &str, ca: i64, now: i64) -> Result<(), Error> {
+        let row = match self.checkpoints.get((ns, ca))? {
+            Some(v) => decode_row(v.value())?,
+            None => return Ok(()),
+        };
+        if row.events < row.recheck_events && now < row.recheck_tx {
+            return Ok(());
+        }
+        let next = match self.checkpoints.range((ns, ca.saturating_add(1))..=(ns, i64::MAX))?.next() {
+            Some(r) => Some(r?.0.value().1),
+            None => None,
+        };
+        let hi = match next {
+            Some(cb) => (cb - 1).min(now),
+            None => now,
+        };
+        // The live set at `ca`, with spans.
+        let mut live: BTreeMap<u128, (u8, Spans)> = BTreeMap::new();
+        for r in self.entries.range((ns, ca, 0u128)..=(ns, ca, u128::MAX))? {
+            let (k, v) = r?;
+            let (kind, spans) = decode_spans(names::CHECKPOINT_ENTRIES, v.value())?;
+            live.insert(k.value().2, (kind, spans));
+        }
+        let n = self.min_gap.max(live.len() as u64);
+        // Walk the events of the gap up to `hi`, placing a checkpoint every `n` events.
+        let mut pending: HashMap<u128, (u8, Spans, Spans)> = HashMap::new();
+        let mut emitted: Vec<(i64, u64, BTreeMap<u128, (u8, Spans)>)> = Vec::new();
+        let mut count: u64 = 0;
+        let mut walked: u64 = 0;
+        let mut last_t: Option<i64> = None;
+        let mut first_beyond: Option<i64> = None;
+        if hi > ca {
+            let upper = hi;
+            for r in
+                self.events.range((ns, ca.saturating_add(1), 0u128, 0u8)..=(ns, upper, u128::MAX, u8::MAX))?
+            {
+                let (k, v) = r?;
+                let (_, t, id, edge) = k.value();
+                if count >= n && last_t.is_some_and(|lt| t > lt) {
+                    if let Some(lt) = last_t {
+                        apply_pending(&mut live, &mut pending);
+                        emitted.push((lt, count, live.clone()));
+                        count = 0;
+                    }
+                }
+                let (kind, spans) = decode_spans(names::EVENTS, v.value())?;
+                let slot = pending.entry(id).or_insert_with(|| (kind, Spans::default(), Spans::default()));
+                if edge == EDGE_START {
+                    slot.1 = slot.1.union(&spans);
+                } else {
+                    slot.2 = slot.2.union(&spans);
+                }
+                count += 1;
+                walked += 1;
+                last_t = Some(t);
+            }
+        }
+        // The first event after `hi` inside the gap (a future event): when it becomes past,
+        // the gap may be splittable.
+        if next.is_none_or(|cb| hi.saturating_add(1) < cb) {
+            let upper = next.map_or(i64::MAX, |cb| cb - 1);
+            if hi < upper {
+                if let Some(r) = self
+                    .events
+                    .range((ns, hi.saturating_add(1), 0u128, 0u8)..=(ns, upper, u128::MAX, u8::MAX))?
+                    .next()
+                {
+                    first_beyond = Some(r?.0.value().1);
+                }
+            }
+        }
+        if emitted.is_empty() {
+            let row = CheckpointRow {
+                recheck_events: row.events.saturating_add(n),
+                recheck_tx: first_beyond.unwrap_or(i64::MAX),
+                ..row
+            };
+            self.checkpoints.insert((ns, ca), encode_row(&row)?.as_slice())?;
+            return Ok(());
+        }
+        let unwalked = row.events.saturating_sub(walked);
+        let mut gap_counts: Vec<u64> = emitted.iter().map(|e| e.1).collect();
+        // The gap before the first new checkpoint belongs to `ca`.
+        let first_count = gap_counts.first().copied().unwrap_or(0);
+        let mut head = self.new_row(row.entries, first_count);
+        head.entries = row.entries;
+        self.checkpoints.insert((ns, ca), encode_row(&head)?.as_slice())?;
+        gap_counts.remove(0);
+        gap_counts.push(count + unwalked);
+        let last_index = emitted.len() - 1;
+        for (i, (c, _, set)) in emitted.into_iter().enumerate() {
+            for (id, (kind, spans)) in &set {
+                self.entries.insert((ns, c, *id), encode_spans(*kind, spans)?.as_slice())?;
+            }
+            let events = gap_counts.get(i).copied().unwrap_or(0);
+            let mut r = self.new_row(set.len() as u64, events);
+            if i == last_index {
+                r.recheck_tx = first_beyond.unwrap_or(i64::MAX);
+            }
+            self.checkpoints.insert((ns, c), encode_row(&r)?.as_slice())?;
+        }
+        Ok(())
+    }
+}
+
+fn apply_pending(live: &mut BTreeMap<u128, (u8, Spans)>, pending: &mut HashMap<u128, (u8, Spans, Spans)>) {
+    for (id, (kind, starts, ends)) in pending.drain() {
+        let base = live.get(&id).map(|(_, s)| s.clone()).unwrap_or_default();
+        let now_live = base.union(&starts).minus(&ends);
+        if now_live.is_empty() {
+            live.remove(&id);
+        } else {
+            live.insert(id, (kind, now_live));
+        }
+    }
+}
+
+/// The records visible at valid time `v` as known at transaction time `k`, as `(id, kind)`
+/// pairs in id order. `kinds`, when given, keeps only those kind codes.
+pub(crate) fn live_at(
+    events: &impl ReadableTable<EventKey<'static>, &'static [u8]>,
+    checkpoints: &impl ReadableTable<CheckpointKey<'static>, &'static [u8]>,
+    entries: &impl ReadableTable<EntryKey<'static>, &'static [u8]>,
+    ns: &str,
+    v: i64,
+    k: i64,
+    kinds: Option<&[u8]>,
+) -> Result<Vec<(u128, u8)>, Error> {
+    let keep = |kind: u8| kinds.is_none_or(|ks| ks.contains(&kind));
+    let cp = match checkpoints.range((ns, i64::MIN)..=(ns, v))?.next_back() {
+        Some(r) => r?.0.value().1,
+        None => return Ok(Vec::new()),
+    };
+    // flags: bit 0 live at C, bit 1 a start in (C, V], bit 2 an end in (C, V].
+    let mut state: HashMap<u128, (u8, u8)> = HashMap::new();
+    for r in entries.range((ns, cp, 0u128)..=(ns, cp, u128::MAX))? {
+        let (key, val) = r?;
+        let (kind, spans) = decode_spans(names::CHECKPOINT_ENTRIES, val.value())?;
+        if keep(kind) && spans.contains(k) {
+            state.insert(key.value().2, (kind, 1));
+        }
+    }
+    if cp < v {
+        for r in events.range((ns, cp + 1, 0u128, 0u8)..=(ns, v, u128::MAX, u8::MAX))? {
+            let (key, val) = r?;
+            let (_, _, id, edge) = key.value();
+            let (kind, spans) = decode_spans(names::EVENTS, val.value())?;
+            if !keep(kind) || !spans.contains(k) {
+                continue;
+            }
+            let slot = state.entry(id).or_insert((kind, 0));
+            slot.1 |= if edge == EDGE_START { 2 } else { 4 };
+        }
+    }
+    let mut out: Vec<(u128, u8)> = state
+        .into_iter()
+        .filter(|(_, (_, f))| f & 4 == 0 && f & 3 != 0)
+        .map(|(id, (kind, _))| (id, kind))
+        .collect();
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// What the timeline should hold for one record, derived from its revisions: used by the
+/// consistency check. `revisions` are `(recorded_at, visible)` in revision order.
+pub(crate) fn expected_for_record(
+    revisions: &[(i64, Option<Visible>)],
+) -> (BTreeMap<(i64, u8), Spans>, Vec<(Spans, Option<Visible>)>) {
+    let mut events: BTreeMap<(i64, u8), Spans> = BTreeMap::new();
+    let mut belief: Vec<(Spans, Option<Visible>)> = Vec::new();
+    for (i, (rec, vis)) in revisions.iter().enumerate() {
+        let until = revisions.get(i + 1).map_or(i64::MAX, |n| n.0);
+        let span = Spans::between(*rec, until);
+        if span.is_empty() {
+            continue;
+        }
+        for e in edges(*vis) {
+            let slot = events.entry(e).or_default();
+            *slot = slot.union(&span);
+        }
+        belief.push((span, *vis));
+    }
+    (events, belief)
+}
+
+/// The spans during which a record (described by `belief` from [`expected_for_record`]) was
+/// believed visible at `c`.
+pub(crate) fn expected_entry(belief: &[(Spans, Option<Visible>)], c: i64) -> Spans {
+    let mut out = Spans::default();
+    for (span, vis) in belief {
+        if contains(*vis, c) {
+            out = out.union(span);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn span_algebra() {
+        let a = Spans(vec![(0, 10), (20, 30)]);
+        let b = Spans(vec![(5, 25)]);
+        assert_eq!(a.union(&b), Spans(vec![(0, 30)]));
+        assert_eq!(a.minus(&b), Spans(vec![(0, 5), (25, 30)]));
+        assert_eq!(Spans::open_from(5).minus(&Spans::open_from(5)), Spans::default());
+        let mut s = Spans::open_from(1);
+        s = s.minus(&Spans::open_from(4));
+        assert_eq!(s, Spans(vec![(1, 4)]));
+        s = s.union(&Spans::open_from(4));
+        assert_eq!(s, Spans::open_from(1));
+        assert!(s.contains(1) && !s.contains(0));
+    }
+
+    #[test]
+    fn symmetric_difference_segments() {
+        let v = |a: i64, b: i64| {
+            Some(Visible { from: Timestamp::from_micros(a), until: Timestamp::from_micros(b) })
+        };
+        assert_eq!(symmetric_difference(v(0, 10), v(0, 5)), vec![(5, 10)]);
+        assert_eq!(symmetric_difference(None, v(3, 7)), vec![(3, 7)]);
+        assert_eq!(symmetric_difference(v(0, 10), v(5, 15)), vec![(0, 5), (10, 15)]);
+        assert_eq!(symmetric_difference(v(0, 10), v(0, 10)), vec![]);
+    }
+}

@@ -1,0 +1,870 @@
+//! Write operations: validated and planned per job, then applied to every table.
+//!
+//! A commit carries several jobs (group commit). Each job is *planned* first: every operation
+//! is checked against the transaction's state plus the job's own earlier operations (an
+//! overlay), and turned into [`Change`]s. Only a job whose whole plan succeeded is applied, so
+//! a bad operation rejects its job and nothing of it is written, while the other jobs of the
+//! commit go ahead. Applying a change cannot fail except on storage errors, which abort the
+//! whole commit.
+
+use std::collections::HashMap;
+
+use redb::{ReadableTable, Table};
+use serde::{Deserialize, Serialize};
+
+use crate::body::{Body, DecisionStatus};
+use crate::codec;
+use crate::error::{Error, InputError};
+use crate::id::{Namespace, RecordId};
+use crate::record::{self, Envelope, Op, Record, Visible};
+use crate::tables::names;
+use crate::time::Timestamp;
+use crate::timeline::TimelineWriter;
+
+/// How long a new record lives.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[non_exhaustive]
+pub enum Expiry {
+    /// By importance: 1, 7, 30, 90 days for importance 1 to 4; permanent for 5 or unset.
+    #[default]
+    Default,
+    /// Never expires.
+    Never,
+    /// Expires at this time.
+    At(Timestamp),
+}
+
+/// What an insert does when a live record of the same kind already holds its identity key.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[non_exhaustive]
+pub enum OnConflict {
+    /// Fail with [`Error::IdentityConflict`].
+    #[default]
+    Error,
+    /// Write nothing and return the existing record's id.
+    ReturnExisting,
+    /// Supersede the existing record with the new one.
+    Supersede,
+}
+
+/// A record to create.
+#[derive(Clone, Debug)]
+pub struct NewRecord {
+    /// The namespace.
+    pub namespace: Namespace,
+    /// The id (a fresh UUIDv7 unless given).
+    pub id: RecordId,
+    /// The body.
+    pub body: Body,
+    /// Shared fields.
+    pub envelope: Envelope,
+    /// Valid from (default: the commit's transaction time).
+    pub valid_from: Option<Timestamp>,
+    /// Valid until (default: open).
+    pub valid_until: Option<Timestamp>,
+    /// Expiry.
+    pub expiry: Expiry,
+    /// Identity conflict policy.
+    pub on_conflict: OnConflict,
+}
+
+impl NewRecord {
+    /// A new record with a fresh id and defaults for everything else.
+    pub fn new(namespace: Namespace, body: impl Into<Body>) -> Self {
+        NewRecord {
+            namespace,
+            id: RecordId::new(),
+            body: body.into(),
+            envelope: Envelope::default(),
+            valid_from: None,
+            valid_until: None,
+            expiry: Expiry::Default,
+            on_conflict: OnConflict::Error,
+        }
+    }
+}
+
+/// A correction: a new revision of an existing record. Fields left `None` keep their value.
+#[derive(Clone, Debug)]
+pub struct Revise {
+    /// The namespace.
+    pub namespace: Namespace,
+    /// The record.
+    pub id: RecordId,
+    /// Fail with [`Error::RevisionConflict`] unless the latest revision is this one.
+    pub expected_rev: Option<u32>,
+    /// New body (same kind).
+    pub body: Option<Body>,
+    /// New shared fields.
+    pub envelope: Option<Envelope>,
+    /// New valid-from.
+    pub valid_from: Option<Timestamp>,
+    /// New valid-until (`Some(None)` reopens).
+    pub valid_until: Option<Option<Timestamp>>,
+    /// New expiry (`Some(None)` removes it).
+    pub expires_at: Option<Option<Timestamp>>,
+}
+
+impl Revise {
+    /// A revision that changes nothing yet.
+    pub fn new(namespace: Namespace, id: RecordId) -> Self {
+        Revise {
+            namespace,
+            id,
+            expected_rev: None,
+            body: None,
+            envelope: None,
+            valid_from: None,
+            valid_until: None,
+            expires_at: None,
+        }
+    }
+}
+
+/// One operation of a write batch.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum WriteOp {
+    /// Create a record.
+    Insert(NewRecord),
+    /// Correct a record.
+    Revise(Revise),
+    /// Close a record's valid interval at `at` (default: the commit time).
+    Retire {
+        /// The namespace.
+        namespace: Namespace,
+        /// The record.
+        id: RecordId,
+        /// When it stops being valid.
+        at: Option<Timestamp>,
+    },
+    /// Set a record's expiry to `at` (default: the commit time).
+    Expire {
+        /// The namespace.
+        namespace: Namespace,
+        /// The record.
+        id: RecordId,
+        /// When it expires.
+        at: Option<Timestamp>,
+    },
+    /// Replace `old` by a new record, from the new record's `valid_from` (default: commit time).
+    Supersede {
+        /// The record being replaced.
+        old: RecordId,
+        /// Its successor (same namespace and kind).
+        new: NewRecord,
+    },
+    /// Erase every revision of a record (the one destructive operation).
+    Forget {
+        /// The namespace.
+        namespace: Namespace,
+        /// The record.
+        id: RecordId,
+    },
+    /// Write one exported revision as it was (lossless import). Revisions of a record must
+    /// come in order, starting at 0; one already stored identically is skipped.
+    Restore(Box<Record>),
+}
+
+/// What an operation did.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// A revision was written.
+    Written {
+        /// The record.
+        id: RecordId,
+        /// Its new revision number.
+        rev: u32,
+    },
+    /// `old` was superseded by the new record `new`.
+    Superseded {
+        /// The replaced record.
+        old: RecordId,
+        /// The new record.
+        new: RecordId,
+    },
+    /// An insert found a live record with the same identity and returned it.
+    Existing {
+        /// The existing record.
+        id: RecordId,
+    },
+    /// Every revision of the record was erased.
+    Forgotten {
+        /// The record.
+        id: RecordId,
+        /// How many revisions were erased.
+        revisions: u32,
+    },
+    /// A restored revision was already stored, identically.
+    Unchanged {
+        /// The record.
+        id: RecordId,
+    },
+}
+
+impl Outcome {
+    /// The id a caller usually wants: the new record, the existing one, or the one written.
+    pub fn id(&self) -> RecordId {
+        match *self {
+            Outcome::Written { id, .. }
+            | Outcome::Existing { id }
+            | Outcome::Forgotten { id, .. }
+            | Outcome::Unchanged { id } => id,
+            Outcome::Superseded { new, .. } => new,
+        }
+    }
+}
+
+/// A planned change to one record.
+#[derive(Debug)]
+pub(crate) enum Change {
+    /// A new revision (`old` is the previous latest, if any).
+    Write { old: Option<Box<Record>>, new: Box<Record> },
+    /// Erase the record.
+    Forget { namespace: Namespace, id: RecordId },
+}
+
+/// Counters per namespace.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamespaceCounters {
+    /// Records (not forgotten).
+    pub records: u64,
+    /// Revisions stored.
+    pub revisions: u64,
+}
+
+const COUNTERS_VERSION: u8 = 1;
+const COMMIT_VERSION: u8 = 1;
+
+pub(crate) fn decode_counters(bytes: &[u8]) -> Result<NamespaceCounters, Error> {
+    codec::decode_versioned("namespace counters", COUNTERS_VERSION, bytes)
+        .map_err(|e| Error::Codec { table: names::NAMESPACES, source: e })
+}
+
+/// The stored commit log entry.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct CommitEntry {
+    pub(crate) tx: i64,
+    pub(crate) changed: Vec<(String, u128)>,
+}
+
+pub(crate) fn decode_commit(bytes: &[u8]) -> Result<CommitEntry, Error> {
+    codec::decode_versioned("commit entry", COMMIT_VERSION, bytes)
+        .map_err(|e| Error::Codec { table: names::COMMITS, source: e })
+}
+
+type RevKey = (&'static str, u128, i64, u32);
+
+/// The tables a commit writes.
+pub(crate) struct WriteTables<'txn> {
+    pub(crate) revisions: Table<'txn, RevKey, &'static [u8]>,
+    pub(crate) current: Table<'txn, (&'static str, u8, u128), &'static [u8]>,
+    pub(crate) current_ends: Table<'txn, (i64, &'static str, u8, u128), ()>,
+    pub(crate) identity: Table<'txn, (&'static str, u8, &'static str), u128>,
+    pub(crate) namespaces: Table<'txn, &'static str, &'static [u8]>,
+    pub(crate) timeline: TimelineWriter<'txn>,
+}
+
+/// The latest revision of a record as stored (not counting the overlay).
+pub(crate) fn latest_stored(
+    revisions: &impl ReadableTable<RevKey, &'static [u8]>,
+    ns: &Namespace,
+    id: RecordId,
+) -> Result<Option<Record>, Error> {
+    revision_at(revisions, ns, id, i64::MAX)
+}
+
+/// The revision of a record current at transaction time `k`.
+pub(crate) fn revision_at(
+    revisions: &impl ReadableTable<RevKey, &'static [u8]>,
+    ns: &Namespace,
+    id: RecordId,
+    k: i64,
+) -> Result<Option<Record>, Error> {
+    let key = id.as_u128();
+    let found =
+        revisions.range((ns.as_str(), key, i64::MIN, 0u32)..=(ns.as_str(), key, k, u32::MAX))?.next_back();
+    match found {
+        None => Ok(None),
+        Some(r) => {
+            let (k, v) = r?;
+            let (_, _, rec, rev) = k.value();
+            record::decode_revision(ns, id, rev, Timestamp::from_micros(rec), v.value())
+                .map(Some)
+                .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })
+        }
+    }
+}
+
+/// Plans one job against the transaction plus its own earlier operations.
+pub(crate) struct Planner<'a, 'txn> {
+    tables: &'a WriteTables<'txn>,
+    tx: Timestamp,
+    records: HashMap<(Namespace, RecordId), Option<Record>>,
+    identity: HashMap<(Namespace, u8, String), Option<RecordId>>,
+    pub(crate) changes: Vec<Change>,
+    pub(crate) outcomes: Vec<Outcome>,
+}
+
+fn user_time(t: Timestamp) -> Result<Timestamp, InputError> {
+    if t.is_user_range() { Ok(t) } else { Err(InputError::TimeOutOfRange { time: t }) }
+}
+
+impl<'a, 'txn> Planner<'a, 'txn> {
+    pub(crate) fn new(tables: &'a WriteTables<'txn>, tx: Timestamp) -> Self {
+        Planner {
+            tables,
+            tx,
+            records: HashMap::new(),
+            identity: HashMap::new(),
+            changes: Vec::new(),
+            outcomes: Vec::new(),
+        }
+    }
+
+    fn latest(&self, ns: &Namespace, id: RecordId) -> Result<Option<Record>, Error> {
+        if let Some(r) = self.records.get(&(ns.clone(), id)) {
+            return Ok(r.clone());
+        }
+        latest_stored(&self.tables.revisions, ns, id)
+    }
+
+    fn require(&self, ns: &Namespace, id: RecordId) -> Result<Record, Error> {
+        self.latest(ns, id)?.ok_or_else(|| Error::NotFound { namespace: ns.clone(), id })
+    }
+
+    fn identity_holder(&self, ns: &Namespace, kind: u8, key: &str) -> Result<Option<RecordId>, Error> {
+        if let Some(h) = self.identity.get(&(ns.clone(), kind, key.to_string())) {
+            return Ok(*h);
+        }
+        Ok(self.tables.identity.get((ns.as_str(), kind, key))?.map(|v| RecordId::from_u128(v.value())))
+    }
+
+    /// Record a planned revision and keep the overlay in step.
+    fn push(&mut self, old: Option<Record>, new: Record) {
+        let ns = new.namespace.clone();
+        let kind = new.kind().code();
+        if let Some(o) = &old {
+            if o.holds_identity() {
+                if let Some(k) = o.identity() {
+                    self.identity.insert((ns.clone(), kind, k), None);
+                }
+            }
+        }
+        if new.holds_identity() {
+            if let Some(k) = new.identity() {
+                self.identity.insert((ns.clone(), kind, k), Some(new.id));
+            }
+        }
+        self.records.insert((ns, new.id), Some(new.clone()));
+        self.changes.push(Change::Write { old: old.map(Box::new), new: Box::new(new) });
+    }
+
+    fn next_revision(&self, old: &Record, op: Op) -> Record {
+        Record { rev: old.rev + 1, recorded_at: self.tx, replaced_at: None, op, ..old.clone() }
+    }
+
+    /// Plan one operation.
+    pub(crate) fn plan(&mut self, op: WriteOp) -> Result<(), Error> {
+        match op {
+            WriteOp::Insert(n) => self.insert(n, None),
+            WriteOp::Supersede { old, new } => self.supersede(old, new),
+            WriteOp::Revise(r) => self.revise(r),
+            WriteOp::Retire { namespace, id, at } => self.retire(&namespace, id, at),
+            WriteOp::Expire { namespace, id, at } => self.expire(&namespace, id, at),
+            WriteOp::Forget { namespace, id } => self.forget(namespace, id),
+            WriteOp::Restore(r) => self.restore(*r),
+        }
+    }
+
+    /// Build the first revision of a new record (validated), without recording it.
+    fn build_new(&self, n: NewRecord, op: Op, supersedes: Option<RecordId>) -> Result<Record, Error> {
+        let NewRecord { namespace, id, body, mut envelope, valid_from, valid_until, expiry, on_conflict: _ } =
+            n;
+        body.validate()?;
+        envelope.validate()?;
+        let valid_from = match valid_from {
+            Some(t) => user_time(t)?,
+            None => self.tx,
+        };
+        if let Some(u) = valid_until {
+            user_time(u)?;
+            if u <= valid_from {
+                return Err(InputError::BadInterval { from: valid_from, until: u }.into());
+            }
+        }
+        let expires_at = match expiry {
+            Expiry::Default => envelope.default_expiry(valid_from),
+            Expiry::Never => None,
+            Expiry::At(t) => {
+                user_time(t)?;
+                if t <= valid_from {
+                    return Err(InputError::Invalid(format!(
+                        "expires_at {t} must be after valid_from {valid_from}"
+                    ))
+                    .into());
+                }
+                Some(t)
+            }
+        };
+        Ok(Record {
+            namespace,
+            id,
+            rev: 0,
+            recorded_at: self.tx,
+            replaced_at: None,
+            op,
+            valid_from,
+            valid_until,
+            expires_at,
+            supersedes,
+            superseded_by: None,
+            envelope,
+            body,
+        })
+    }
+
+    fn insert(&mut self, n: NewRecord, supersedes: Option<RecordId>) -> Result<(), Error> {
+        let on_conflict = n.on_conflict;
+        let op = if supersedes.is_some() { Op::Supersede } else { Op::Insert };
+        let rec = self.build_new(n, op, supersedes)?;
+        if self.latest(&rec.namespace, rec.id)?.is_some() {
+            return Err(Error::DuplicateId { namespace: rec.namespace.clone(), id: rec.id });
+        }
+        if rec.holds_identity() {
+            if let Some(key) = rec.identity() {
+                if let Some(existing) = self.identity_holder(&rec.namespace, rec.kind().code(), &key)? {
+                    if existing != rec.id {
+                        match on_conflict {
+                            OnConflict::Error => {
+                                return Err(Error::IdentityConflict {
+                                    namespace: rec.namespace.clone(),
+                                    kind: rec.kind(),
+                                    key,
+                                    existing,
+                                });
+                            }
+                            OnConflict::ReturnExisting => {
+                                self.outcomes.push(Outcome::Existing { id: existing });
+                                return Ok(());
+                            }
+                            OnConflict::Supersede => return self.supersede_record(existing, rec),
+                        }
+                    }
+                }
+            }
+        }
+        let id = rec.id;
+        self.push(None, rec);
+        self.outcomes.push(Outcome::Written { id, rev: 0 });
+        Ok(())
+    }
+
+    fn supersede(&mut self, old: RecordId, new: NewRecord) -> Result<(), Error> {
+        let rec = self.build_new(new, Op::Supersede, Some(old))?;
+        if self.latest(&rec.namespace, rec.id)?.is_some() {
+            return Err(Error::DuplicateId { namespace: rec.namespace.clone(), id: rec.id });
+        }
+        self.supersede_record(old, rec)
+    }
+
+    /// `new` is fully built (rev 0); replace `old_id` by it from `new.valid_from`.
+    fn supersede_record(&mut self, old_id: RecordId, mut new: Record) -> Result<(), Error> {
+        let ns = new.namespace.clone();
+        let old = self.require(&ns, old_id)?;
+        if old.kind() != new.kind() {
+            return Err(InputError::KindMismatch { id: old_id, expected: old.kind(), got: new.kind() }.into());
+        }
+        if let Some(by) = old.superseded_by {
+            return Err(Error::AlreadySuperseded { id: old_id, by });
+        }
+        let at = new.valid_from;
+        if at < old.valid_from {
+            return Err(Error::BeforeValid { id: old_id, at, valid_from: old.valid_from });
+        }
+        if let Some(ended) = old.valid_until {
+            if ended <= at {
+                return Err(Error::AlreadyEnded { id: old_id, at, ended });
+            }
+        }
+        new.supersedes = Some(old_id);
+        new.op = Op::Supersede;
+        let mut replaced = self.next_revision(&old, Op::Superseded);
+        replaced.valid_until = Some(at);
+        replaced.superseded_by = Some(new.id);
+        if let Body::Decision(d) = &mut replaced.body {
+            d.status = DecisionStatus::Superseded;
+        }
+        // The successor may take over the old record's identity key.
+        if new.holds_identity() {
+            if let Some(key) = new.identity() {
+                if let Some(holder) = self.identity_holder(&ns, new.kind().code(), &key)? {
+                    if holder != old_id && holder != new.id {
+                        return Err(Error::IdentityConflict {
+                            namespace: ns,
+                            kind: new.kind(),
+                            key,
+                            existing: holder,
+                        });
+                    }
+                }
+            }
+        }
+        let new_id = new.id;
+        self.push(Some(old), replaced);
+        self.push(None, new);
+        self.outcomes.push(Outcome::Superseded { old: old_id, new: new_id });
+        Ok(())
+    }
+
+    fn revise(&mut self, r: Revise) -> Result<(), Error> {
+        let old = self.require(&r.namespace, r.id)?;
+        if let Some(expected) = r.expected_rev {
+            if expected != old.rev {
+                return Err(Error::RevisionConflict { id: r.id, expected, found: old.rev });
+            }
+        }
+        let mut new = self.next_revision(&old, Op::Revise);
+        if let Some(body) = r.body {
+            if body.kind() != old.kind() {
+                return Err(
+                    InputError::KindMismatch { id: r.id, expected: old.kind(), got: body.kind() }.into()
+                );
+            }
+            body.validate()?;
+            new.body = body;
+        }
+        if let Some(mut env) = r.envelope {
+            env.validate()?;
+            new.envelope = env;
+        }
+        if let Some(from) = r.valid_from {
+            let from = user_time(from)?;
+            if from != old.valid_from && old.supersedes.is_some() {
+                return Err(Error::ChainedValidTime { id: r.id });
+            }
+            new.valid_from = from;
+        }
+        if let Some(until) = r.valid_until {
+            if let Some(u) = until {
+                user_time(u)?;
+            }
+            if until != old.valid_until && old.superseded_by.is_some() {
+                return Err(Error::ChainedValidTime { id: r.id });
+            }
+            new.valid_until = until;
+        }
+        if let Some(exp) = r.expires_at {
+            if let Some(e) = exp {
+                user_time(e)?;
+            }
+            new.expires_at = exp;
+        }
+        if let Some(u) = new.valid_until {
+            if u <= new.valid_from {
+                return Err(InputError::BadInterval { from: new.valid_from, until: u }.into());
+            }
+        }
+        if new.holds_identity() {
+            if let Some(key) = new.identity() {
+                if let Some(holder) = self.identity_holder(&new.namespace, new.kind().code(), &key)? {
+                    if holder != new.id {
+                        return Err(Error::IdentityConflict {
+                            namespace: new.namespace.clone(),
+                            kind: new.kind(),
+                            key,
+                            existing: holder,
+                        });
+                    }
+                }
+            }
+        }
+        let (id, rev) = (new.id, new.rev);
+        self.push(Some(old), new);
+        self.outcomes.push(Outcome::Written { id, rev });
+        Ok(())
+    }
+
+    fn retire(&mut self, ns: &Namespace, id: RecordId, at: Option<Timestamp>) -> Result<(), Error> {
+        let old = self.require(ns, id)?;
+        let at = match at {
+            Some(t) => user_time(t)?,
+            None => self.tx,
+        };
+        if let Some(by) = old.superseded_by {
+            return Err(Error::AlreadySuperseded { id, by });
+        }
+        if at < old.valid_from {
+            return Err(Error::BeforeValid { id, at, valid_from: old.valid_from });
+        }
+        if let Some(ended) = old.valid_until {
+            if ended <= at {
+                return Err(Error::AlreadyEnded { id, at, ended });
+            }
+        }
+        if at == old.valid_from {
+            return Err(InputError::BadInterval { from: old.valid_from, until: at }.into());
+        }
+        let mut new = self.next_revision(&old, Op::Retire);
+        new.valid_until = Some(at);
+        let rev = new.rev;
+        self.push(Some(old), new);
+        self.outcomes.push(Outcome::Written { id, rev });
+        Ok(())
+    }
+
+    fn expire(&mut self, ns: &Namespace, id: RecordId, at: Option<Timestamp>) -> Result<(), Error> {
+        let old = self.require(ns, id)?;
+        let at = match at {
+            Some(t) => user_time(t)?,
+            None => self.tx,
+        };
+        if at <= old.valid_from {
+            return Err(Error::BeforeValid { id, at, valid_from: old.valid_from });
+        }
+        for ended in [old.valid_until, old.expires_at].into_iter().flatten() {
+            if ended <= at {
+                return Err(Error::AlreadyEnded { id, at, ended });
+            }
+        }
+        let mut new = self.next_revision(&old, Op::Expire);
+        new.expires_at = Some(at);
+        let rev = new.rev;
+        self.push(Some(old), new);
+        self.outcomes.push(Outcome::Written { id, rev });
+        Ok(())
+    }
+
+    fn forget(&mut self, namespace: Namespace, id: RecordId) -> Result<(), Error> {
+        let old = self.require(&namespace, id)?;
+        if old.holds_identity() {
+            if let Some(k) = old.identity() {
+                self.identity.insert((namespace.clone(), old.kind().code(), k), None);
+            }
+        }
+        self.records.insert((namespace.clone(), id), None);
+        self.changes.push(Change::Forget { namespace, id });
+        self.outcomes.push(Outcome::Forgotten { id, revisions: old.rev + 1 });
+        Ok(())
+    }
+
+    fn restore(&mut self, mut rec: Record) -> Result<(), Error> {
+        rec.body.validate()?;
+        rec.envelope.validate()?;
+        rec.replaced_at = None;
+        let (id, rev) = (rec.id, rec.rev);
+        let mismatch = |reason: &str| Error::RestoreMismatch { id, rev, reason: reason.to_string() };
+        match self.latest(&rec.namespace, id)? {
+            None if rev != 0 => return Err(mismatch("the history of a new record must start at revision 0")),
+            None => {}
+            Some(latest) if rev <= latest.rev => {
+                let stored = self.stored_revision(&rec.namespace, id, rev)?;
+                return match stored {
+                    Some(s) if s == rec => {
+                        self.outcomes.push(Outcome::Unchanged { id });
+                        Ok(())
+                    }
+                    _ => Err(mismatch("a different revision with this number is already stored")),
+                };
+            }
+            Some(latest) if rev != latest.rev + 1 => {
+                return Err(mismatch(&format!("the stored history ends at revision {}", latest.rev)));
+            }
+            Some(latest) if rec.recorded_at < latest.recorded_at => {
+                return Err(mismatch("it was recorded before the revision it follows"));
+            }
+            Some(latest) => {
+                if latest.kind() != rec.kind() {
+                    return Err(
+                        InputError::KindMismatch { id, expected: latest.kind(), got: rec.kind() }.into()
+                    );
+                }
+                self.check_restored_identity(&rec)?;
+                self.push(Some(latest), rec);
+                self.outcomes.push(Outcome::Written { id, rev });
+                return Ok(());
+            }
+        }
+        self.check_restored_identity(&rec)?;
+        self.push(None, rec);
+        self.outcomes.push(Outcome::Written { id, rev });
+        Ok(())
+    }
+
+    fn check_restored_identity(&self, rec: &Record) -> Result<(), Error> {
+        if rec.holds_identity() {
+            if let Some(key) = rec.identity() {
+                if let Some(holder) = self.identity_holder(&rec.namespace, rec.kind().code(), &key)? {
+                    if holder != rec.id {
+                        return Err(Error::IdentityConflict {
+                            namespace: rec.namespace.clone(),
+                            kind: rec.kind(),
+                            key,
+                            existing: holder,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn stored_revision(&self, ns: &Namespace, id: RecordId, rev: u32) -> Result<Option<Record>, Error> {
+        let key = id.as_u128();
+        for r in self
+            .tables
+            .revisions
+            .range((ns.as_str(), key, i64::MIN, 0u32)..=(ns.as_str(), key, i64::MAX, u32::MAX))?
+        {
+            let (k, v) = r?;
+            let (_, _, rec, r_no) = k.value();
+            if r_no == rev {
+                return record::decode_revision(ns, id, rev, Timestamp::from_micros(rec), v.value())
+                    .map(Some)
+                    .map_err(|e| Error::Codec { table: names::REVISIONS, source: e });
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl WriteTables<'_> {
+    fn bump_counters(&mut self, ns: &str, records: i64, revisions: i64) -> Result<(), Error> {
+        let current = match self.namespaces.get(ns)? {
+            Some(v) => Some(decode_counters(v.value())?),
+            None => None,
+        };
+        if current.is_none() {
+            self.timeline.ensure_namespace(ns)?;
+        }
+        let c = current.unwrap_or_default();
+        let c = NamespaceCounters {
+            records: c.records.saturating_add_signed(records),
+            revisions: c.revisions.saturating_add_signed(revisions),
+        };
+        let bytes = codec::encode_versioned(COUNTERS_VERSION, &c)
+            .map_err(|e| Error::Codec { table: names::NAMESPACES, source: e })?;
+        self.namespaces.insert(ns, bytes.as_slice())?;
+        Ok(())
+    }
+
+    fn remove_current(&mut self, rec: &Record) -> Result<(), Error> {
+        let ns = rec.namespace.as_str();
+        let kind = rec.kind().code();
+        let id = rec.id.as_u128();
+        self.current.remove((ns, kind, id))?;
+        if let Some(v) = rec.visible() {
+            if !v.is_open() {
+                self.current_ends.remove((v.until.as_micros(), ns, kind, id))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn release_identity(&mut self, rec: &Record) -> Result<(), Error> {
+        if rec.holds_identity() {
+            if let Some(k) = rec.identity() {
+                let key = (rec.namespace.as_str(), rec.kind().code(), k.as_str());
+                let holder = self.identity.get(key)?.map(|v| v.value());
+                if holder == Some(rec.id.as_u128()) {
+                    self.identity.remove(key)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Apply one planned change. `commit_tx` is the commit's transaction time (restored
+    /// revisions carry older ones).
+    pub(crate) fn apply(&mut self, change: Change, commit_tx: i64) -> Result<(String, u128), Error> {
+        match change {
+            Change::Write { old, new } => {
+                let ns = new.namespace.as_str();
+                let id = new.id.as_u128();
+                let kind = new.kind().code();
+                let bytes = record::encode_revision(&new)
+                    .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
+                self.revisions.insert((ns, id, new.recorded_at.as_micros(), new.rev), bytes.as_slice())?;
+                self.bump_counters(ns, if old.is_none() { 1 } else { 0 }, 1)?;
+                let old_vis: Option<Visible> = old.as_ref().and_then(|o| o.visible());
+                self.timeline.change(ns, id, kind, old_vis, new.visible(), new.recorded_at.as_micros())?;
+                if let Some(o) = &old {
+                    self.remove_current(o)?;
+                    self.release_identity(o)?;
+                }
+                if let Some(v) = new.visible() {
+                    if v.until.as_micros() > commit_tx {
+                        let row = record::encode_current_row(&new)
+                            .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
+                        self.current.insert((ns, kind, id), row.as_slice())?;
+                        if !v.is_open() {
+                            self.current_ends.insert((v.until.as_micros(), ns, kind, id), ())?;
+                        }
+                    }
+                }
+                if new.holds_identity() {
+                    if let Some(k) = new.identity() {
+                        self.identity.insert((ns, kind, k.as_str()), id)?;
+                    }
+                }
+                Ok((ns.to_string(), id))
+            }
+            Change::Forget { namespace, id } => {
+                let ns = namespace.as_str();
+                let key = id.as_u128();
+                let mut all: Vec<Record> = Vec::new();
+                let mut keys: Vec<(i64, u32)> = Vec::new();
+                for r in self.revisions.range((ns, key, i64::MIN, 0u32)..=(ns, key, i64::MAX, u32::MAX))? {
+                    let (k, v) = r?;
+                    let (_, _, rec, rev) = k.value();
+                    keys.push((rec, rev));
+                    all.push(
+                        record::decode_revision(&namespace, id, rev, Timestamp::from_micros(rec), v.value())
+                            .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?,
+                    );
+                }
+                for (rec, rev) in &keys {
+                    self.revisions.remove((ns, key, *rec, *rev))?;
+                }
+                let intervals: Vec<Visible> = all.iter().filter_map(Record::visible).collect();
+                self.timeline.forget(ns, key, &intervals)?;
+                if let Some(latest) = all.last() {
+                    self.remove_current(latest)?;
+                    self.release_identity(latest)?;
+                }
+                self.bump_counters(ns, -1, -(keys.len() as i64))?;
+                Ok((ns.to_string(), key))
+            }
+        }
+    }
+
+    /// Remove `CURRENT` rows whose visibility ended at or before `through`.
+    pub(crate) fn sweep(&mut self, through: i64) -> Result<usize, Error> {
+        let mut expired: Vec<(i64, String, u8, u128)> = Vec::new();
+        let end = through.saturating_add(1);
+        for r in self.current_ends.range((i64::MIN, "", 0u8, 0u128)..(end, "", 0u8, 0u128))? {
+            let (k, _) = r?;
+            let (t, ns, kind, id) = k.value();
+            expired.push((t, ns.to_string(), kind, id));
+        }
+        for (t, ns, kind, id) in &expired {
+            self.current_ends.remove((*t, ns.as_str(), *kind, *id))?;
+            self.current.remove((ns.as_str(), *kind, *id))?;
+        }
+        Ok(expired.len())
+    }
+}
+
+/// Write the commit log entry.
+pub(crate) fn log_commit(
+    commits: &mut Table<u64, &'static [u8]>,
+    seq: u64,
+    tx: i64,
+    changed: Vec<(String, u128)>,
+) -> Result<(), Error> {
+    let bytes = codec::encode_versioned(COMMIT_VERSION, &CommitEntry { tx, changed })
+        .map_err(|e| Error::Codec { table: names::COMMITS, source: e })?;
+    commits.insert(seq, bytes.as_slice())?;
+    Ok(())
+}

@@ -1,0 +1,6 @@
+//! Integration tests of mnemon-storage: one binary (see the style guide).
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
+
+mod crash;
+mod model;
+mod scenarios;
