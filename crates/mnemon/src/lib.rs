@@ -1,1 +1,59 @@
-//! x
+//! mnemon: an embedded, bitemporal memory database for AI agents.
+//!
+//! One file holds what agents and the people running them want remembered: decisions, tasks,
+//! entities and relations, patterns, gotchas, learnings, error fixes, episodes, role knowledge,
+//! preferences, briefs and conversations. Every record lives in a namespace and has two time
+//! axes: when it was true (valid time) and when the database knew it (transaction time), so
+//! you can ask "what was true at V, as we knew it at K", walk supersession chains and read the
+//! full history of any record.
+//!
+//! ```
+//! use mnemon::{AsOf, Db, Timestamp};
+//! use mnemon::body::{Decision, Task};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let db = Db::create(dir.path().join("memory.redb"))?;
+//! let ns = db.ns("project:demo")?;
+//!
+//! let sqlite = ns
+//!     .record(Decision { title: "Store memories in SQLite".into(), ..Default::default() })
+//!     .valid_from(Timestamp::parse("2024-01-10")?)
+//!     .tag("storage")
+//!     .insert()?;
+//! let task = ns.add(Task { title: "Write the storage layer".into(), ..Default::default() })?;
+//!
+//! // Later the decision changes: supersede it (the old one stays in history).
+//! let redb = ns.supersede(sqlite, Decision { title: "Store memories in redb".into(), ..Default::default() })?;
+//!
+//! let now = ns.list_of::<Decision>(AsOf::now())?;
+//! assert_eq!(now[0].id, redb);
+//! let then = ns.list_of::<Decision>(Timestamp::parse("2024-02-01")?)?;
+//! assert_eq!(then[0].body_as::<Decision>().map(|d| d.title.as_str()), Some("Store memories in SQLite"));
+//! assert_eq!(ns.chain(redb)?.len(), 2);
+//! assert!(ns.get(task)?.is_some());
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
+#![doc(test(attr(deny(warnings))))]
+
+mod db;
+mod error;
+pub mod json;
+mod stats;
+pub mod transfer;
+
+pub use db::{Db, DbBuilder, Ns, RecordBuilder, check_integrity, loose_form};
+pub use error::{Error, LineError, Result};
+/// The storage engine's error (what [`Snapshot`] methods return).
+pub use mnemon_storage::Error as StorageError;
+pub use mnemon_storage::body;
+pub use mnemon_storage::{
+    AsOf, Body, Clock, Durability, Envelope, Expiry, FORMAT_VERSION, InputError, JsonText, Kind, KindBody,
+    ListPath, ListQuery, ManualClock, Namespace, NamespaceCounters, NewRecord, OnConflict, Op, OpenError,
+    Outcome, Receipt, Record, RecordId, Revise, Snapshot, Status, SystemClock, TimeError, Timestamp, Visible,
+    WriteOp,
+};
+pub use stats::{NamespaceStats, Stats, stats};

@@ -404,6 +404,16 @@ fn required(kind: Kind, field: &'static str, value: &str) -> Result<(), InputErr
     if value.trim().is_empty() { Err(InputError::MissingField { kind, field }) } else { Ok(()) }
 }
 
+/// A typed body: the struct of one kind.
+pub trait KindBody: Into<Body> + Sized {
+    /// Its kind.
+    const KIND: Kind;
+    /// The struct, if the body is of this kind.
+    fn from_body(body: Body) -> Option<Self>;
+    /// A reference to the struct, if the body is of this kind.
+    fn from_body_ref(body: &Body) -> Option<&Self>;
+}
+
 macro_rules! bodies {
     ($( $variant:ident ),* $(,)?) => {
         /// The typed body of a record: one variant per [`Kind`].
@@ -467,6 +477,24 @@ macro_rules! bodies {
             impl From<$variant> for Body {
                 fn from(b: $variant) -> Body {
                     Body::$variant(b)
+                }
+            }
+
+            impl KindBody for $variant {
+                const KIND: Kind = Kind::$variant;
+
+                fn from_body(body: Body) -> Option<Self> {
+                    match body {
+                        Body::$variant(b) => Some(b),
+                        _ => None,
+                    }
+                }
+
+                fn from_body_ref(body: &Body) -> Option<&Self> {
+                    match body {
+                        Body::$variant(b) => Some(b),
+                        _ => None,
+                    }
                 }
             }
         )*

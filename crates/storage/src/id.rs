@@ -42,10 +42,11 @@ impl RecordId {
             .map_err(|_| InputError::BadId { input: text.to_string() })
     }
 
-    /// The first eight hex digits: enough to tell records apart in a table.
+    /// The last eight hex digits (the random part of a UUIDv7; its first digits are the
+    /// creation time, which records made together share). The command line accepts any unique
+    /// suffix of an id.
     pub fn short(self) -> String {
-        let s = self.to_string();
-        s.chars().take(8).collect()
+        format!("{:08x}", self.0 & 0xffff_ffff)
     }
 }
 

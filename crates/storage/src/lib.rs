@@ -58,7 +58,7 @@ mod time;
 mod timeline;
 mod write;
 
-pub use body::Body;
+pub use body::{Body, KindBody};
 pub use error::{CodecError, Error, InputError, OpenError, Result, TimeError};
 pub use format::{FORMAT_VERSION, MAGIC, MetaState, OLDEST_SUPPORTED_FORMAT_VERSION};
 pub use id::{Namespace, RecordId};

@@ -176,6 +176,29 @@ impl Snapshot {
         self.revision_at(ns, id, Timestamp::MAX)
     }
 
+    /// The ids of records in the namespace whose hyphen-less hex form ends with `suffix`
+    /// (case-insensitive). Scans the namespace's revisions: meant for people typing short ids.
+    pub fn ids_with_suffix(&self, ns: &Namespace, suffix: &str) -> Result<Vec<RecordId>, Error> {
+        let want: String = suffix.chars().filter(|c| *c != '-').collect::<String>().to_ascii_lowercase();
+        self.ctx((|| {
+            let t = self.txn.open_table(tables::REVISIONS)?;
+            let mut out: Vec<RecordId> = Vec::new();
+            for r in
+                t.range((ns.as_str(), 0u128, i64::MIN, 0u32)..=(ns.as_str(), u128::MAX, i64::MAX, u32::MAX))?
+            {
+                let id = r?.0.value().1;
+                if out.last().is_some_and(|l| l.as_u128() == id) {
+                    continue;
+                }
+                if format!("{id:032x}").ends_with(&want) {
+                    out.push(RecordId::from_u128(id));
+                }
+            }
+            out.dedup();
+            Ok(out)
+        })())
+    }
+
     /// Every revision of a record, oldest first, with both intervals (`replaced_at` filled in).
     pub fn history(&self, ns: &Namespace, id: RecordId) -> Result<Vec<Record>, Error> {
         self.ctx((|| {

@@ -152,6 +152,11 @@ impl Record {
         self.body.kind()
     }
 
+    /// The body as its typed struct, if it is of that kind.
+    pub fn body_as<T: crate::body::KindBody>(&self) -> Option<&T> {
+        T::from_body_ref(&self.body)
+    }
+
     /// The interval in which the record is visible: `[valid_from, min(valid_until, expires_at))`,
     /// or `None` when that is empty.
     pub fn visible(&self) -> Option<Visible> {

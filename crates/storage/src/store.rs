@@ -253,6 +253,30 @@ impl Store {
         answer.recv().map_err(|_| stopped())?
     }
 
+    /// Submit many jobs at once and wait for all of them. The writer group-commits them (a
+    /// job is still atomic on its own: one failing job does not affect the others).
+    pub fn write_many(&self, jobs: Vec<Vec<WriteOp>>, durability: Durability) -> Vec<Result<Receipt, Error>> {
+        let stopped = || Error::WriterStopped { path: self.inner.path.clone() };
+        let Some(sender) = self.inner.sender.as_ref() else {
+            return jobs.iter().map(|_| Err(stopped())).collect();
+        };
+        let mut waiting = Vec::with_capacity(jobs.len());
+        for ops in jobs {
+            let (reply, answer) = mpsc::sync_channel(1);
+            match sender.send(Job { ops, durability, reply }) {
+                Ok(()) => waiting.push(Some(answer)),
+                Err(_) => waiting.push(None),
+            }
+        }
+        waiting
+            .into_iter()
+            .map(|w| match w {
+                Some(answer) => answer.recv().map_err(|_| stopped()).and_then(|r| r),
+                None => Err(stopped()),
+            })
+            .collect()
+    }
+
     /// Make every earlier commit durable (an empty immediate commit).
     pub fn sync(&self) -> Result<(), Error> {
         self.write_with(Vec::new(), Durability::Immediate).map(|_| ())

@@ -1,0 +1,188 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use mnemon::{Kind, Timestamp};
+
+/// mnemon: an embedded, bitemporal memory database for AI agents.
+#[derive(Debug, Parser)]
+#[command(name = "mnemon", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// The database file.
+    #[arg(long, global = true, env = "MNEMON_DB", default_value = ".mnemon/memory.redb")]
+    pub db: PathBuf,
+    /// The namespace (for example `global`, `project:1a2b3c4d-app`, `agent:dev-1`).
+    #[arg(long, global = true, env = "MNEMON_NS", default_value = "default")]
+    pub ns: String,
+    /// Machine output: one JSON document per command, JSON lines for lists.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Parse a time argument: RFC 3339 or a plain date.
+pub fn time(s: &str) -> Result<Timestamp, String> {
+    Timestamp::parse(s).map_err(|e| e.to_string())
+}
+
+/// Parse a kind argument.
+pub fn kind(s: &str) -> Result<Kind, String> {
+    s.parse::<Kind>().map_err(|e| e.to_string())
+}
+
+/// The two time axes of a query.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct AsOfArgs {
+    /// Valid time: what was true at T (default: now).
+    #[arg(long, value_name = "T", value_parser = time)]
+    pub as_of: Option<Timestamp>,
+    /// Transaction time: as the database knew it at T (default: now).
+    #[arg(long, value_name = "T", value_parser = time)]
+    pub known_at: Option<Timestamp>,
+}
+
+/// Fields shared by commands that create records.
+#[derive(Debug, Args, Clone)]
+pub struct NewArgs {
+    /// The record as JSON: body fields plus optional tags, importance, metadata...;
+    /// `-` reads standard input, `@FILE` reads a file.
+    #[arg(long, value_name = "JSON")]
+    pub data: String,
+    /// Valid from T (default: now).
+    #[arg(long, value_name = "T", value_parser = time)]
+    pub valid_from: Option<Timestamp>,
+    /// Valid until T (default: open).
+    #[arg(long, value_name = "T", value_parser = time)]
+    pub valid_until: Option<Timestamp>,
+    /// Importance 1..=5; it also sets the default expiry (1d, 7d, 30d, 90d, permanent).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub importance: Option<u8>,
+    /// A tag (repeatable).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create the database file (and its folder).
+    Init,
+    /// Add a record of KIND; prints its id.
+    Add {
+        /// The kind: decision, task, entity, relation, observation, pattern, gotcha, learning,
+        /// error_fix, episode, knowledge, preference, brief, conversation, message, metrics.
+        #[arg(value_parser = kind)]
+        kind: Kind,
+        #[command(flatten)]
+        new: NewArgs,
+    },
+    /// Show a record as valid at a time, as known at a time.
+    Get {
+        /// The record id.
+        id: String,
+        #[command(flatten)]
+        as_of: AsOfArgs,
+    },
+    /// List records valid at a time (newest first).
+    List {
+        /// Only these kinds.
+        #[arg(value_parser = kind)]
+        kinds: Vec<Kind>,
+        #[command(flatten)]
+        as_of: AsOfArgs,
+        /// Only records with this tag (repeatable: all must match).
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        /// Only records from this agent.
+        #[arg(long, value_name = "AGENT")]
+        agent: Option<String>,
+        /// Only records of this task.
+        #[arg(long, value_name = "TASK")]
+        task: Option<String>,
+        /// At most N records.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Also say which index answered (current table or timeline).
+        #[arg(long)]
+        explain: bool,
+    },
+    /// Correct a record: a JSON merge patch over its fields makes a new revision.
+    Revise {
+        /// The record id.
+        id: String,
+        /// The patch (`-` for standard input, `@FILE` for a file).
+        #[arg(long, value_name = "JSON")]
+        data: String,
+    },
+    /// Close a record's valid interval.
+    Retire {
+        /// The record id.
+        id: String,
+        /// When it stops being valid (default: now).
+        #[arg(long, value_name = "T", value_parser = time)]
+        at: Option<Timestamp>,
+    },
+    /// Set a record's expiry (it disappears from default queries from then on).
+    Expire {
+        /// The record id.
+        id: String,
+        /// When it expires (default: now).
+        #[arg(long, value_name = "T", value_parser = time)]
+        at: Option<Timestamp>,
+    },
+    /// Replace a record by a new one of the same kind; prints the new id.
+    Supersede {
+        /// The record being replaced.
+        old_id: String,
+        /// The new record as JSON (`-` for standard input, `@FILE` for a file).
+        #[arg(long, value_name = "JSON")]
+        data: String,
+        /// From when the new record holds (default: now).
+        #[arg(long, value_name = "T", value_parser = time)]
+        at: Option<Timestamp>,
+        /// Tags of the new record (repeatable).
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        /// Importance of the new record.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=5))]
+        importance: Option<u8>,
+    },
+    /// Erase every revision of a record (for privacy requests; cannot be undone).
+    Forget {
+        /// The record id.
+        id: String,
+    },
+    /// Every revision of a record, with both time intervals.
+    History {
+        /// The record id.
+        id: String,
+    },
+    /// The supersession chain through a record, oldest first.
+    Chain {
+        /// The record id.
+        id: String,
+    },
+    /// Write every revision as JSON lines to standard output.
+    Export {
+        /// Every namespace, not just --ns.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Import JSON lines: mnemon exports (restored exactly) or loose records.
+    Import {
+        /// The file (`-` for standard input).
+        file: PathBuf,
+        /// Import the valid lines even if some are invalid.
+        #[arg(long)]
+        partial: bool,
+    },
+    /// Counts per namespace and kind.
+    Stats,
+    /// Check every index against the revisions, and the file's integrity.
+    Check,
+    /// A guided demo on a temporary database: run this first.
+    Tour,
+}

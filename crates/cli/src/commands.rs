@@ -1,0 +1,500 @@
+//! What each command does.
+
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::{Context, Result, anyhow};
+use mnemon::json::{RecordView, parse_input};
+use mnemon::transfer::{self, ImportOptions};
+use mnemon::{AsOf, Db, ListQuery, Namespace, Ns, Outcome, RecordId, Timestamp};
+use serde_json::{Value, json};
+
+use crate::UsageError;
+use crate::cli::{AsOfArgs, Cli, Command, NewArgs};
+use crate::output::{Out, cut, record_detail, records_table, short, table, when};
+
+fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError(msg.into()).into()
+}
+
+/// Read `--data`: literal JSON, `-` for standard input, `@FILE` for a file.
+fn read_data(data: &str) -> Result<Value> {
+    let text = if data == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).context("cannot read standard input")?;
+        s
+    } else if let Some(path) = data.strip_prefix('@') {
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?
+    } else {
+        data.to_string()
+    };
+    serde_json::from_str(&text).map_err(|e| usage(format!("--data is not valid JSON: {e}")))
+}
+
+/// A full id, or a unique suffix of one (at least 6 hex digits) in the namespace.
+fn resolve_id(db: &Db, ns: &Namespace, s: &str) -> Result<RecordId> {
+    if let Ok(id) = RecordId::parse(s) {
+        return Ok(id);
+    }
+    let hex: String = s.chars().filter(|c| *c != '-').collect();
+    if hex.len() < 6 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Ok(RecordId::parse(s)?);
+    }
+    let found = db.snapshot()?.ids_with_suffix(ns, &hex)?;
+    match found.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(anyhow!("no record in namespace {ns:?} has an id ending in {s}")),
+        many => Err(usage(format!(
+            "{} records have an id ending in {s}: {}",
+            many.len(),
+            many.iter().take(5).map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// Validate an id argument's form before opening anything.
+fn check_id_form(s: &str) -> Result<()> {
+    let hex: String = s.chars().filter(|c| *c != '-').collect();
+    if RecordId::parse(s).is_ok() || (hex.len() >= 6 && hex.chars().all(|c| c.is_ascii_hexdigit())) {
+        Ok(())
+    } else {
+        Err(RecordId::parse(s).err().map_or_else(|| usage("invalid id"), Into::into))
+    }
+}
+
+fn open(cli: &Cli) -> Result<Db> {
+    Ok(Db::open(&cli.db)?)
+}
+
+fn namespace(cli: &Cli) -> Result<Namespace> {
+    Ok(Namespace::new(cli.ns.as_str())?)
+}
+
+fn ns_handle(db: &Db, cli: &Cli) -> Result<Ns> {
+    Ok(db.ns(&cli.ns)?)
+}
+
+fn as_of(a: AsOfArgs) -> AsOf {
+    AsOf { valid: a.as_of, known: a.known_at }
+}
+
+/// Run a parsed command line.
+pub fn run(cli: Cli) -> Result<()> {
+    // Validate the namespace before touching any file.
+    namespace(&cli)?;
+    let mut out = Out::stdout(cli.json);
+    match &cli.command {
+        Command::Init => init(&cli, &mut out)?,
+        Command::Tour => crate::tour::run(&mut out)?,
+        Command::Add { kind, new } => add(&cli, &mut out, *kind, new)?,
+        Command::Get { id, as_of } => get(&cli, &mut out, id, *as_of)?,
+        Command::List { kinds, as_of, tags, agent, task, limit, explain } => {
+            let q = ListQuery {
+                kinds: kinds.clone(),
+                tags: tags.clone(),
+                source: agent.clone(),
+                task: task.clone(),
+                as_of: self::as_of(*as_of),
+                limit: *limit,
+            };
+            list(&cli, &mut out, &q, *explain)?;
+        }
+        Command::Revise { id, data } => {
+            check_id_form(id)?;
+            let patch = read_data(data)?;
+            let db = open(&cli)?;
+            let id = resolve_id(&db, &namespace(&cli)?, id)?;
+            let o = ns_handle(&db, &cli)?.revise_json(id, &patch)?;
+            written(&mut out, &o)?;
+        }
+        Command::Retire { id, at } => {
+            check_id_form(id)?;
+            let db = open(&cli)?;
+            let id = resolve_id(&db, &namespace(&cli)?, id)?;
+            let o = ns_handle(&db, &cli)?.retire(id, *at)?;
+            written(&mut out, &o)?;
+        }
+        Command::Expire { id, at } => {
+            check_id_form(id)?;
+            let db = open(&cli)?;
+            let id = resolve_id(&db, &namespace(&cli)?, id)?;
+            let o = ns_handle(&db, &cli)?.expire(id, *at)?;
+            written(&mut out, &o)?;
+        }
+        Command::Supersede { old_id, data, at, tags, importance } => {
+            check_id_form(old_id)?;
+            let value = read_data(data)?;
+            let db = open(&cli)?;
+            let old = resolve_id(&db, &namespace(&cli)?, old_id)?;
+            let ns = ns_handle(&db, &cli)?;
+            let latest = ns
+                .latest(old)?
+                .ok_or_else(|| mnemon::StorageError::NotFound { namespace: ns.name().clone(), id: old })?;
+            let mut input = parse_input(value, Some(latest.kind()), ns.name())?.record;
+            if let Some(t) = at {
+                input.valid_from = Some(*t);
+            }
+            input.envelope.tags.extend(tags.iter().cloned());
+            if importance.is_some() {
+                input.envelope.importance = *importance;
+            }
+            let new = ns.supersede_with(old, input)?;
+            if out.json {
+                out.json_line(&json!({"old": old, "new": new}))?;
+            } else {
+                out.line(new.to_string())?;
+            }
+        }
+        Command::Forget { id } => {
+            check_id_form(id)?;
+            let db = open(&cli)?;
+            let id = resolve_id(&db, &namespace(&cli)?, id)?;
+            let n = ns_handle(&db, &cli)?.forget(id)?;
+            if out.json {
+                out.json_line(&json!({"forgotten": id, "revisions": n}))?;
+            } else {
+                out.line(format!("forgot {id}: {n} revision(s) erased"))?;
+            }
+        }
+        Command::History { id } => history(&cli, &mut out, id)?,
+        Command::Chain { id } => chain(&cli, &mut out, id)?,
+        Command::Export { all } => {
+            let db = open(&cli)?;
+            let ns = namespace(&cli)?;
+            let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+            transfer::export(&db, if *all { None } else { Some(&ns) }, &mut stdout)?;
+        }
+        Command::Import { file, partial } => import(&cli, &mut out, file, *partial)?,
+        Command::Stats => stats(&cli, &mut out)?,
+        Command::Check => check(&cli, &mut out)?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn init(cli: &Cli, out: &mut Out) -> Result<()> {
+    let existed = cli.db.exists();
+    let db = Db::create(&cli.db)?;
+    let path = db.path().display().to_string();
+    drop(db);
+    if out.json {
+        out.json_line(&json!({"db": path, "created": !existed}))?;
+    } else if existed {
+        out.line(format!("{path} is already a mnemon database"))?;
+    } else {
+        out.line(format!("created {path}"))?;
+    }
+    Ok(())
+}
+
+fn add(cli: &Cli, out: &mut Out, kind: mnemon::Kind, new: &NewArgs) -> Result<()> {
+    let value = read_data(&new.data)?;
+    let ns = namespace(cli)?;
+    let mut input = parse_input(value, Some(kind), &ns)?;
+    if let Some(n) = &input.namespace {
+        if n != &ns {
+            return Err(usage(format!("the data names namespace {n:?} but --ns is {ns:?}")));
+        }
+    }
+    let r = &mut input.record;
+    if new.valid_from.is_some() {
+        r.valid_from = new.valid_from;
+    }
+    if new.valid_until.is_some() {
+        r.valid_until = new.valid_until;
+    }
+    if new.importance.is_some() {
+        r.envelope.importance = new.importance;
+    }
+    r.envelope.tags.extend(new.tags.iter().cloned());
+    let db = open(cli)?;
+    let o = db.ns(ns.as_str())?.insert(input.record)?;
+    match o {
+        Outcome::Existing { id } => {
+            if out.json {
+                out.json_line(&json!({"id": id, "existing": true}))?;
+            } else {
+                out.line(id.to_string())?;
+            }
+        }
+        other => {
+            if out.json {
+                out.json_line(&json!({"id": other.id()}))?;
+            } else {
+                out.line(other.id().to_string())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn written(out: &mut Out, o: &Outcome) -> Result<()> {
+    match o {
+        Outcome::Written { id, rev } => {
+            if out.json {
+                out.json_line(&json!({"id": id, "rev": rev}))?;
+            } else {
+                out.line(format!("{id} is now at revision {rev}"))?;
+            }
+        }
+        other => {
+            if out.json {
+                out.json_line(&json!({"id": other.id()}))?;
+            } else {
+                out.line(other.id().to_string())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn get(cli: &Cli, out: &mut Out, id: &str, a: AsOfArgs) -> Result<()> {
+    check_id_form(id)?;
+    let db = open(cli)?;
+    let ns = namespace(cli)?;
+    let id = resolve_id(&db, &ns, id)?;
+    let snap = db.snapshot()?;
+    let at = a.as_of.unwrap_or_else(|| db.now());
+    let q = as_of(a);
+    match snap.get(&ns, id, q)? {
+        Some(r) => {
+            if out.json {
+                out.json_line(&RecordView::new(&r, at))?;
+            } else {
+                out.line(record_detail(&r, at))?;
+            }
+            Ok(())
+        }
+        None => {
+            let known = snap.revision_at(&ns, id, a.known_at.unwrap_or(Timestamp::MAX))?;
+            match known {
+                None if a.known_at.is_some() && snap.latest(&ns, id)?.is_some() => Err(anyhow!(
+                    "record {id} was not yet known at {}",
+                    a.known_at.map(Timestamp::to_human).unwrap_or_default()
+                )),
+                None => Err(mnemon::StorageError::NotFound { namespace: ns, id }.into()),
+                Some(r) => {
+                    let why = format!("{:?}", r.status_at(at)).to_lowercase();
+                    Err(anyhow!(
+                        "record {id} is not valid at {} ({why}; valid {} -> {}{}); use --as-of to see it",
+                        at.to_human(),
+                        when(Some(r.valid_from)),
+                        when(r.valid_until),
+                        r.superseded_by.map(|n| format!(", superseded by {n}")).unwrap_or_default()
+                    ))
+                }
+            }
+        }
+    }
+}
+
+fn list(cli: &Cli, out: &mut Out, q: &ListQuery, explain: bool) -> Result<()> {
+    let db = open(cli)?;
+    let ns = namespace(cli)?;
+    let at = q.as_of.valid.unwrap_or_else(|| db.now());
+    let (records, path) = db.snapshot()?.list_explain(&ns, q)?;
+    if out.json {
+        for r in &records {
+            out.json_line(&RecordView::new(r, at))?;
+        }
+    } else {
+        if records.is_empty() {
+            out.line(format!("no records valid at {} in namespace {ns}", at.to_human()))?;
+        } else {
+            out.line(records_table(&records, at))?;
+        }
+        if explain {
+            out.line(
+                format!("({} record(s), answered from the {path:?} index)", records.len()).to_lowercase(),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn history(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
+    check_id_form(id)?;
+    let db = open(cli)?;
+    let ns = namespace(cli)?;
+    let id = resolve_id(&db, &ns, id)?;
+    let revs = db.snapshot()?.history(&ns, id)?;
+    if revs.is_empty() {
+        return Err(mnemon::StorageError::NotFound { namespace: ns, id }.into());
+    }
+    if out.json {
+        for r in &revs {
+            out.json_line(&mnemon::json::RecordJson::from_record(r))?;
+        }
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = revs
+        .iter()
+        .map(|r| {
+            vec![
+                r.rev.to_string(),
+                format!("{:?}", r.op).to_lowercase(),
+                when(Some(r.recorded_at)),
+                r.replaced_at.map_or_else(|| "current".to_string(), Timestamp::to_human),
+                when(Some(r.valid_from)),
+                when(r.valid_until),
+                cut(&r.body.title(), 50),
+            ]
+        })
+        .collect();
+    out.line(table(&["REV", "OP", "RECORDED", "REPLACED", "VALID FROM", "VALID UNTIL", "TITLE"], &rows))?;
+    Ok(())
+}
+
+fn chain(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
+    check_id_form(id)?;
+    let db = open(cli)?;
+    let ns = namespace(cli)?;
+    let id = resolve_id(&db, &ns, id)?;
+    let now = db.now();
+    let links = db.snapshot()?.chain(&ns, id)?;
+    if out.json {
+        for r in &links {
+            out.json_line(&RecordView::new(r, now))?;
+        }
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = links
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            vec![
+                (i + 1).to_string(),
+                short(r.id),
+                format!("{:?}", r.status_at(now)).to_lowercase(),
+                when(Some(r.valid_from)),
+                when(r.valid_until),
+                format!("{}{}", if r.id == id { "* " } else { "" }, cut(&r.body.title(), 60)),
+            ]
+        })
+        .collect();
+    out.line(table(&["#", "ID", "STATUS", "VALID FROM", "VALID UNTIL", "TITLE"], &rows))?;
+    Ok(())
+}
+
+fn import(cli: &Cli, out: &mut Out, file: &Path, partial: bool) -> Result<()> {
+    let ns = namespace(cli)?;
+    let source = file.display().to_string();
+    let mut reader: Box<dyn std::io::BufRead> = if source == "-" {
+        Box::new(std::io::BufReader::new(std::io::stdin()))
+    } else {
+        let f = std::fs::File::open(file).with_context(|| format!("cannot open {source}"))?;
+        Box::new(std::io::BufReader::new(f))
+    };
+    let db = open(cli)?;
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} importing [{bar:40}] {pos}/{len} lines ({per_sec}, eta {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut options = ImportOptions::new(ns);
+    options.partial = partial;
+    let report = transfer::import(&db, &mut reader, &source, &options, &mut |done, total| {
+        if total >= 1_000 {
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+    });
+    bar.finish_and_clear();
+    let report = match report {
+        Ok(r) => r,
+        Err(mnemon::Error::InvalidImport { errors }) => {
+            for e in errors.iter().take(20) {
+                eprintln!("{e}");
+            }
+            if errors.len() > 20 {
+                eprintln!("... and {} more", errors.len() - 20);
+            }
+            return Err(usage(format!(
+                "{} invalid line(s) in {source}; nothing was imported (use --partial to import the rest)",
+                errors.len()
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for e in report.failed.iter().take(20) {
+        eprintln!("{e}");
+    }
+    if out.json {
+        out.json_line(&json!({
+            "lines": report.lines,
+            "created": report.created,
+            "restored": report.restored,
+            "unchanged": report.unchanged,
+            "failed": report.failed.len(),
+        }))?;
+    } else {
+        out.line(format!(
+            "imported {} line(s): {} created, {} revision(s) restored, {} already present, {} failed",
+            report.lines,
+            report.created,
+            report.restored,
+            report.unchanged,
+            report.failed.len()
+        ))?;
+    }
+    if !report.failed.is_empty() {
+        out.flush()?;
+        return Err(anyhow!("{} line(s) of {source} could not be imported", report.failed.len()));
+    }
+    Ok(())
+}
+
+fn stats(cli: &Cli, out: &mut Out) -> Result<()> {
+    let db = open(cli)?;
+    let s = mnemon::stats(&db)?;
+    if out.json {
+        out.json_line(&s)?;
+        return Ok(());
+    }
+    out.line(format!("database    {}", s.path))?;
+    out.line(format!("size        {:.1} MiB", s.file_bytes as f64 / 1_048_576.0))?;
+    out.line(format!("format      version {}", s.format_version))?;
+    out.line(format!(
+        "commits     {} (last {})",
+        s.commits,
+        s.last_commit.map_or_else(|| "never".into(), Timestamp::to_human)
+    ))?;
+    out.line("")?;
+    if s.namespaces.is_empty() {
+        out.line("no records yet")?;
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = s
+        .namespaces
+        .iter()
+        .map(|n| {
+            let current: Vec<String> = n.current.iter().map(|(k, c)| format!("{k} {c}")).collect();
+            vec![n.namespace.to_string(), n.records.to_string(), n.revisions.to_string(), current.join(", ")]
+        })
+        .collect();
+    out.line(table(&["NAMESPACE", "RECORDS", "REVISIONS", "CURRENT BY KIND"], &rows))?;
+    Ok(())
+}
+
+fn check(cli: &Cli, out: &mut Out) -> Result<()> {
+    let db = open(cli)?;
+    let problems = db.snapshot()?.verify()?;
+    drop(db);
+    let intact = mnemon::check_integrity(&cli.db)?;
+    if out.json {
+        out.json_line(&json!({"problems": problems, "file_intact": intact}))?;
+    } else {
+        for p in &problems {
+            out.line(format!("problem: {p}"))?;
+        }
+        out.line(if intact { "file integrity: ok" } else { "file integrity: repaired by redb" })?;
+        out.line(if problems.is_empty() { "indexes: ok" } else { "indexes: inconsistent" })?;
+    }
+    if !problems.is_empty() {
+        out.flush()?;
+        return Err(anyhow!("{} index problem(s) found", problems.len()));
+    }
+    Ok(())
+}

@@ -1,0 +1,155 @@
+//! Human-readable output: tables and record views.
+
+use std::io::Write;
+
+use mnemon::{Record, RecordId, Timestamp};
+
+/// Where command output goes: standard output, buffered, JSON or text.
+pub struct Out {
+    w: Box<dyn Write>,
+    /// Whether `--json` was given.
+    pub json: bool,
+}
+
+impl Out {
+    /// Standard output.
+    pub fn stdout(json: bool) -> Self {
+        Out { w: Box::new(std::io::BufWriter::new(std::io::stdout())), json }
+    }
+
+    /// A line of text.
+    pub fn line(&mut self, s: impl AsRef<str>) -> std::io::Result<()> {
+        writeln!(self.w, "{}", s.as_ref())
+    }
+
+    /// One JSON document on one line.
+    pub fn json_line(&mut self, v: &impl serde::Serialize) -> std::io::Result<()> {
+        let s = serde_json::to_string(v).map_err(std::io::Error::other)?;
+        writeln!(self.w, "{s}")
+    }
+
+    /// Flush.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
+}
+
+/// A time for tables: `2024-05-07 10:00:00`, or `open` for `None`.
+pub fn when(t: Option<Timestamp>) -> String {
+    t.map_or_else(|| "open".to_string(), Timestamp::to_human)
+}
+
+/// Cut `s` to `max` characters (one line), marking the cut.
+pub fn cut(s: &str, max: usize) -> String {
+    let one_line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        let mut t: String = one_line.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// Format rows as a table with a header; the last column is not padded.
+pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let cols = headers.len();
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(cols) {
+            if let Some(w) = widths.get_mut(i) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+    }
+    let fmt_row = |cells: Vec<&str>| -> String {
+        let mut line = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                line.push_str(c);
+            } else {
+                let w = widths.get(i).copied().unwrap_or(0);
+                line.push_str(c);
+                line.push_str(&" ".repeat(w.saturating_sub(c.chars().count()) + 2));
+            }
+        }
+        line.trim_end().to_string()
+    };
+    let mut out = vec![fmt_row(headers.to_vec())];
+    for r in rows {
+        out.push(fmt_row(r.iter().map(String::as_str).collect()));
+    }
+    out.join("\n")
+}
+
+/// The short id shown in tables.
+pub fn short(id: RecordId) -> String {
+    id.short()
+}
+
+/// A table of records at valid time `at`.
+pub fn records_table(records: &[Record], at: Timestamp) -> String {
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .map(|r| {
+            vec![
+                short(r.id),
+                r.kind().to_string(),
+                format!("{:?}", r.status_at(at)).to_lowercase(),
+                when(Some(r.valid_from)),
+                when(r.valid_until),
+                cut(&r.body.title(), 70),
+            ]
+        })
+        .collect();
+    table(&["ID", "KIND", "STATUS", "VALID FROM", "VALID UNTIL", "TITLE"], &rows)
+}
+
+/// A record in full, as `field  value` lines followed by its body.
+pub fn record_detail(r: &Record, at: Timestamp) -> String {
+    let mut lines: Vec<(String, String)> = vec![
+        ("id".into(), r.id.to_string()),
+        ("namespace".into(), r.namespace.to_string()),
+        ("kind".into(), r.kind().to_string()),
+        ("status".into(), format!("{:?} at {}", r.status_at(at), at.to_human()).to_lowercase()),
+        (
+            "revision".into(),
+            format!("{} ({:?}, recorded {})", r.rev, r.op, r.recorded_at.to_human()).to_lowercase(),
+        ),
+        ("valid".into(), format!("{} -> {}", when(Some(r.valid_from)), when(r.valid_until))),
+        ("expires".into(), r.expires_at.map_or_else(|| "never".into(), Timestamp::to_human)),
+    ];
+    if let Some(p) = r.supersedes {
+        lines.push(("supersedes".into(), p.to_string()));
+    }
+    if let Some(n) = r.superseded_by {
+        lines.push(("superseded by".into(), n.to_string()));
+    }
+    let e = &r.envelope;
+    if !e.tags.is_empty() {
+        lines.push(("tags".into(), e.tags.join(", ")));
+    }
+    if let Some(i) = e.importance {
+        lines.push(("importance".into(), i.to_string()));
+    }
+    if let Some(c) = e.confidence {
+        lines.push(("confidence".into(), c.to_string()));
+    }
+    if let Some(s) = &e.source {
+        lines.push(("agent".into(), s.clone()));
+    }
+    if let Some(t) = &e.task {
+        lines.push(("task".into(), t.clone()));
+    }
+    if let Some(k) = &e.key {
+        lines.push(("key".into(), k.clone()));
+    }
+    if !e.metadata.is_null() {
+        lines.push(("metadata".into(), e.metadata.as_str().to_string()));
+    }
+    let width = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let mut out: Vec<String> = lines.into_iter().map(|(k, v)| format!("{k:width$}  {v}")).collect();
+    out.push(String::new());
+    out.push(serde_json::to_string_pretty(&r.body.to_json()).unwrap_or_default());
+    out.join("\n")
+}

@@ -1,0 +1,425 @@
+//! End-to-end tests of the `mnemon` binary: every command, and the bad inputs.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn ok(&self) -> &str {
+        assert_eq!(self.code, 0, "expected success, got {}: {}", self.code, self.stderr);
+        self.stdout.trim()
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(self.ok()).expect("one JSON document")
+    }
+
+    fn json_lines(&self) -> Vec<Value> {
+        self.ok().lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect()
+    }
+
+    /// A failure with the given exit code and a one-line message containing `needle`.
+    fn fails(&self, code: i32, needle: &str) {
+        assert_eq!(self.code, code, "exit code; stderr: {}", self.stderr);
+        let lines: Vec<&str> = self.stderr.trim().lines().collect();
+        assert_eq!(lines.len(), 1, "one-line error expected, got: {:?}", self.stderr);
+        assert!(self.stderr.contains(needle), "{:?} should mention {needle:?}", self.stderr);
+        assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
+    }
+}
+
+fn run_at(dir: &Path, db: &Path, args: &[&str], stdin: Option<&str>) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mnemon"));
+    cmd.current_dir(dir)
+        .env_remove("MNEMON_DB")
+        .env_remove("MNEMON_NS")
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        Env { dir: tempfile::tempdir().unwrap() }
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("m.redb")
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        run_at(self.dir.path(), &self.db(), args, None)
+    }
+
+    fn run_in(&self, args: &[&str], stdin: Option<&str>) -> Run {
+        run_at(self.dir.path(), &self.db(), args, stdin)
+    }
+
+    fn init(&self) {
+        self.run(&["init"]).ok();
+    }
+
+    fn add(&self, kind: &str, data: &str, extra: &[&str]) -> String {
+        let mut args = vec!["add", kind, "--data", data];
+        args.extend_from_slice(extra);
+        self.run(&args).ok().to_string()
+    }
+
+    fn export_all(&self) -> String {
+        self.run(&["export", "--all"]).ok().to_string()
+    }
+}
+
+#[test]
+fn init_creates_the_file_and_is_idempotent() {
+    let e = Env::new();
+    let r = e.run(&["--json", "init"]).json();
+    assert_eq!(r["created"], true);
+    assert!(e.db().exists());
+    let r = e.run(&["--json", "init"]).json();
+    assert_eq!(r["created"], false);
+}
+
+#[test]
+fn default_db_path_is_under_the_current_directory() {
+    let e = Env::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .current_dir(e.dir.path())
+        .env_remove("MNEMON_DB")
+        .arg("init")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(e.dir.path().join(".mnemon/memory.redb").exists());
+}
+
+#[test]
+fn add_get_list_with_both_time_axes() {
+    let e = Env::new();
+    e.init();
+    let id = e.add(
+        "decision",
+        r#"{"title":"Use redb","rationale":"fast","metadata":{"pr":12}}"#,
+        &["--valid-from", "2024-05-07", "--tag", "storage", "--importance", "5"],
+    );
+    let got = e.run(&["--json", "get", &id]).json();
+    assert_eq!(got["status"], "active");
+    assert_eq!(got["body"]["title"], "Use redb");
+    assert_eq!(got["tags"][0], "storage");
+    assert_eq!(got["metadata"]["pr"], 12);
+    assert_eq!(got["valid_from"], "2024-05-07T00:00:00.000000Z");
+    assert!(got["expires_at"].is_null(), "importance 5 is permanent");
+
+    // Importance 2 gives a 7-day expiry from valid_from.
+    let short =
+        e.add("learning", r#"{"text":"tmp note"}"#, &["--importance", "2", "--valid-from", "2030-01-01"]);
+    let got = e.run(&["--json", "get", &short, "--as-of", "2030-01-02"]).json();
+    assert_eq!(got["expires_at"], "2030-01-08T00:00:00.000000Z");
+
+    // Before it was valid: not found at that time, exit 1 with a hint.
+    e.run(&["get", &id, "--as-of", "2024-05-06"]).fails(1, "not valid");
+    // Known-at before it was recorded.
+    e.run(&["get", &id, "--known-at", "2000-01-01"]).fails(1, "not yet known");
+
+    let t = e.add("task", r#"{"title":"Write tests","priority":"high"}"#, &["--tag", "storage"]);
+    let all = e.run(&["--json", "list"]).json_lines();
+    assert_eq!(all.len(), 2, "the learning is only valid from 2030");
+    let tasks = e.run(&["--json", "list", "task"]).json_lines();
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(tasks[0]["id"], t.as_str());
+    assert_eq!(e.run(&["--json", "list", "--tag", "storage", "--limit", "1"]).json_lines().len(), 1);
+    assert_eq!(e.run(&["--json", "list", "--as-of", "2024-05-08"]).json_lines().len(), 1);
+    assert_eq!(e.run(&["--json", "list", "--as-of", "2030-01-03"]).json_lines().len(), 3);
+    assert_eq!(e.run(&["--json", "list", "--known-at", "2000-01-01"]).json_lines().len(), 0);
+    let table = e.run(&["list", "--explain"]).ok().to_string();
+    assert!(table.contains("Use redb") && table.contains("Write tests"), "{table}");
+    assert!(table.contains("answered from the current index"), "{table}");
+    // Human detail view.
+    let detail = e.run(&["get", &id]).ok().to_string();
+    assert!(detail.contains("rationale") && detail.contains("storage"), "{detail}");
+}
+
+#[test]
+fn data_from_stdin_and_from_a_file() {
+    let e = Env::new();
+    e.init();
+    let id = e
+        .run_in(&["add", "gotcha", "--data", "-"], Some(r#"{"title":"NaN in vectors","severity":"high"}"#))
+        .ok()
+        .to_string();
+    assert_eq!(e.run(&["--json", "get", &id]).json()["body"]["severity"], "high");
+    let file = e.dir.path().join("p.json");
+    std::fs::write(&file, r#"{"title":"Repository pattern","category":"arch"}"#).unwrap();
+    let arg = format!("@{}", file.display());
+    let id = e.add("pattern", &arg, &[]);
+    assert_eq!(e.run(&["--json", "get", &id]).json()["body"]["category"], "arch");
+    e.run(&["add", "pattern", "--data", "@/nonexistent/p.json"]).fails(1, "cannot read");
+}
+
+#[test]
+fn revise_retire_supersede_forget_history_chain() {
+    let e = Env::new();
+    e.init();
+    let id =
+        e.add("decision", r#"{"title":"Use SQLite","rationale":"known"}"#, &["--valid-from", "2024-01-01"]);
+    let r = e
+        .run(&["--json", "revise", &id, "--data", r#"{"rationale":"everyone knows it","tags":["db"]}"#])
+        .json();
+    assert_eq!(r["rev"], 1);
+    let got = e.run(&["--json", "get", &id]).json();
+    assert_eq!(got["body"]["rationale"], "everyone knows it");
+    assert_eq!(got["body"]["title"], "Use SQLite", "merge patch keeps other fields");
+    assert_eq!(got["tags"][0], "db");
+
+    let new = e
+        .run(&["supersede", &id, "--data", r#"{"title":"Use redb"}"#, "--at", "2024-03-01"])
+        .ok()
+        .to_string();
+    e.run(&["get", &id]).fails(1, "superseded by");
+    let old = e.run(&["--json", "get", &id, "--as-of", "2024-02-01"]).json();
+    assert_eq!(old["body"]["status"], "superseded");
+    assert_eq!(old["superseded_by"], new.as_str());
+    let chain = e.run(&["--json", "chain", &new]).json_lines();
+    assert_eq!(chain.len(), 2);
+    assert_eq!(chain[0]["id"], id.as_str());
+    assert_eq!(chain[1]["id"], new.as_str());
+    let hist = e.run(&["--json", "history", &id]).json_lines();
+    assert_eq!(
+        hist.iter().map(|h| h["op"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["insert", "revise", "superseded"]
+    );
+    assert!(hist[0]["replaced_at"].is_string() && hist[2]["replaced_at"].is_null());
+    // Short ids (a unique suffix) work for people.
+    let suffix = &new[new.len() - 8..];
+    assert!(e.run(&["chain", suffix]).ok().contains("Use redb"));
+    assert!(e.run(&["history", suffix]).ok().contains("supersede"));
+
+    e.run(&["supersede", &id, "--data", r#"{"title":"again"}"#]).fails(1, "already superseded");
+
+    let t = e.add("task", r#"{"title":"Ship"}"#, &["--valid-from", "2024-01-01"]);
+    let r = e.run(&["--json", "retire", &t, "--at", "2024-02-01"]).json();
+    assert_eq!(r["rev"], 1);
+    e.run(&["get", &t]).fails(1, "retired");
+    e.run(&["retire", &t]).fails(1, "no longer valid");
+    e.run(&["retire", &new, "--at", "2023-01-01"]).fails(1, "only becomes valid");
+
+    let x = e.add("learning", r#"{"text":"secret"}"#, &[]);
+    e.run(&["expire", &x]).ok();
+    e.run(&["get", &x]).fails(1, "expired");
+
+    let r = e.run(&["--json", "forget", &x]).json();
+    assert_eq!(r["revisions"], 2);
+    e.run(&["history", &x]).fails(1, "no record");
+    assert!(!e.export_all().contains("secret"));
+}
+
+#[test]
+fn export_import_round_trip_is_identical() {
+    let e = Env::new();
+    e.init();
+    let a = e.add(
+        "decision",
+        r#"{"title":"A","alternatives":["x","y"]}"#,
+        &["--valid-from", "2024-01-01", "--tag", "t"],
+    );
+    e.run(&["supersede", &a, "--data", r#"{"title":"B"}"#, "--at", "2024-02-01"]).ok();
+    e.add(
+        "entity",
+        r#"{"name":"Redis","entity_type":"service","properties":{"port":6379}}"#,
+        &["--importance", "3"],
+    );
+    e.run(&["--ns", "other", "add", "brief", "--data", r#"{"text":"A project","confidence":0.7}"#]).ok();
+    let t = e.add("task", r#"{"title":"T"}"#, &[]);
+    e.run(&["revise", &t, "--data", r#"{"status":"in_progress"}"#]).ok();
+    let dump = e.export_all();
+    assert_eq!(dump.lines().count(), 7);
+    let file = e.dir.path().join("dump.jsonl");
+    std::fs::write(&file, format!("{dump}\n")).unwrap();
+
+    let e2 = Env::new();
+    e2.init();
+    let r = e2.run(&["--json", "import", file.to_str().unwrap()]).json();
+    assert_eq!(r["restored"], 7);
+    assert_eq!(e2.export_all(), dump, "export -> import -> export must be identical");
+    // Importing again changes nothing.
+    let r = e2.run(&["--json", "import", file.to_str().unwrap()]).json();
+    assert_eq!(r["unchanged"], 7);
+    assert_eq!(e2.export_all(), dump);
+    // Time travel survives the round trip.
+    assert_eq!(
+        e2.run(&["--json", "list", "decision", "--as-of", "2024-01-15"]).json_lines()[0]["body"]["title"],
+        "A"
+    );
+    assert!(e2.run(&["check"]).ok().contains("indexes: ok"));
+    // Only one namespace without --all.
+    assert_eq!(e2.run(&["--ns", "other", "export"]).ok().lines().count(), 1);
+}
+
+#[test]
+fn import_simple_form_and_bad_lines() {
+    let e = Env::new();
+    e.init();
+    let good = r#"{"namespace":"p","kind":"learning","text":"one","tags":["a"],"importance":4}
+{"kind":"decision","title":"two","valid_from":"2024-05-07","valid_until":"2024-06-01"}
+
+{"kind":"preference","key":"indent","value":4,"metadata":{"from":"import"}}"#;
+    let file = e.dir.path().join("simple.jsonl");
+    std::fs::write(&file, good).unwrap();
+    let r = e.run(&["--json", "import", file.to_str().unwrap()]).json();
+    assert_eq!(r["created"], 3);
+    assert_eq!(e.run(&["--ns", "p", "--json", "list"]).json_lines().len(), 1);
+    assert_eq!(e.run(&["--json", "list", "decision", "--as-of", "2024-05-10"]).json_lines().len(), 1);
+
+    let before = e.export_all();
+    let bad = "{\"kind\":\"learning\",\"text\":\"fine\"}\n{not json\n{\"kind\":\"nope\",\"text\":\"x\"}\n";
+    let file = e.dir.path().join("bad.jsonl");
+    std::fs::write(&file, bad).unwrap();
+    let r = e.run(&["import", file.to_str().unwrap()]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("bad.jsonl:2:") && r.stderr.contains("bad.jsonl:3:"), "{}", r.stderr);
+    assert_eq!(e.export_all(), before, "nothing written on invalid import");
+    // --partial imports the good line and still fails.
+    let r = e.run(&["import", "--partial", file.to_str().unwrap()]);
+    assert_eq!(r.code, 1);
+    assert!(r.stdout.contains("1 created"), "{}", r.stdout);
+    // From stdin.
+    let r = e.run_in(&["--json", "import", "-"], Some("{\"kind\":\"brief\",\"text\":\"hello\"}\n"));
+    assert_eq!(r.json()["created"], 1);
+}
+
+#[test]
+fn stats_check_and_tour() {
+    let e = Env::new();
+    e.init();
+    e.add("decision", r#"{"title":"x"}"#, &[]);
+    let s = e.run(&["--json", "stats"]).json();
+    assert_eq!(s["namespaces"][0]["records"], 1);
+    assert_eq!(s["namespaces"][0]["current"]["decision"], 1);
+    assert!(e.run(&["stats"]).ok().contains("NAMESPACE"));
+    let c = e.run(&["--json", "check"]).json();
+    assert_eq!(c["problems"].as_array().unwrap().len(), 0);
+    assert_eq!(c["file_intact"], true);
+    let tour = e.run(&["tour"]).ok().to_string();
+    assert!(
+        tour.contains("What was true on 1 February 2024") && tour.contains("Store agent memory in SQLite")
+    );
+    assert!(tour.contains("superseded"));
+}
+
+#[test]
+fn bad_inputs_fail_cleanly_and_write_nothing() {
+    let e = Env::new();
+    e.run(&["list"]).fails(1, "mnemon init");
+    assert!(!e.db().exists(), "reading must not create the database");
+    e.init();
+    let id = e.add("decision", r#"{"title":"keep"}"#, &[]);
+    let before = e.export_all();
+
+    e.run(&["add", "decsion", "--data", "{}"]).fails(2, "unknown kind");
+    e.run(&["add", "decision", "--data", "{not json"]).fails(2, "not valid JSON");
+    e.run(&["add", "decision", "--data", r#"{"titel":"typo"}"#]).fails(2, "unknown field");
+    e.run(&["add", "decision", "--data", r#"{"rationale":"no title"}"#]).fails(2, "title");
+    e.run(&["add", "decision", "--data", r#"{"title":"x"}"#, "--valid-from", "yesterday"])
+        .fails(2, "invalid");
+    e.run(&["add", "decision", "--data", r#"{"title":"x"}"#, "--importance", "9"]).fails(2, "importance");
+    e.run(&[
+        "add",
+        "decision",
+        "--data",
+        r#"{"title":"x","valid_from":"2024-05-07","valid_until":"2024-05-01"}"#,
+    ])
+    .fails(2, "must be after");
+    e.run(&["add", "decision", "--data", r#"{"title":"x","confidence":7}"#]).fails(2, "confidence");
+    e.run(&["list", "--as-of", "13/13/2024"]).fails(2, "invalid");
+    e.run(&["get", "not-an-id"]).fails(2, "invalid record id");
+    e.run(&["get", "01890000-0000-7000-8000-000000000000"]).fails(1, "no record");
+    e.run(&["retire", "01890000-0000-7000-8000-000000000000"]).fails(1, "no record");
+    e.run(&["revise", &id, "--data", "[1,2]"]).fails(2, "JSON object");
+    e.run(&["revise", &id, "--data", r#"{"status":"maybe"}"#]).fails(2, "unknown variant");
+    e.run(&["--ns", "", "list"]).fails(2, "namespace");
+    e.run(&["frobnicate"]).fails(2, "unrecognized subcommand");
+    assert_eq!(e.export_all(), before, "bad input wrote something");
+}
+
+#[test]
+fn bad_files_are_refused() {
+    let e = Env::new();
+    let run = |p: &Path, args: &[&str]| run_at(e.dir.path(), p, args, None);
+    // Not a database at all.
+    let text = e.dir.path().join("notes.txt");
+    std::fs::write(&text, "hello, this is not a database").unwrap();
+    run(&text, &["list"]).fails(1, "not a mnemon database");
+    run(&text, &["init"]).fails(1, "not a mnemon database");
+    assert_eq!(std::fs::read_to_string(&text).unwrap(), "hello, this is not a database");
+    // An empty file.
+    let empty = e.dir.path().join("empty.redb");
+    std::fs::write(&empty, "").unwrap();
+    run(&empty, &["list"]).fails(1, "empty");
+    // A redb file that is not a mnemon database.
+    let other = e.dir.path().join("other.redb");
+    {
+        let db = redb::Database::create(&other).unwrap();
+        let w = db.begin_write().unwrap();
+        {
+            let mut t = w.open_table(redb::TableDefinition::<&str, &str>::new("x")).unwrap();
+            t.insert("a", "b").unwrap();
+        }
+        w.commit().unwrap();
+    }
+    let before = std::fs::read(&other).unwrap();
+    run(&other, &["list"]).fails(1, "without mnemon metadata");
+    assert_eq!(std::fs::read(&other).unwrap(), before, "a foreign file must not be modified");
+    // A newer format.
+    let newer = e.dir.path().join("newer.redb");
+    run(&newer, &["init"]).ok();
+    {
+        let db = redb::Database::open(&newer).unwrap();
+        let w = db.begin_write().unwrap();
+        {
+            let mut t = w.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+            t.insert("format_version", 99u32.to_le_bytes().as_slice()).unwrap();
+        }
+        w.commit().unwrap();
+    }
+    run(&newer, &["list"]).fails(1, "newer than this mnemon supports");
+    // An unwritable location (a path below a regular file).
+    run(&text.join("sub/db.redb"), &["init"]).fails(1, "cannot");
+    // A directory.
+    run(e.dir.path(), &["list"]).fails(1, "not a regular file");
+}
+
+#[test]
+fn a_database_held_by_another_process_is_reported() {
+    let e = Env::new();
+    e.init();
+    let holder = redb::Database::open(e.db()).unwrap();
+    e.run(&["list"]).fails(1, "in use by another process");
+    drop(holder);
+    e.run(&["list"]).ok();
+}

@@ -1,0 +1,424 @@
+//! The database handle and the namespace handle.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mnemon_storage::{
+    AsOf, Body, Clock, Durability, Envelope, Expiry, KindBody, ListQuery, Namespace, NewRecord, OnConflict,
+    Outcome, Receipt, Record, RecordId, Revise, Snapshot, Store, StoreOptions, Timestamp, WriteOp,
+};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::json;
+
+/// Configure, then open, a database.
+#[derive(Debug, Clone)]
+pub struct DbBuilder {
+    path: PathBuf,
+    options: StoreOptions,
+}
+
+impl DbBuilder {
+    /// Create the file (and its folder) if it does not exist. Off by default.
+    pub fn create(mut self, yes: bool) -> Self {
+        self.options.create = yes;
+        self
+    }
+
+    /// Use this clock for transaction times (tests, reproducible demos).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.options.clock = clock;
+        self
+    }
+
+    /// The smallest number of timeline events between checkpoints (default 512).
+    pub fn min_checkpoint_gap(mut self, n: u64) -> Self {
+        self.options.min_checkpoint_gap = n;
+        self
+    }
+
+    /// redb's page cache, in bytes (default 256 MiB).
+    pub fn cache_size(mut self, bytes: usize) -> Self {
+        self.options.cache_size = bytes;
+        self
+    }
+
+    /// Open it.
+    pub fn open(self) -> Result<Db> {
+        if self.options.create {
+            if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| Error::Io { path: parent.to_path_buf(), source: e })?;
+            }
+        }
+        Ok(Db { store: Store::open(&self.path, self.options)? })
+    }
+}
+
+/// An open mnemon database: cheap to clone, `Send + Sync`. Any number of threads read at once;
+/// writes from all threads are group-committed.
+#[derive(Clone, Debug)]
+pub struct Db {
+    store: Store,
+}
+
+impl Db {
+    /// A builder for the database at `path`.
+    pub fn builder(path: impl AsRef<Path>) -> DbBuilder {
+        DbBuilder { path: path.as_ref().to_path_buf(), options: StoreOptions::default() }
+    }
+
+    /// Open an existing database.
+    pub fn open(path: impl AsRef<Path>) -> Result<Db> {
+        Db::builder(path).open()
+    }
+
+    /// Open the database, creating it (and its folder) if needed.
+    pub fn create(path: impl AsRef<Path>) -> Result<Db> {
+        Db::builder(path).create(true).open()
+    }
+
+    /// The storage engine underneath.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        self.store.path()
+    }
+
+    /// The current time according to the database's clock.
+    pub fn now(&self) -> Timestamp {
+        self.store.clock().now()
+    }
+
+    /// A handle on one namespace.
+    pub fn ns(&self, name: &str) -> Result<Ns> {
+        Ok(Ns { db: self.clone(), ns: Namespace::new(name)? })
+    }
+
+    /// A consistent read-only view.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        Ok(self.store.snapshot()?)
+    }
+
+    /// Commit operations atomically and durably.
+    pub fn write(&self, ops: Vec<WriteOp>) -> Result<Receipt> {
+        Ok(self.store.write(ops)?)
+    }
+
+    /// Commit operations with the given durability.
+    pub fn write_with(&self, ops: Vec<WriteOp>, durability: Durability) -> Result<Receipt> {
+        Ok(self.store.write_with(ops, durability)?)
+    }
+
+    /// Make every earlier commit durable.
+    pub fn sync(&self) -> Result<()> {
+        Ok(self.store.sync()?)
+    }
+}
+
+/// Run redb's integrity check on a database file no process has open: `Ok(true)` when it was
+/// consistent, `Ok(false)` when redb repaired it.
+pub fn check_integrity(path: impl AsRef<Path>) -> Result<bool> {
+    Ok(Store::check_integrity(path)?)
+}
+
+/// A handle on one namespace of a database, with the typed API over the kinds.
+#[derive(Clone, Debug)]
+pub struct Ns {
+    db: Db,
+    ns: Namespace,
+}
+
+/// How often a read-modify-write is retried when the record changes underneath it.
+const UPDATE_ATTEMPTS: u32 = 16;
+
+impl Ns {
+    /// The namespace.
+    pub fn name(&self) -> &Namespace {
+        &self.ns
+    }
+
+    /// The database.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// Start a new record of any kind; finish with [`RecordBuilder::insert`].
+    pub fn record(&self, body: impl Into<Body>) -> RecordBuilder {
+        RecordBuilder { ns: self.clone(), record: NewRecord::new(self.ns.clone(), body) }
+    }
+
+    /// Insert a record with defaults; returns its id.
+    pub fn add(&self, body: impl Into<Body>) -> Result<RecordId> {
+        self.record(body).insert()
+    }
+
+    fn one(&self, op: WriteOp) -> Result<Outcome> {
+        let receipt = self.db.write(vec![op])?;
+        receipt
+            .outcomes
+            .into_iter()
+            .next()
+            .ok_or_else(|| crate::error::invalid("the writer returned no outcome"))
+    }
+
+    /// Insert a fully described record.
+    pub fn insert(&self, mut record: NewRecord) -> Result<Outcome> {
+        record.namespace = self.ns.clone();
+        self.one(WriteOp::Insert(record))
+    }
+
+    /// The record as valid now.
+    pub fn get(&self, id: RecordId) -> Result<Option<Record>> {
+        self.get_as_of(id, AsOf::now())
+    }
+
+    /// The record as valid at `as_of`.
+    pub fn get_as_of(&self, id: RecordId, as_of: impl Into<AsOf>) -> Result<Option<Record>> {
+        Ok(self.db.snapshot()?.get(&self.ns, id, as_of.into())?)
+    }
+
+    /// The latest revision, whatever its validity.
+    pub fn latest(&self, id: RecordId) -> Result<Option<Record>> {
+        Ok(self.db.snapshot()?.latest(&self.ns, id)?)
+    }
+
+    /// Records matching the query, newest first.
+    pub fn list(&self, query: &ListQuery) -> Result<Vec<Record>> {
+        Ok(self.db.snapshot()?.list(&self.ns, query)?)
+    }
+
+    /// Records of one kind valid at `as_of`; read their bodies with [`Record::body_as`].
+    pub fn list_of<T: KindBody>(&self, as_of: impl Into<AsOf>) -> Result<Vec<Record>> {
+        self.list(&ListQuery::new().kinds([T::KIND]).as_of(as_of))
+    }
+
+    /// Read-modify-write: apply `f` to the latest revision and write the result as a new
+    /// revision, retrying if another writer got there first.
+    pub fn update(&self, id: RecordId, mut f: impl FnMut(&mut Record) -> Result<()>) -> Result<Outcome> {
+        for _ in 0..UPDATE_ATTEMPTS {
+            let latest = self
+                .db
+                .snapshot()?
+                .latest(&self.ns, id)?
+                .ok_or_else(|| mnemon_storage::Error::NotFound { namespace: self.ns.clone(), id })?;
+            let mut next = latest.clone();
+            f(&mut next)?;
+            let revise = Revise {
+                namespace: self.ns.clone(),
+                id,
+                expected_rev: Some(latest.rev),
+                body: Some(next.body),
+                envelope: Some(next.envelope),
+                valid_from: (next.valid_from != latest.valid_from).then_some(next.valid_from),
+                valid_until: (next.valid_until != latest.valid_until).then_some(next.valid_until),
+                expires_at: (next.expires_at != latest.expires_at).then_some(next.expires_at),
+            };
+            match self.one(WriteOp::Revise(revise)) {
+                Err(Error::Storage(mnemon_storage::Error::RevisionConflict { .. })) => continue,
+                other => return other,
+            }
+        }
+        Err(Error::Contended { id, attempts: UPDATE_ATTEMPTS })
+    }
+
+    /// Revise with a JSON merge patch over the loose form of the record (body fields and
+    /// `tags`, `importance`, `confidence`, `source`, `task`, `key`, `metadata`, `valid_from`,
+    /// `valid_until`, `expires_at`).
+    pub fn revise_json(&self, id: RecordId, patch: &Value) -> Result<Outcome> {
+        if !patch.is_object() {
+            return Err(crate::error::invalid("the revision must be a JSON object"));
+        }
+        self.update(id, |rec| {
+            let mut loose = loose_form(rec);
+            json::merge_patch(&mut loose, patch);
+            let parsed = json::parse_input(loose, Some(rec.kind()), &self.ns)?;
+            let n = parsed.record;
+            rec.body = n.body;
+            rec.envelope = n.envelope;
+            if let Some(f) = n.valid_from {
+                rec.valid_from = f;
+            }
+            rec.valid_until = n.valid_until;
+            rec.expires_at = match n.expiry {
+                Expiry::At(t) => Some(t),
+                _ => None,
+            };
+            Ok(())
+        })
+    }
+
+    /// Close the record's valid interval at `at` (default now).
+    pub fn retire(&self, id: RecordId, at: Option<Timestamp>) -> Result<Outcome> {
+        self.one(WriteOp::Retire { namespace: self.ns.clone(), id, at })
+    }
+
+    /// Set the record's expiry to `at` (default now).
+    pub fn expire(&self, id: RecordId, at: Option<Timestamp>) -> Result<Outcome> {
+        self.one(WriteOp::Expire { namespace: self.ns.clone(), id, at })
+    }
+
+    /// Replace `old` by a new record with `body`, from now; returns the new id.
+    pub fn supersede(&self, old: RecordId, body: impl Into<Body>) -> Result<RecordId> {
+        self.supersede_with(old, NewRecord::new(self.ns.clone(), body))
+    }
+
+    /// Replace `old` by `new` (from `new.valid_from`, default now); returns the new id.
+    pub fn supersede_with(&self, old: RecordId, mut new: NewRecord) -> Result<RecordId> {
+        new.namespace = self.ns.clone();
+        self.one(WriteOp::Supersede { old, new }).map(|o| o.id())
+    }
+
+    /// Erase every revision of the record; returns how many there were.
+    pub fn forget(&self, id: RecordId) -> Result<u32> {
+        match self.one(WriteOp::Forget { namespace: self.ns.clone(), id })? {
+            Outcome::Forgotten { revisions, .. } => Ok(revisions),
+            _ => Ok(0),
+        }
+    }
+
+    /// Every revision of the record, oldest first.
+    pub fn history(&self, id: RecordId) -> Result<Vec<Record>> {
+        Ok(self.db.snapshot()?.history(&self.ns, id)?)
+    }
+
+    /// The supersession chain through the record, oldest first.
+    pub fn chain(&self, id: RecordId) -> Result<Vec<Record>> {
+        Ok(self.db.snapshot()?.chain(&self.ns, id)?)
+    }
+}
+
+/// The loose JSON form of a record: body fields with the envelope fields beside them.
+pub fn loose_form(r: &Record) -> Value {
+    let mut obj = match r.body.to_json() {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    let env = &r.envelope;
+    let mut put = |k: &str, v: Value| {
+        if !(r.kind() == mnemon_storage::Kind::Preference && k == "key"
+            || r.kind() == mnemon_storage::Kind::Metrics && k == "task")
+        {
+            obj.insert(k.to_string(), v);
+        }
+    };
+    put("tags", serde_json::json!(env.tags));
+    put("importance", serde_json::json!(env.importance));
+    put("confidence", serde_json::json!(env.confidence));
+    put("source", serde_json::json!(env.source));
+    put("task", serde_json::json!(env.task));
+    put("key", serde_json::json!(env.key));
+    put("metadata", env.metadata.value());
+    put("valid_from", serde_json::json!(r.valid_from));
+    put("valid_until", serde_json::json!(r.valid_until));
+    put("expires_at", serde_json::json!(r.expires_at));
+    Value::Object(obj)
+}
+
+/// A new record being described; see [`Ns::record`].
+#[derive(Clone, Debug)]
+pub struct RecordBuilder {
+    ns: Ns,
+    record: NewRecord,
+}
+
+impl RecordBuilder {
+    /// Add a tag.
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.record.envelope.tags.push(tag.into());
+        self
+    }
+
+    /// Set the importance (1..=5); it also sets the default expiry.
+    pub fn importance(mut self, i: u8) -> Self {
+        self.record.envelope.importance = Some(i);
+        self
+    }
+
+    /// Set the confidence (0..=1).
+    pub fn confidence(mut self, c: f32) -> Self {
+        self.record.envelope.confidence = Some(c);
+        self
+    }
+
+    /// Set the source agent.
+    pub fn source(mut self, s: impl Into<String>) -> Self {
+        self.record.envelope.source = Some(s.into());
+        self
+    }
+
+    /// Set the task.
+    pub fn task(mut self, t: impl Into<String>) -> Self {
+        self.record.envelope.task = Some(t.into());
+        self
+    }
+
+    /// Declare an identity key.
+    pub fn key(mut self, k: impl Into<String>) -> Self {
+        self.record.envelope.key = Some(k.into());
+        self
+    }
+
+    /// Attach free JSON metadata.
+    pub fn metadata(mut self, m: Value) -> Self {
+        self.record.envelope.metadata = m.into();
+        self
+    }
+
+    /// Replace all shared fields.
+    pub fn envelope(mut self, e: Envelope) -> Self {
+        self.record.envelope = e;
+        self
+    }
+
+    /// Valid from `t` (default: now).
+    pub fn valid_from(mut self, t: Timestamp) -> Self {
+        self.record.valid_from = Some(t);
+        self
+    }
+
+    /// Valid until `t` (default: open).
+    pub fn valid_until(mut self, t: Timestamp) -> Self {
+        self.record.valid_until = Some(t);
+        self
+    }
+
+    /// Expire at `t`.
+    pub fn expires_at(mut self, t: Timestamp) -> Self {
+        self.record.expiry = Expiry::At(t);
+        self
+    }
+
+    /// Never expire, whatever the importance.
+    pub fn permanent(mut self) -> Self {
+        self.record.expiry = Expiry::Never;
+        self
+    }
+
+    /// What to do when a live record already holds the identity key.
+    pub fn on_conflict(mut self, c: OnConflict) -> Self {
+        self.record.on_conflict = c;
+        self
+    }
+
+    /// Use this id instead of a fresh one.
+    pub fn id(mut self, id: RecordId) -> Self {
+        self.record.id = id;
+        self
+    }
+
+    /// The record as described so far.
+    pub fn build(self) -> NewRecord {
+        self.record
+    }
+
+    /// Insert it; returns its id (or the existing record's, under [`OnConflict::ReturnExisting`]).
+    pub fn insert(self) -> Result<RecordId> {
+        let ns = self.ns.clone();
+        ns.insert(self.record).map(|o| o.id())
+    }
+}

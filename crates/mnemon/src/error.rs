@@ -1,0 +1,90 @@
+//! Errors of the facade.
+
+use std::path::PathBuf;
+
+pub use mnemon_storage::{InputError, OpenError};
+
+/// One bad line of an import file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineError {
+    /// The file (or `-` for standard input).
+    pub source: String,
+    /// The line number, from 1.
+    pub line: u64,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}: {}", self.source, self.line, self.reason)
+    }
+}
+
+/// Any mnemon error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// From the storage engine (includes caller mistakes, [`mnemon_storage::Error::Input`]).
+    #[error(transparent)]
+    Storage(#[from] mnemon_storage::Error),
+    /// An import file with invalid lines; nothing was written.
+    #[error("{} invalid line(s), nothing imported; first: {}", .errors.len(), .errors.first().map(ToString::to_string).unwrap_or_default())]
+    InvalidImport {
+        /// The bad lines.
+        errors: Vec<LineError>,
+    },
+    /// A file could not be read or written.
+    #[error("cannot access {path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A record changed concurrently too often for a read-modify-write to succeed.
+    #[error("record {id} kept changing concurrently; gave up after {attempts} attempts")]
+    Contended {
+        /// The record.
+        id: mnemon_storage::RecordId,
+        /// How often it was tried.
+        attempts: u32,
+    },
+}
+
+impl Error {
+    /// Whether the caller's input was at fault (a usage error on the command line).
+    pub fn is_input(&self) -> bool {
+        match self {
+            Error::Storage(e) => e.is_input(),
+            Error::InvalidImport { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+impl From<InputError> for Error {
+    fn from(e: InputError) -> Self {
+        Error::Storage(e.into())
+    }
+}
+
+impl From<mnemon_storage::TimeError> for Error {
+    fn from(e: mnemon_storage::TimeError) -> Self {
+        Error::Storage(InputError::Time(e).into())
+    }
+}
+
+impl From<OpenError> for Error {
+    fn from(e: OpenError) -> Self {
+        Error::Storage(e.into())
+    }
+}
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An input error with a message.
+pub(crate) fn invalid(msg: impl Into<String>) -> Error {
+    Error::Storage(mnemon_storage::Error::Input(InputError::Invalid(msg.into())))
+}

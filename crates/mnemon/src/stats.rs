@@ -1,0 +1,69 @@
+//! Database statistics.
+
+use std::collections::BTreeMap;
+
+use mnemon_storage::{FORMAT_VERSION, Kind, Namespace, Timestamp};
+use serde::Serialize;
+
+use crate::db::Db;
+use crate::error::{Error, Result};
+
+/// Statistics of one namespace.
+#[derive(Clone, Debug, Serialize)]
+pub struct NamespaceStats {
+    /// The namespace.
+    pub namespace: Namespace,
+    /// Records (all revisions of a record count once; forgotten ones not at all).
+    pub records: u64,
+    /// Revisions stored.
+    pub revisions: u64,
+    /// Records valid now or later, as known now, per kind.
+    pub current: BTreeMap<Kind, u64>,
+}
+
+/// Statistics of a database.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stats {
+    /// The file.
+    pub path: String,
+    /// Its size in bytes.
+    pub file_bytes: u64,
+    /// The format version.
+    pub format_version: u32,
+    /// Commits so far.
+    pub commits: u64,
+    /// The latest transaction time, if anything was written.
+    pub last_commit: Option<Timestamp>,
+    /// Per namespace.
+    pub namespaces: Vec<NamespaceStats>,
+    /// Row counts of the internal tables.
+    pub tables: BTreeMap<&'static str, u64>,
+}
+
+/// Compute the statistics.
+pub fn stats(db: &Db) -> Result<Stats> {
+    let snap = db.snapshot()?;
+    let meta = snap.meta();
+    let mut namespaces = Vec::new();
+    for (ns, c) in snap.namespaces()? {
+        let current = snap.current_counts(&ns)?;
+        namespaces.push(NamespaceStats {
+            namespace: ns,
+            records: c.records,
+            revisions: c.revisions,
+            current,
+        });
+    }
+    let file_bytes = std::fs::metadata(db.path())
+        .map_err(|e| Error::Io { path: db.path().to_path_buf(), source: e })?
+        .len();
+    Ok(Stats {
+        path: db.path().display().to_string(),
+        file_bytes,
+        format_version: FORMAT_VERSION,
+        commits: meta.commit_seq,
+        last_commit: (meta.commit_seq > 0).then_some(meta.last_tx),
+        namespaces,
+        tables: snap.table_sizes()?,
+    })
+}

@@ -1,0 +1,159 @@
+//! Export and import in mnemon's JSON-lines format.
+//!
+//! `export` writes every revision (of one namespace or all), one [`RecordJson`] per line, in
+//! key order: exporting, importing into an empty database and exporting again gives the same
+//! bytes. `import` accepts those lines (restoring each revision as it was, including its
+//! transaction time) and the loose form of [`crate::json::parse_input`] (creating new records).
+
+use std::io::{BufRead, Write};
+
+use mnemon_storage::{Durability, Namespace, Outcome, WriteOp};
+use serde_json::Value;
+
+use crate::db::Db;
+use crate::error::{Error, LineError, Result};
+use crate::json::{RecordJson, parse_input};
+
+/// Write every revision as JSON lines; returns how many were written.
+pub fn export(db: &Db, ns: Option<&Namespace>, out: &mut dyn Write) -> Result<u64> {
+    let snap = db.snapshot()?;
+    let mut n = 0u64;
+    let mut io_err: Option<std::io::Error> = None;
+    snap.for_each_revision(ns, |r| {
+        let line = serde_json::to_string(&RecordJson::from_record(&r)).unwrap_or_default();
+        if let Err(e) = writeln!(out, "{line}") {
+            io_err = Some(e);
+            return Err(mnemon_storage::Error::Input(mnemon_storage::InputError::Invalid(
+                "export stopped".into(),
+            )));
+        }
+        n += 1;
+        Ok(())
+    })
+    .or_else(|e| if io_err.is_some() { Ok(()) } else { Err(e) })?;
+    if let Some(e) = io_err {
+        return Err(Error::Io { path: "<output>".into(), source: e });
+    }
+    out.flush().map_err(|e| Error::Io { path: "<output>".into(), source: e })?;
+    Ok(n)
+}
+
+/// How to import.
+#[derive(Clone, Debug)]
+pub struct ImportOptions {
+    /// Namespace for loose lines that name none.
+    pub namespace: Namespace,
+    /// Import the valid lines even if some are invalid (default: all or nothing).
+    pub partial: bool,
+    /// Lines per group commit.
+    pub chunk: usize,
+}
+
+impl ImportOptions {
+    /// Defaults: all or nothing, 2,000 lines per commit.
+    pub fn new(namespace: Namespace) -> Self {
+        ImportOptions { namespace, partial: false, chunk: 2_000 }
+    }
+}
+
+/// What an import did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ImportReport {
+    /// Non-empty lines read.
+    pub lines: u64,
+    /// New records created from loose lines.
+    pub created: u64,
+    /// Revisions restored from export lines.
+    pub restored: u64,
+    /// Export lines already present, identically.
+    pub unchanged: u64,
+    /// Lines that could not be imported.
+    pub failed: Vec<LineError>,
+}
+
+/// Parse one line into an operation.
+pub fn parse_line(line: &str, default_ns: &Namespace) -> Result<WriteOp> {
+    let value: Value =
+        serde_json::from_str(line).map_err(|e| crate::error::invalid(format!("invalid JSON: {e}")))?;
+    let is_export = value.get("rev").is_some() && value.get("recorded_at").is_some();
+    if is_export {
+        let rj: RecordJson = serde_json::from_value(value)
+            .map_err(|e| crate::error::invalid(format!("invalid export line: {e}")))?;
+        Ok(WriteOp::Restore(Box::new(rj.into_record()?)))
+    } else {
+        Ok(WriteOp::Insert(parse_input(value, None, default_ns)?.record))
+    }
+}
+
+/// Import JSON lines from `input` (named `source` in messages). `progress(done, total)` is
+/// called as lines are committed. Every line is validated before anything is written; with
+/// `partial` the valid lines are imported and the others reported, otherwise an invalid line
+/// fails the whole import with [`Error::InvalidImport`] and nothing is written.
+pub fn import(
+    db: &Db,
+    input: &mut dyn BufRead,
+    source: &str,
+    options: &ImportOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ImportReport> {
+    let mut report = ImportReport::default();
+    let mut ops: Vec<(u64, WriteOp)> = Vec::new();
+    let mut line_no = 0u64;
+    let mut buf = String::new();
+    loop {
+        buf.clear();
+        let n = input.read_line(&mut buf).map_err(|e| Error::Io { path: source.into(), source: e })?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let line = buf.trim();
+        if line.is_empty() {
+            continue;
+        }
+        report.lines += 1;
+        match parse_line(line, &options.namespace) {
+            Ok(op) => ops.push((line_no, op)),
+            Err(e) => report.failed.push(LineError {
+                source: source.to_string(),
+                line: line_no,
+                reason: e.to_string(),
+            }),
+        }
+    }
+    if !report.failed.is_empty() && !options.partial {
+        return Err(Error::InvalidImport { errors: report.failed });
+    }
+    let total = ops.len() as u64;
+    let mut done = 0u64;
+    progress(0, total);
+    let chunk = options.chunk.max(1);
+    while !ops.is_empty() {
+        let rest = ops.split_off(ops.len().min(chunk));
+        let batch = std::mem::replace(&mut ops, rest);
+        let lines: Vec<(u64, bool)> =
+            batch.iter().map(|(l, op)| (*l, matches!(op, WriteOp::Restore(_)))).collect();
+        let jobs: Vec<Vec<WriteOp>> = batch.into_iter().map(|(_, op)| vec![op]).collect();
+        let results = db.store().write_many(jobs, Durability::Eventual);
+        for ((line, restore), result) in lines.into_iter().zip(results) {
+            match result {
+                Ok(receipt) => {
+                    if receipt.outcomes.iter().any(|o| matches!(o, Outcome::Unchanged { .. })) {
+                        report.unchanged += 1;
+                    } else if restore {
+                        report.restored += 1;
+                    } else {
+                        report.created += 1;
+                    }
+                }
+                Err(e) => {
+                    report.failed.push(LineError { source: source.to_string(), line, reason: e.to_string() })
+                }
+            }
+            done += 1;
+        }
+        progress(done, total);
+    }
+    db.sync()?;
+    Ok(report)
+}
