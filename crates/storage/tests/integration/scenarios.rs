@@ -1,1 +1,300 @@
 //! Scenario tests of the storage engine.
+
+use std::sync::Arc;
+
+use mnemon_storage::body::{Decision, Entity, Learning};
+use mnemon_storage::*;
+
+fn open(dir: &tempfile::TempDir) -> Store {
+    Store::open(dir.path().join("s.redb"), StoreOptions { create: true, ..Default::default() }).unwrap()
+}
+
+fn ns(name: &str) -> Namespace {
+    Namespace::new(name).unwrap()
+}
+
+fn entity(name: &str) -> Body {
+    Entity { name: name.into(), ..Default::default() }.into()
+}
+
+#[test]
+fn identity_conflicts_follow_the_declared_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let n = ns("p");
+    let first = NewRecord::new(n.clone(), entity("Redis"));
+    let first_id = first.id;
+    store.write(vec![WriteOp::Insert(first)]).unwrap();
+
+    // Same normalised name: an error by default.
+    let err = store.write(vec![WriteOp::Insert(NewRecord::new(n.clone(), entity("  redis ")))]).unwrap_err();
+    assert!(matches!(err, Error::IdentityConflict { existing, .. } if existing == first_id), "{err}");
+
+    // ReturnExisting writes nothing.
+    let mut again = NewRecord::new(n.clone(), entity("REDIS"));
+    again.on_conflict = OnConflict::ReturnExisting;
+    let r = store.write(vec![WriteOp::Insert(again)]).unwrap();
+    assert_eq!(r.outcomes, vec![Outcome::Existing { id: first_id }]);
+
+    // Supersede replaces it and takes over the key.
+    let mut newer = NewRecord::new(n.clone(), entity("Redis"));
+    newer.on_conflict = OnConflict::Supersede;
+    let newer_id = newer.id;
+    let r = store.write(vec![WriteOp::Insert(newer)]).unwrap();
+    assert_eq!(r.outcomes, vec![Outcome::Superseded { old: first_id, new: newer_id }]);
+    let snap = store.snapshot().unwrap();
+    assert_eq!(snap.identity(&n, Kind::Entity, "redis").unwrap(), Some(newer_id));
+    assert_eq!(snap.chain(&n, first_id).unwrap().len(), 2);
+
+    // Another namespace is another world.
+    store.write(vec![WriteOp::Insert(NewRecord::new(ns("q"), entity("Redis")))]).unwrap();
+    // Retiring releases the key.
+    store.write(vec![WriteOp::Retire { namespace: n.clone(), id: newer_id, at: None }]).unwrap();
+    store.write(vec![WriteOp::Insert(NewRecord::new(n.clone(), entity("redis")))]).unwrap();
+    assert!(store.snapshot().unwrap().verify().unwrap().is_empty());
+}
+
+#[test]
+fn a_failing_job_writes_nothing_and_spares_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let n = ns("p");
+    let good = |t: &str| {
+        WriteOp::Insert(NewRecord::new(n.clone(), Learning { text: t.into(), ..Default::default() }))
+    };
+    let unknown = RecordId::new();
+    let jobs = vec![
+        vec![good("a1"), good("a2")],
+        vec![good("b1"), WriteOp::Retire { namespace: n.clone(), id: unknown, at: None }],
+        vec![good("c1")],
+    ];
+    let results = store.write_many(jobs, Durability::Immediate);
+    assert!(results[0].is_ok());
+    assert!(matches!(&results[1], Err(Error::NotFound { id, .. }) if *id == unknown));
+    assert!(results[2].is_ok());
+    let texts: Vec<String> = store
+        .snapshot()
+        .unwrap()
+        .list(&n, &ListQuery::new())
+        .unwrap()
+        .iter()
+        .map(|r| r.body.text())
+        .collect();
+    assert_eq!(texts.len(), 3);
+    assert!(!texts.contains(&"b1".to_string()), "the failed job left b1 behind");
+}
+
+#[test]
+fn operations_in_one_job_see_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let n = ns("p");
+    let rec = NewRecord::new(n.clone(), Decision { title: "draft".into(), ..Default::default() });
+    let id = rec.id;
+    let mut fix = Revise::new(n.clone(), id);
+    fix.body = Some(Decision { title: "final".into(), ..Default::default() }.into());
+    let r = store.write(vec![WriteOp::Insert(rec), WriteOp::Revise(fix)]).unwrap();
+    assert_eq!(r.outcomes, vec![Outcome::Written { id, rev: 0 }, Outcome::Written { id, rev: 1 }]);
+    let h = store.snapshot().unwrap().history(&n, id).unwrap();
+    assert_eq!(h.len(), 2);
+    assert_eq!(h[0].recorded_at, h[1].recorded_at, "one commit, one transaction time");
+    assert_eq!(h[1].body.title(), "final");
+}
+
+#[test]
+fn optimistic_revision_conflicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let n = ns("p");
+    let rec = NewRecord::new(n.clone(), Learning { text: "x".into(), ..Default::default() });
+    let id = rec.id;
+    store.write(vec![WriteOp::Insert(rec)]).unwrap();
+    let mut stale = Revise::new(n.clone(), id);
+    stale.expected_rev = Some(0);
+    store.write(vec![WriteOp::Revise(stale.clone())]).unwrap();
+    let err = store.write(vec![WriteOp::Revise(stale)]).unwrap_err();
+    assert!(matches!(err, Error::RevisionConflict { expected: 0, found: 1, .. }), "{err}");
+}
+
+#[test]
+fn concurrent_durable_writers_share_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let n = ns("p");
+    let threads = 16;
+    let per_thread = 40;
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let store = store.clone();
+            let n = n.clone();
+            std::thread::spawn(move || {
+                for i in 0..per_thread {
+                    let rec = NewRecord::new(
+                        n.clone(),
+                        Learning { text: format!("{t}-{i}"), ..Default::default() },
+                    );
+                    store.write(vec![WriteOp::Insert(rec)]).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let snap = store.snapshot().unwrap();
+    let total = threads * per_thread;
+    assert_eq!(snap.list(&n, &ListQuery::new()).unwrap().len(), total);
+    let commits = snap.meta().commit_seq as usize;
+    assert!(commits < total, "{commits} commits for {total} writes: no group commit happened");
+}
+
+#[test]
+fn eventual_writes_survive_a_clean_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = ns("p");
+    {
+        let store = open(&dir);
+        for i in 0..10 {
+            let rec = NewRecord::new(n.clone(), Learning { text: format!("{i}"), ..Default::default() });
+            store.write_with(vec![WriteOp::Insert(rec)], Durability::Eventual).unwrap();
+        }
+    }
+    let store = open(&dir);
+    assert_eq!(store.snapshot().unwrap().list(&n, &ListQuery::new()).unwrap().len(), 10);
+}
+
+#[test]
+fn restore_requires_an_ordered_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let n = ns("p");
+    let rec = NewRecord::new(n.clone(), Learning { text: "x".into(), ..Default::default() });
+    let id = rec.id;
+    store.write(vec![WriteOp::Insert(rec)]).unwrap();
+    store.write(vec![WriteOp::Retire { namespace: n.clone(), id, at: None }]).unwrap();
+    let history = store.snapshot().unwrap().history(&n, id).unwrap();
+
+    let dir2 = tempfile::tempdir().unwrap();
+    let other = open(&dir2);
+    let err = other.write(vec![WriteOp::Restore(Box::new(history[1].clone()))]).unwrap_err();
+    assert!(matches!(err, Error::RestoreMismatch { rev: 1, .. }), "{err}");
+    other.write(vec![WriteOp::Restore(Box::new(history[0].clone()))]).unwrap();
+    other.write(vec![WriteOp::Restore(Box::new(history[1].clone()))]).unwrap();
+    let mut tampered = history[1].clone();
+    tampered.body = Learning { text: "changed".into(), ..Default::default() }.into();
+    let err = other.write(vec![WriteOp::Restore(Box::new(tampered))]).unwrap_err();
+    assert!(matches!(err, Error::RestoreMismatch { .. }), "{err}");
+    let restored = other.snapshot().unwrap().history(&n, id).unwrap();
+    assert_eq!(
+        restored.iter().map(|r| (r.rev, r.recorded_at)).collect::<Vec<_>>(),
+        history.iter().map(|r| (r.rev, r.recorded_at)).collect::<Vec<_>>()
+    );
+    // Later commits still get later transaction times than anything restored.
+    let r = other.write(vec![WriteOp::Insert(NewRecord::new(n.clone(), entity("e")))]).unwrap();
+    assert!(r.tx > history[1].recorded_at);
+}
+
+/// A few thousand records over a simulated year, many back-dated, with small checkpoint gaps:
+/// every listing at random past times matches a brute-force evaluation of the history.
+#[test]
+fn long_backdated_history_lists_like_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = Timestamp::parse("2024-01-01").unwrap();
+    let clock = Arc::new(ManualClock::new(t0));
+    let store = Store::open(
+        dir.path().join("h.redb"),
+        StoreOptions { create: true, clock: clock.clone(), min_checkpoint_gap: 16, ..Default::default() },
+    )
+    .unwrap();
+    let n = ns("h");
+    let day = 86_400_000_000i64;
+    let mut seed = 7u64;
+    let mut next = || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed >> 33
+    };
+    let mut live: Vec<RecordId> = Vec::new();
+    for step in 0..3000 {
+        clock.advance(day / 8);
+        let now = clock.now();
+        let r = next() % 10;
+        if r < 5 || live.len() < 20 {
+            let back = (next() % 60) as i64 * day / 4;
+            let mut rec =
+                NewRecord::new(n.clone(), Learning { text: format!("s{step}"), ..Default::default() });
+            rec.valid_from = Some(now.plus_micros(-back));
+            live.push(rec.id);
+            store.write(vec![WriteOp::Insert(rec)]).unwrap();
+        } else if r < 8 {
+            let id = live.swap_remove((next() as usize) % live.len());
+            let at = now.plus_micros(-((next() % 4) as i64) * day / 8);
+            let _ = store.write(vec![WriteOp::Retire { namespace: n.clone(), id, at: Some(at) }]);
+        } else {
+            let id = live[(next() as usize) % live.len()];
+            let mut rev = Revise::new(n.clone(), id);
+            rev.body = Some(Learning { text: format!("rev{step}"), ..Default::default() }.into());
+            store.write(vec![WriteOp::Revise(rev)]).unwrap();
+        }
+    }
+    let snap = store.snapshot().unwrap();
+    let sizes = snap.table_sizes().unwrap();
+    // Gaps hold about max(16, live) to 2x that many events: a few thousand events over a live
+    // set of hundreds means a handful of checkpoints.
+    assert!(sizes["checkpoints"] >= 3, "the timeline never split its gaps: {sizes:?}");
+    let mut all: Vec<Vec<Record>> = Vec::new();
+    snap.for_each_revision(Some(&n), |r| {
+        match all.last_mut() {
+            Some(v) if v[0].id == r.id => v.push(r),
+            _ => all.push(vec![r]),
+        }
+        Ok(())
+    })
+    .unwrap();
+    let end = clock.now();
+    for i in 0..40 {
+        let v = Timestamp::from_micros(
+            t0.as_micros() + (end.as_micros() - t0.as_micros()) * i / 40 + (next() % 1000) as i64,
+        );
+        let k = if i % 3 == 0 {
+            Timestamp::from_micros(t0.as_micros() + (v.as_micros() - t0.as_micros()) * 2)
+        } else {
+            Timestamp::MAX
+        };
+        let kk = k.as_micros().min(i64::MAX - 1);
+        let mut want: Vec<(RecordId, u32)> = all
+            .iter()
+            .filter_map(|revs| revs.iter().rev().find(|r| r.recorded_at.as_micros() <= kk))
+            .filter(|r| r.is_visible_at(v))
+            .map(|r| (r.id, r.rev))
+            .collect();
+        want.sort();
+        let (got, path) =
+            snap.list_explain(&n, &ListQuery::new().as_of(AsOf { valid: Some(v), known: Some(k) })).unwrap();
+        let mut got: Vec<(RecordId, u32)> = got.iter().map(|r| (r.id, r.rev)).collect();
+        got.sort();
+        assert_eq!(got, want, "valid {v} known {k} via {path:?}");
+    }
+    assert!(snap.verify().unwrap().is_empty());
+}
+
+#[test]
+fn forget_leaves_no_trace_in_any_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let n = ns("p");
+    let rec = NewRecord::new(n.clone(), entity("Secret Person"));
+    let id = rec.id;
+    store.write(vec![WriteOp::Insert(rec)]).unwrap();
+    store.write(vec![WriteOp::Retire { namespace: n.clone(), id, at: None }]).unwrap();
+    let before = store.snapshot().unwrap().table_sizes().unwrap();
+    store.write(vec![WriteOp::Forget { namespace: n.clone(), id }]).unwrap();
+    let snap = store.snapshot().unwrap();
+    assert!(snap.history(&n, id).unwrap().is_empty());
+    assert_eq!(snap.identity(&n, Kind::Entity, "secret person").unwrap(), None);
+    let after = snap.table_sizes().unwrap();
+    assert_eq!(after["revisions"], before["revisions"] - 2);
+    assert!(after["events"] < before["events"]);
+    assert!(snap.verify().unwrap().is_empty());
+    let err = store.write(vec![WriteOp::Forget { namespace: n, id }]).unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }));
+}
