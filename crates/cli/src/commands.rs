@@ -134,7 +134,7 @@ pub fn run(cli: Cli) -> Result<()> {
             if let Some(t) = at {
                 input.valid_from = Some(*t);
             }
-            input.envelope.tags.extend(tags.iter().cloned());
+            input.envelope.tags.extend(tags.iter().map(|t| mnemon::Text::from(t.as_str())));
             if importance.is_some() {
                 input.envelope.importance = *importance;
             }
@@ -206,7 +206,7 @@ fn add(cli: &Cli, out: &mut Out, kind: mnemon::Kind, new: &NewArgs) -> Result<()
     if new.importance.is_some() {
         r.envelope.importance = new.importance;
     }
-    r.envelope.tags.extend(new.tags.iter().cloned());
+    r.envelope.tags.extend(new.tags.iter().map(|t| mnemon::Text::from(t.as_str())));
     let db = open(cli)?;
     let o = db.ns(ns.as_str())?.insert(input.record)?;
     match o {

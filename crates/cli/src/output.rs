@@ -136,13 +136,13 @@ pub fn record_detail(r: &Record, at: Timestamp) -> String {
         lines.push(("confidence".into(), c.to_string()));
     }
     if let Some(s) = &e.source {
-        lines.push(("agent".into(), s.clone()));
+        lines.push(("agent".into(), s.to_string()));
     }
     if let Some(t) = &e.task {
-        lines.push(("task".into(), t.clone()));
+        lines.push(("task".into(), t.to_string()));
     }
     if let Some(k) = &e.key {
-        lines.push(("key".into(), k.clone()));
+        lines.push(("key".into(), k.to_string()));
     }
     if !e.metadata.is_null() {
         lines.push(("metadata".into(), e.metadata.as_str().to_string()));

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use mnemon_storage::{
     AsOf, Body, Clock, Durability, Envelope, Expiry, KindBody, ListQuery, Namespace, NewRecord, OnConflict,
-    Outcome, Receipt, Record, RecordId, Revise, Snapshot, Store, StoreOptions, Timestamp, WriteOp,
+    Outcome, Receipt, Record, RecordId, Revise, Snapshot, Store, StoreOptions, Text, Timestamp, WriteOp,
 };
 use serde_json::Value;
 
@@ -328,7 +328,7 @@ pub struct RecordBuilder {
 
 impl RecordBuilder {
     /// Add a tag.
-    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+    pub fn tag(mut self, tag: impl Into<Text>) -> Self {
         self.record.envelope.tags.push(tag.into());
         self
     }
@@ -346,19 +346,19 @@ impl RecordBuilder {
     }
 
     /// Set the source agent.
-    pub fn source(mut self, s: impl Into<String>) -> Self {
+    pub fn source(mut self, s: impl Into<Text>) -> Self {
         self.record.envelope.source = Some(s.into());
         self
     }
 
     /// Set the task.
-    pub fn task(mut self, t: impl Into<String>) -> Self {
+    pub fn task(mut self, t: impl Into<Text>) -> Self {
         self.record.envelope.task = Some(t.into());
         self
     }
 
     /// Declare an identity key.
-    pub fn key(mut self, k: impl Into<String>) -> Self {
+    pub fn key(mut self, k: impl Into<Text>) -> Self {
         self.record.envelope.key = Some(k.into());
         self
     }

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use mnemon_storage::{
     Body, Envelope, Expiry, InputError, JsonText, Kind, Namespace, NewRecord, Op, Record, RecordId, Status,
-    Timestamp,
+    Text, Timestamp,
 };
 
 use crate::error::{Result, invalid};
@@ -47,7 +47,7 @@ pub struct RecordJson {
     pub superseded_by: Option<RecordId>,
     /// Tags.
     #[serde(default)]
-    pub tags: Vec<String>,
+    pub tags: Vec<Text>,
     /// Importance.
     #[serde(default)]
     pub importance: Option<u8>,
@@ -56,13 +56,13 @@ pub struct RecordJson {
     pub confidence: Option<f32>,
     /// Source agent.
     #[serde(default)]
-    pub source: Option<String>,
+    pub source: Option<Text>,
     /// Task.
     #[serde(default)]
-    pub task: Option<String>,
+    pub task: Option<Text>,
     /// Explicit identity key.
     #[serde(default)]
-    pub key: Option<String>,
+    pub key: Option<Text>,
     /// Free metadata.
     #[serde(default)]
     pub metadata: JsonText,
@@ -184,10 +184,10 @@ fn time_field(obj: &Map<String, Value>, name: &str) -> Result<Option<Timestamp>>
     }
 }
 
-fn opt_string(obj: &Map<String, Value>, name: &str) -> Result<Option<String>> {
+fn opt_string(obj: &Map<String, Value>, name: &str) -> Result<Option<Text>> {
     match obj.get(name) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::String(s)) => Ok(Some(Text::from(s.as_str()))),
         Some(other) => Err(invalid(format!("`{name}` must be a string, not {other}"))),
     }
 }
@@ -217,7 +217,7 @@ pub fn parse_input(value: Value, kind: Option<Kind>, default_ns: &Namespace) -> 
         Some(other) => return Err(invalid(format!("`namespace` must be a string, not {other}"))),
     };
     let id = match opt_string(&obj, "id")? {
-        Some(s) => RecordId::parse(&s)?,
+        Some(s) => RecordId::parse(s.as_str())?,
         None => RecordId::new(),
     };
     let tags = match obj.get("tags") {
@@ -225,12 +225,10 @@ pub fn parse_input(value: Value, kind: Option<Kind>, default_ns: &Namespace) -> 
         Some(Value::Array(a)) => a
             .iter()
             .map(|t| {
-                t.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| invalid(format!("tags must be strings, not {t}")))
+                t.as_str().map(Text::from).ok_or_else(|| invalid(format!("tags must be strings, not {t}")))
             })
             .collect::<Result<Vec<_>>>()?,
-        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::String(s)) => vec![Text::from(s.as_str())],
         Some(other) => return Err(invalid(format!("`tags` must be a list of strings, not {other}"))),
     };
     let importance = match obj.get("importance") {
@@ -316,7 +314,7 @@ mod tests {
             Some(Kind::Decision),
             &ns,
         )?;
-        assert_eq!(i.record.envelope.tags, vec!["db".to_string()]);
+        assert_eq!(i.record.envelope.tags, vec![Text::from("db")]);
         assert_eq!(i.record.envelope.importance, Some(4));
         assert_eq!(i.record.valid_from, Some(Timestamp::parse("2024-05-07")?));
         assert_eq!(i.record.body.title(), "Use redb");

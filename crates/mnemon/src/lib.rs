@@ -53,7 +53,7 @@ pub use mnemon_storage::body;
 pub use mnemon_storage::{
     AsOf, Body, Clock, Durability, Envelope, Expiry, FORMAT_VERSION, InputError, JsonText, Kind, KindBody,
     ListPath, ListQuery, ManualClock, Namespace, NamespaceCounters, NewRecord, OnConflict, Op, OpenError,
-    Outcome, Receipt, Record, RecordId, Revise, Snapshot, Status, SystemClock, TimeError, Timestamp, Visible,
-    WriteOp,
+    Outcome, Receipt, Record, RecordId, Revise, Snapshot, Status, SystemClock, Text, TimeError, Timestamp,
+    Visible, WriteOp,
 };
 pub use stats::{NamespaceStats, Stats, stats};

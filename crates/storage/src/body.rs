@@ -10,6 +10,7 @@ use crate::error::InputError;
 use crate::id::RecordId;
 use crate::json::JsonText;
 use crate::kind::Kind;
+use crate::text::Text;
 use crate::time::Timestamp;
 
 /// Status of a decision.
@@ -118,7 +119,7 @@ pub struct Task {
     /// Priority.
     pub priority: Priority,
     /// Who does it.
-    pub assignee: Option<String>,
+    pub assignee: Option<Text>,
     /// When it is due.
     pub due: Option<Timestamp>,
     /// When it was completed.
@@ -143,7 +144,7 @@ pub struct Mention {
     pub at: Timestamp,
     /// Where from (`conversation`, `manual`, ...).
     #[serde(default)]
-    pub source: String,
+    pub source: Text,
 }
 
 /// An entity: a person, technology, component, service, concept...
@@ -155,7 +156,7 @@ pub struct Entity {
     pub name: String,
     /// Type (`person`, `technology`, `component`, `service`, `concept`, `other`, or any).
     #[serde(alias = "entityType")]
-    pub entity_type: String,
+    pub entity_type: Text,
     /// Description.
     pub description: String,
     /// Free key-value properties (a JSON object).
@@ -170,7 +171,7 @@ impl Default for Entity {
     fn default() -> Self {
         Entity {
             name: String::new(),
-            entity_type: "other".to_string(),
+            entity_type: Text::const_new("other"),
             description: String::new(),
             properties: JsonText::empty_object(),
             mentions: Vec::new(),
@@ -216,7 +217,7 @@ pub struct Pattern {
     /// Description.
     pub description: String,
     /// Category.
-    pub category: String,
+    pub category: Text,
     /// Example code.
     pub example: Option<String>,
 }
@@ -259,7 +260,7 @@ pub struct Learning {
     #[serde(alias = "content")]
     pub text: String,
     /// Files it concerns.
-    pub related_files: Vec<String>,
+    pub related_files: Vec<Text>,
 }
 
 /// An error and its fix.
@@ -282,14 +283,14 @@ pub struct ErrorFix {
 pub struct Episode {
     /// Type: `code_generation`, `error_fix`, `review_feedback`, `decision`, `research`, ...
     #[serde(alias = "type")]
-    pub episode_type: String,
+    pub episode_type: Text,
     /// What happened.
     #[serde(alias = "text")]
     pub content: String,
     /// A short summary (the first 200 characters when not given).
     pub summary: Option<String>,
     /// Files involved.
-    pub files: Vec<String>,
+    pub files: Vec<Text>,
     /// How often it was returned by a query.
     pub access_count: u64,
     /// When it was last returned by a query.
@@ -301,7 +302,7 @@ pub struct Episode {
 #[serde(default, deny_unknown_fields)]
 pub struct Knowledge {
     /// Category.
-    pub category: String,
+    pub category: Text,
     /// The knowledge.
     #[serde(alias = "text")]
     pub content: String,
@@ -314,7 +315,7 @@ pub struct Knowledge {
 #[serde(default, deny_unknown_fields)]
 pub struct Preference {
     /// Key (its identity when not empty), e.g. `code_style.indent`.
-    pub key: String,
+    pub key: Text,
     /// Structured value.
     pub value: JsonText,
     /// The preference in words.
@@ -384,7 +385,7 @@ pub struct Message {
 pub struct Metrics {
     /// The task.
     #[serde(alias = "task_id")]
-    pub task: String,
+    pub task: Text,
     /// Iterations it took.
     pub iterations: u32,
     /// Whether the quality gate passed.

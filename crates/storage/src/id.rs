@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
@@ -104,9 +105,9 @@ pub const MAX_NAMESPACE_LEN: usize = 200;
 ///
 /// The namespace is the first component of every key, so namespaces are isolated by the key
 /// layout itself: a scan within one can never reach another.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize)]
-#[serde(transparent)]
-pub struct Namespace(String);
+/// Cloning is cheap (a shared string): every record read carries its namespace.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Namespace(Arc<str>);
 
 impl Namespace {
     /// Validate a namespace name: 1 to 200 bytes, no control characters, no surrounding spaces.
@@ -125,7 +126,7 @@ impl Namespace {
         if name.trim() != name {
             return Err(bad("it has leading or trailing spaces"));
         }
-        Ok(Namespace(name))
+        Ok(Namespace(Arc::from(name)))
     }
 
     /// The name.
@@ -144,6 +145,12 @@ impl FromStr for Namespace {
     type Err = InputError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Namespace::new(s)
+    }
+}
+
+impl Serialize for Namespace {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
     }
 }
 

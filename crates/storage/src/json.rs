@@ -4,29 +4,36 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::text::Text;
+
 /// A JSON value kept as canonical compact text (object keys sorted).
 ///
 /// The binary codec is not self-describing, so free JSON (metadata, entity properties,
 /// preference values) is stored as its text; JSON output sees the value itself.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct JsonText(String);
+pub struct JsonText(Text);
 
 impl JsonText {
     /// JSON `null`.
     pub fn null() -> Self {
-        JsonText("null".to_string())
+        JsonText(Text::const_new("null"))
     }
 
     /// An empty JSON object.
     pub fn empty_object() -> Self {
-        JsonText("{}".to_string())
+        JsonText(Text::const_new("{}"))
     }
 
     /// From a parsed value (canonicalised: object keys sorted, compact).
     pub fn from_value(value: &serde_json::Value) -> Self {
         // serde_json's Map is ordered by key unless `preserve_order` is enabled, which this
         // workspace never enables: the text is canonical.
-        JsonText(value.to_string())
+        JsonText(Text::from(value.to_string()))
+    }
+
+    /// Text read back from storage, written there by this type (so already canonical).
+    pub(crate) fn from_stored(text: &str) -> Self {
+        JsonText(Text::from(text))
     }
 
     /// The parsed value. Stored text was produced by `serde_json`, so it always parses; a
@@ -85,7 +92,7 @@ impl<'de> Deserialize<'de> for JsonText {
             let v = serde_json::Value::deserialize(deserializer)?;
             Ok(JsonText::from_value(&v))
         } else {
-            Ok(JsonText(String::deserialize(deserializer)?))
+            Ok(JsonText(Text::deserialize(deserializer)?))
         }
     }
 }

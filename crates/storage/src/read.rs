@@ -97,9 +97,9 @@ impl ListQuery {
     }
 
     fn accepts(&self, r: &Record) -> bool {
-        self.tags.iter().all(|t| r.envelope.tags.iter().any(|x| x == t))
-            && self.source.as_ref().is_none_or(|s| r.envelope.source.as_ref() == Some(s))
-            && self.task.as_ref().is_none_or(|s| r.envelope.task.as_ref() == Some(s))
+        self.tags.iter().all(|t| r.envelope.tags.iter().any(|x| x.as_str() == t.as_str()))
+            && self.source.as_ref().is_none_or(|s| r.envelope.source.as_deref() == Some(s.as_str()))
+            && self.task.as_ref().is_none_or(|s| r.envelope.task.as_deref() == Some(s.as_str()))
     }
 }
 
@@ -271,54 +271,86 @@ impl Snapshot {
         let (v, k) = self.resolve(q.as_of);
         let vt = Timestamp::from_micros(v);
         let kinds: Vec<u8> = q.kinds.iter().map(|k| k.code()).collect();
+        let limit = q.limit.unwrap_or(usize::MAX);
         let mut out: Vec<Record> = Vec::new();
-        let path = if k >= self.meta.last_tx.as_micros() && v >= self.meta.swept_through.as_micros() {
+        if limit == 0 {
+            return Ok((out, ListPath::Current));
+        }
+        if k >= self.meta.last_tx.as_micros() && v >= self.meta.swept_through.as_micros() {
+            // Newest first: walk each kind's range backwards and merge them by id.
             let t = self.txn.open_table(tables::CURRENT)?;
-            let ranges: Vec<(u8, u8)> =
-                if kinds.is_empty() { vec![(0, u8::MAX)] } else { kinds.iter().map(|&c| (c, c)).collect() };
-            for (lo, hi) in ranges {
-                for r in t.range((ns.as_str(), lo, 0u128)..=(ns.as_str(), hi, u128::MAX))? {
-                    let (key, val) = r?;
-                    let (_, _, id) = key.value();
-                    let rec = decode_current(ns, id, val.value())?;
-                    if rec.is_visible_at(vt) && q.accepts(&rec) {
-                        out.push(rec);
+            let codes: Vec<u8> =
+                if kinds.is_empty() { Kind::ALL.iter().map(|k| k.code()).collect() } else { kinds.clone() };
+            let mut ranges = Vec::with_capacity(codes.len());
+            for c in codes {
+                ranges.push(t.range((ns.as_str(), c, 0u128)..=(ns.as_str(), c, u128::MAX))?.rev().peekable());
+            }
+            loop {
+                let mut best: Option<(usize, u128)> = None;
+                for (i, it) in ranges.iter_mut().enumerate() {
+                    match it.peek() {
+                        Some(Ok((key, _))) => {
+                            let id = key.value().2;
+                            if best.is_none_or(|(_, b)| id > b) {
+                                best = Some((i, id));
+                            }
+                        }
+                        Some(Err(_)) => {
+                            best = Some((i, 0));
+                            break;
+                        }
+                        None => {}
+                    }
+                }
+                let Some((i, id)) = best else { break };
+                let Some(item) = ranges.get_mut(i).and_then(Iterator::next) else { break };
+                let (_, val) = item?;
+                let bytes = val.value();
+                let vis = record::current_row_visible(bytes)
+                    .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
+                if !vis.contains(vt) {
+                    continue;
+                }
+                let rec = decode_current(ns, id, bytes)?;
+                if q.accepts(&rec) {
+                    out.push(rec);
+                    if out.len() >= limit {
+                        break;
                     }
                 }
             }
-            ListPath::Current
-        } else {
-            let events = self.txn.open_table(tables::EVENTS)?;
-            let cps = self.txn.open_table(tables::CHECKPOINTS)?;
-            let entries = self.txn.open_table(tables::CHECKPOINT_ENTRIES)?;
-            let revs = self.txn.open_table(tables::REVISIONS)?;
-            let filter = (!kinds.is_empty()).then_some(kinds.as_slice());
-            for (id, _) in timeline::live_at(&events, &cps, &entries, ns.as_str(), v, k, filter)? {
-                let rid = RecordId::from_u128(id);
-                let rec = write::revision_at(&revs, ns, rid, k)?.ok_or_else(|| Error::Inconsistent {
+            return Ok((out, ListPath::Current));
+        }
+        let events = self.txn.open_table(tables::EVENTS)?;
+        let cps = self.txn.open_table(tables::CHECKPOINTS)?;
+        let entries = self.txn.open_table(tables::CHECKPOINT_ENTRIES)?;
+        let revs = self.txn.open_table(tables::REVISIONS)?;
+        let filter = (!kinds.is_empty()).then_some(kinds.as_slice());
+        for (id, _) in
+            timeline::live_at(&events, &cps, &entries, ns.as_str(), v, k, filter)?.into_iter().rev()
+        {
+            let rid = RecordId::from_u128(id);
+            let rec = write::revision_at(&revs, ns, rid, k)?.ok_or_else(|| Error::Inconsistent {
+                namespace: ns.to_string(),
+                detail: format!("timeline lists {rid} but no revision is known at {k}"),
+            })?;
+            if !rec.is_visible_at(vt) {
+                return Err(Error::Inconsistent {
                     namespace: ns.to_string(),
-                    detail: format!("timeline lists {rid} but no revision is known at {k}"),
-                })?;
-                if !rec.is_visible_at(vt) {
-                    return Err(Error::Inconsistent {
-                        namespace: ns.to_string(),
-                        detail: format!(
-                            "timeline lists {rid} at {vt}, its revision {} is not visible then",
-                            rec.rev
-                        ),
-                    });
-                }
-                if q.accepts(&rec) {
-                    out.push(rec);
+                    detail: format!(
+                        "timeline lists {rid} at {vt}, its revision {} is not visible then",
+                        rec.rev
+                    ),
+                });
+            }
+            if q.accepts(&rec) {
+                out.push(rec);
+                if out.len() >= limit {
+                    break;
                 }
             }
-            ListPath::Timeline
-        };
-        out.sort_unstable_by(|a, b| b.id.cmp(&a.id));
-        if let Some(n) = q.limit {
-            out.truncate(n);
         }
-        Ok((out, path))
+        Ok((out, ListPath::Timeline))
     }
 
     /// The live record of `kind` holding identity `key` (normalised by the caller or not).
@@ -560,7 +592,8 @@ impl Snapshot {
                 let Some(latest) = list.last() else { continue };
                 if latest.visible().is_some_and(|v| v.until > self.meta.swept_through) {
                     let bytes = record::encode_current_row(latest)
-                        .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
+                        .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?
+                        .unwrap_or_default();
                     expected_current.insert((latest.kind().code(), *id), bytes);
                 }
                 if latest.holds_identity() {

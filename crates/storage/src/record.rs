@@ -8,6 +8,7 @@ use crate::error::InputError;
 use crate::id::{Namespace, RecordId};
 use crate::json::JsonText;
 use crate::kind::Kind;
+use crate::text::Text;
 use crate::time::Timestamp;
 
 /// The operation that produced a revision.
@@ -51,7 +52,7 @@ pub enum Status {
 pub struct Envelope {
     /// Tags.
     #[serde(default)]
-    pub tags: Vec<String>,
+    pub tags: Vec<Text>,
     /// Importance 1..=5 (the default expiry follows it: 1d, 7d, 30d, 90d, permanent).
     #[serde(default)]
     pub importance: Option<u8>,
@@ -60,13 +61,13 @@ pub struct Envelope {
     pub confidence: Option<f32>,
     /// The agent (or person) that recorded it.
     #[serde(default)]
-    pub source: Option<String>,
+    pub source: Option<Text>,
     /// The task it belongs to.
     #[serde(default)]
-    pub task: Option<String>,
+    pub task: Option<Text>,
     /// An explicit identity key (normalised), overriding the kind's default identity.
     #[serde(default)]
-    pub key: Option<String>,
+    pub key: Option<Text>,
     /// Free JSON metadata.
     #[serde(default)]
     pub metadata: JsonText,
@@ -88,20 +89,20 @@ impl Envelope {
                 return Err(InputError::BadConfidence { value: f64::from(c) });
             }
         }
-        let mut tags: Vec<String> = Vec::with_capacity(self.tags.len());
+        let mut tags: Vec<Text> = Vec::with_capacity(self.tags.len());
         for t in &self.tags {
             let t = t.trim();
             if t.is_empty() || t.chars().any(char::is_control) {
                 return Err(InputError::BadTag { tag: t.to_string() });
             }
             if !tags.iter().any(|x| x == t) {
-                tags.push(t.to_string());
+                tags.push(Text::from(t));
             }
         }
         self.tags = tags;
         if let Some(k) = &self.key {
             let n = crate::body::normalise_key(k);
-            self.key = (!n.is_empty()).then_some(n);
+            self.key = (!n.is_empty()).then(|| Text::from(n));
         }
         Ok(())
     }
@@ -170,7 +171,7 @@ impl Record {
 
     /// The identity key: explicit, or the kind's default.
     pub fn identity(&self) -> Option<String> {
-        self.envelope.key.clone().or_else(|| self.body.default_identity())
+        self.envelope.key.as_ref().map(|k| k.to_string()).or_else(|| self.body.default_identity())
     }
 
     /// Whether the record holds its identity key: open-ended and not superseded.
@@ -229,48 +230,66 @@ impl Visible {
 /// The version byte of the revision layout.
 pub(crate) const REVISION_CODEC_VERSION: u8 = 1;
 
-/// Field order of the stored header (version 1). Keep [`HeaderRef`] and [`HeaderOwned`] in
-/// the same order: the codec is positional.
-#[derive(Serialize)]
-struct HeaderRef<'a> {
-    kind: u8,
-    op: Op,
-    valid_from: Timestamp,
-    valid_until: Option<Timestamp>,
-    expires_at: Option<Timestamp>,
-    supersedes: Option<RecordId>,
-    superseded_by: Option<RecordId>,
-    envelope: &'a Envelope,
+impl Op {
+    /// The stable one-byte code of an operation (part of the file format).
+    const fn code(self) -> u8 {
+        match self {
+            Op::Insert => 0,
+            Op::Revise => 1,
+            Op::Retire => 2,
+            Op::Expire => 3,
+            Op::Supersede => 4,
+            Op::Superseded => 5,
+        }
+    }
+
+    const fn from_code(c: u8) -> Option<Op> {
+        Some(match c {
+            0 => Op::Insert,
+            1 => Op::Revise,
+            2 => Op::Retire,
+            3 => Op::Expire,
+            4 => Op::Supersede,
+            5 => Op::Superseded,
+            _ => return None,
+        })
+    }
 }
 
-#[derive(Deserialize)]
-struct HeaderOwned {
-    kind: u8,
-    op: Op,
-    valid_from: Timestamp,
-    valid_until: Option<Timestamp>,
-    expires_at: Option<Timestamp>,
-    supersedes: Option<RecordId>,
-    superseded_by: Option<RecordId>,
-    envelope: Envelope,
-}
-
-/// Encode the stored form of a revision: `[version][header][body]`. The namespace, id,
-/// revision number and recorded time live in the key.
+/// Encode the stored form of a revision. The namespace, id, revision number and recorded time
+/// live in the key. Layout (version 1), hand-written because every read decodes it:
+///
+/// ```text
+/// [version = 1][kind: u8][op: u8][valid_from: zigzag varint]
+/// [valid_until: option<zigzag>][expires_at: option<zigzag>]
+/// [supersedes: option<u128 LE>][superseded_by: option<u128 LE>]
+/// [tag count: varint][tags: string...][importance: u8, 0 = none][confidence: option<f32 LE>]
+/// [source: option<string>][task: option<string>][key: option<string>][metadata: string]
+/// [body: bincode, the struct of the kind]
+/// ```
+/// An option is a `0` byte, or a `1` byte and the value; a string is a varint length and UTF-8.
 pub(crate) fn encode_revision(r: &Record) -> Result<Vec<u8>, CodecError> {
-    let mut out = Vec::with_capacity(128);
-    out.push(REVISION_CODEC_VERSION);
-    let header = HeaderRef {
-        kind: r.kind().code(),
-        op: r.op,
-        valid_from: r.valid_from,
-        valid_until: r.valid_until,
-        expires_at: r.expires_at,
-        supersedes: r.supersedes,
-        superseded_by: r.superseded_by,
-        envelope: &r.envelope,
-    };
-    codec::encode_value(&header, &mut out)?;
+    let e = &r.envelope;
+    let mut w = codec::Writer::with_capacity(160);
+    w.u8(REVISION_CODEC_VERSION);
+    w.u8(r.kind().code());
+    w.u8(r.op.code());
+    w.i64(r.valid_from.as_micros());
+    w.opt_i64(r.valid_until.map(Timestamp::as_micros));
+    w.opt_i64(r.expires_at.map(Timestamp::as_micros));
+    w.opt_u128(r.supersedes.map(RecordId::as_u128));
+    w.opt_u128(r.superseded_by.map(RecordId::as_u128));
+    w.varint(e.tags.len() as u64);
+    for t in &e.tags {
+        w.str(t);
+    }
+    w.u8(e.importance.unwrap_or(0));
+    w.opt_f32(e.confidence);
+    w.opt_str(e.source.as_deref());
+    w.opt_str(e.task.as_deref());
+    w.opt_str(e.key.as_deref());
+    w.str(e.metadata.as_str());
+    let mut out = w.out;
     r.body.encode_into(&mut out)?;
     Ok(out)
 }
@@ -283,7 +302,8 @@ pub(crate) fn decode_revision(
     recorded_at: Timestamp,
     bytes: &[u8],
 ) -> Result<Record, CodecError> {
-    let (version, rest) = codec::split_version("revision", bytes)?;
+    let mut r = codec::Reader::new("revision", bytes);
+    let version = r.u8()?;
     if version != REVISION_CODEC_VERSION {
         return Err(CodecError::Version {
             what: "revision",
@@ -291,26 +311,44 @@ pub(crate) fn decode_revision(
             expected: REVISION_CODEC_VERSION,
         });
     }
-    let (h, used) = codec::decode_prefix::<HeaderOwned>("revision header", rest)?;
-    let kind = Kind::from_code(h.kind).ok_or_else(|| CodecError::Decode {
-        what: "revision header",
-        reason: format!("unknown kind code {}", h.kind),
-    })?;
-    let body_bytes = rest.get(used..).unwrap_or_default();
-    let body = Body::decode(kind, body_bytes)?;
+    let bad = |reason: String| CodecError::Decode { what: "revision", reason };
+    let kind_code = r.u8()?;
+    let kind = Kind::from_code(kind_code).ok_or_else(|| bad(format!("unknown kind code {kind_code}")))?;
+    let op_code = r.u8()?;
+    let op = Op::from_code(op_code).ok_or_else(|| bad(format!("unknown operation code {op_code}")))?;
+    let valid_from = Timestamp::from_micros(r.i64()?);
+    let valid_until = r.opt_i64()?.map(Timestamp::from_micros);
+    let expires_at = r.opt_i64()?.map(Timestamp::from_micros);
+    let supersedes = r.opt_u128()?.map(RecordId::from_u128);
+    let superseded_by = r.opt_u128()?.map(RecordId::from_u128);
+    let n = usize::try_from(r.varint()?).map_err(|_| bad("tag count overflow".into()))?;
+    let mut tags = Vec::with_capacity(n.min(64));
+    for _ in 0..n {
+        tags.push(Text::from(r.str()?));
+    }
+    let importance = match r.u8()? {
+        0 => None,
+        i => Some(i),
+    };
+    let confidence = r.opt_f32()?;
+    let source = r.opt_str()?.map(Text::from);
+    let task = r.opt_str()?.map(Text::from);
+    let key = r.opt_str()?.map(Text::from);
+    let metadata = JsonText::from_stored(r.str()?);
+    let body = Body::decode(kind, r.rest())?;
     Ok(Record {
         namespace: namespace.clone(),
         id,
         rev,
         recorded_at,
         replaced_at: None,
-        op: h.op,
-        valid_from: h.valid_from,
-        valid_until: h.valid_until,
-        expires_at: h.expires_at,
-        supersedes: h.supersedes,
-        superseded_by: h.superseded_by,
-        envelope: h.envelope,
+        op,
+        valid_from,
+        valid_until,
+        expires_at,
+        supersedes,
+        superseded_by,
+        envelope: Envelope { tags, importance, confidence, source, task, key, metadata },
         body,
     })
 }
@@ -318,16 +356,49 @@ pub(crate) fn decode_revision(
 /// The version byte of the current-table row layout.
 pub(crate) const CURRENT_ROW_VERSION: u8 = 1;
 
-/// A `CURRENT` row: `[version][rev: u32 LE][recorded_at: i64 LE][stored revision]`, so the
-/// fast path needs no second lookup for the parts that live in the revisions key.
-pub(crate) fn encode_current_row(r: &Record) -> Result<Vec<u8>, CodecError> {
-    let rev = encode_revision(r)?;
-    let mut out = Vec::with_capacity(13 + rev.len());
+/// Bytes before the stored revision in a `CURRENT` row.
+const CURRENT_ROW_HEADER: usize = 1 + 4 + 8 + 8 + 8;
+
+/// A `CURRENT` row: `[version][rev: u32 LE][recorded_at: i64 LE][visible_from: i64 LE]
+/// [visible_until: i64 LE][stored revision]`: the fast path needs no second lookup for the parts
+/// that live in the revisions key, and can skip rows not visible at the queried time without
+/// decoding them.
+pub(crate) fn current_row(r: &Record, vis: Visible, revision: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(CURRENT_ROW_HEADER + revision.len());
     out.push(CURRENT_ROW_VERSION);
     out.extend_from_slice(&r.rev.to_le_bytes());
     out.extend_from_slice(&r.recorded_at.as_micros().to_le_bytes());
-    out.extend_from_slice(&rev);
-    Ok(out)
+    out.extend_from_slice(&vis.from.as_micros().to_le_bytes());
+    out.extend_from_slice(&vis.until.as_micros().to_le_bytes());
+    out.extend_from_slice(revision);
+    out
+}
+
+/// Encode a `CURRENT` row for a visible record.
+pub(crate) fn encode_current_row(r: &Record) -> Result<Option<Vec<u8>>, CodecError> {
+    match r.visible() {
+        Some(vis) => Ok(Some(current_row(r, vis, &encode_revision(r)?))),
+        None => Ok(None),
+    }
+}
+
+fn le_i64(bytes: &[u8], at: usize) -> Option<i64> {
+    bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map(i64::from_le_bytes)
+}
+
+/// The visible interval stored in a `CURRENT` row's header.
+pub(crate) fn current_row_visible(bytes: &[u8]) -> Result<Visible, CodecError> {
+    let bad = || CodecError::Decode { what: "current row", reason: "truncated header".to_string() };
+    if bytes.first() != Some(&CURRENT_ROW_VERSION) {
+        return Err(CodecError::Version {
+            what: "current row",
+            found: bytes.first().copied().unwrap_or(0),
+            expected: CURRENT_ROW_VERSION,
+        });
+    }
+    let from = le_i64(bytes, 13).ok_or_else(bad)?;
+    let until = le_i64(bytes, 21).ok_or_else(bad)?;
+    Ok(Visible { from: Timestamp::from_micros(from), until: Timestamp::from_micros(until) })
 }
 
 /// Decode a `CURRENT` row.
@@ -336,25 +407,12 @@ pub(crate) fn decode_current_row(
     id: RecordId,
     bytes: &[u8],
 ) -> Result<Record, CodecError> {
-    let bad = |reason: &str| CodecError::Decode { what: "current row", reason: reason.to_string() };
-    let (version, rest) = codec::split_version("current row", bytes)?;
-    if version != CURRENT_ROW_VERSION {
-        return Err(CodecError::Version {
-            what: "current row",
-            found: version,
-            expected: CURRENT_ROW_VERSION,
-        });
-    }
-    let rev: [u8; 4] = rest.get(0..4).and_then(|b| b.try_into().ok()).ok_or_else(|| bad("truncated"))?;
-    let rec: [u8; 8] = rest.get(4..12).and_then(|b| b.try_into().ok()).ok_or_else(|| bad("truncated"))?;
-    let body = rest.get(12..).ok_or_else(|| bad("truncated"))?;
-    decode_revision(
-        namespace,
-        id,
-        u32::from_le_bytes(rev),
-        Timestamp::from_micros(i64::from_le_bytes(rec)),
-        body,
-    )
+    let bad = || CodecError::Decode { what: "current row", reason: "truncated header".to_string() };
+    current_row_visible(bytes)?;
+    let rev: [u8; 4] = bytes.get(1..5).and_then(|b| b.try_into().ok()).ok_or_else(bad)?;
+    let rec = le_i64(bytes, 5).ok_or_else(bad)?;
+    let body = bytes.get(CURRENT_ROW_HEADER..).ok_or_else(bad)?;
+    decode_revision(namespace, id, u32::from_le_bytes(rev), Timestamp::from_micros(rec), body)
 }
 
 #[cfg(test)]
@@ -394,8 +452,9 @@ mod tests {
         let bytes = encode_revision(&r)?;
         let back = decode_revision(&r.namespace, r.id, r.rev, r.recorded_at, &bytes)?;
         assert_eq!(back, r);
-        let row = encode_current_row(&r)?;
+        let row = encode_current_row(&r)?.unwrap();
         assert_eq!(decode_current_row(&r.namespace, r.id, &row)?, r);
+        assert_eq!(current_row_visible(&row)?, r.visible().unwrap());
         Ok(())
     }
 

@@ -395,9 +395,10 @@ fn commit(
                 txn.open_table(tables::CHECKPOINT_ENTRIES)?,
                 min_gap,
             ),
+            counters: std::collections::HashMap::new(),
         };
         for job in jobs {
-            let mut planner = Planner::new(&tables, tx);
+            let mut planner = Planner::new(&tables, tx, job.ops.len());
             let planned = job.ops.into_iter().try_for_each(|op| planner.plan(op));
             let (changes, outcomes) =
                 (std::mem::take(&mut planner.changes), std::mem::take(&mut planner.outcomes));
@@ -425,8 +426,7 @@ fn commit(
                 })
                 .collect());
         }
-        tables.timeline.finish(tx.as_micros())?;
-        tables.sweep(tx.as_micros())?;
+        tables.finish(tx.as_micros())?;
     }
     meta.commit_seq += 1;
     meta.last_tx = last_tx;

@@ -69,6 +69,7 @@ impl Spans {
         if from < until { Spans(vec![(from, until)]) } else { Spans(Vec::new()) }
     }
 
+    #[cfg(test)]
     pub(crate) fn contains(&self, k: i64) -> bool {
         self.0.iter().any(|&(s, e)| s <= k && k < e)
     }
@@ -120,22 +121,74 @@ impl Spans {
     }
 }
 
-/// The stored value of an event or checkpoint entry: the record's kind and the spans.
-#[derive(Serialize, Deserialize)]
-struct SpanValue {
-    kind: u8,
-    spans: Spans,
-}
-
+/// The stored value of an event or checkpoint entry:
+/// `[version = 1][kind: u8][count: u16 LE][count x (start: i64 LE, end: i64 LE)]`.
+/// A fixed layout, so readers test membership without decoding into memory.
 fn encode_spans(kind: u8, spans: &Spans) -> Result<Vec<u8>, Error> {
-    codec::encode_versioned(SPANS_VERSION, &(kind, spans))
-        .map_err(|e| Error::Codec { table: names::EVENTS, source: e })
+    let n = u16::try_from(spans.0.len()).map_err(|_| Error::Codec {
+        table: names::EVENTS,
+        source: CodecError::Encode(format!("{} transaction-time spans do not fit", spans.0.len())),
+    })?;
+    let mut out = Vec::with_capacity(4 + 16 * spans.0.len());
+    out.push(SPANS_VERSION);
+    out.push(kind);
+    out.extend_from_slice(&n.to_le_bytes());
+    for (a, b) in &spans.0 {
+        out.extend_from_slice(&a.to_le_bytes());
+        out.extend_from_slice(&b.to_le_bytes());
+    }
+    Ok(out)
 }
 
+fn spans_error(table: &'static str, reason: &str) -> Error {
+    Error::Codec {
+        table,
+        source: CodecError::Decode { what: "transaction-time spans", reason: reason.to_string() },
+    }
+}
+
+/// The kind, and the span pairs as raw bytes, of a stored span value.
+fn span_parts<'a>(table: &'static str, bytes: &'a [u8]) -> Result<(u8, &'a [u8]), Error> {
+    match bytes {
+        [SPANS_VERSION, kind, n0, n1, rest @ ..] => {
+            let n = usize::from(u16::from_le_bytes([*n0, *n1]));
+            if rest.len() != n * 16 {
+                return Err(spans_error(table, "length does not match the count"));
+            }
+            Ok((*kind, rest))
+        }
+        [v, ..] if *v != SPANS_VERSION => Err(Error::Codec {
+            table,
+            source: CodecError::Version {
+                what: "transaction-time spans",
+                found: *v,
+                expected: SPANS_VERSION,
+            },
+        }),
+        _ => Err(spans_error(table, "truncated")),
+    }
+}
+
+fn pairs(raw: &[u8]) -> impl Iterator<Item = (i64, i64)> + '_ {
+    raw.chunks_exact(16).map(|c| {
+        let mut a = [0u8; 8];
+        let mut b = [0u8; 8];
+        a.copy_from_slice(c.get(..8).unwrap_or(&[0; 8]));
+        b.copy_from_slice(c.get(8..).unwrap_or(&[0; 8]));
+        (i64::from_le_bytes(a), i64::from_le_bytes(b))
+    })
+}
+
+/// Decode a stored span value.
 pub(crate) fn decode_spans(table: &'static str, bytes: &[u8]) -> Result<(u8, Spans), Error> {
-    codec::decode_versioned::<SpanValue>("transaction-time spans", SPANS_VERSION, bytes)
-        .map(|v| (v.kind, v.spans))
-        .map_err(|e| Error::Codec { table, source: e })
+    let (kind, raw) = span_parts(table, bytes)?;
+    Ok((kind, Spans(pairs(raw).collect())))
+}
+
+/// The kind of a stored span value and whether its spans contain `k`, without allocating.
+pub(crate) fn spans_contain(table: &'static str, bytes: &[u8], k: i64) -> Result<(u8, bool), Error> {
+    let (kind, raw) = span_parts(table, bytes)?;
+    Ok((kind, pairs(raw).any(|(a, b)| a <= k && k < b)))
 }
 
 /// A checkpoint row: the counters of the gap after the checkpoint.
@@ -207,6 +260,9 @@ pub(crate) struct TimelineWriter<'txn> {
     pub(crate) entries: Table<'txn, EntryKey<'static>, &'static [u8]>,
     gap_increments: HashMap<(String, i64), u64>,
     touched_namespaces: HashSet<String>,
+    /// The latest checkpoint of each namespace seen in this commit (checkpoints are only
+    /// created in `finish`, so it stays valid until then).
+    last_checkpoint: HashMap<String, i64>,
     min_gap: u64,
 }
 
@@ -223,6 +279,7 @@ impl<'txn> TimelineWriter<'txn> {
             entries,
             gap_increments: HashMap::new(),
             touched_namespaces: HashSet::new(),
+            last_checkpoint: HashMap::new(),
             min_gap: min_gap.max(1),
         }
     }
@@ -239,6 +296,20 @@ impl<'txn> TimelineWriter<'txn> {
             self.checkpoints.insert((ns, i64::MIN), encode_row(&row)?.as_slice())?;
         }
         Ok(())
+    }
+
+    /// The latest checkpoint of a namespace (cached for the commit).
+    fn last_checkpoint(&mut self, ns: &str) -> Result<i64, Error> {
+        if let Some(c) = self.last_checkpoint.get(ns) {
+            return Ok(*c);
+        }
+        let found = self.checkpoints.range((ns, i64::MIN)..=(ns, i64::MAX))?.next_back();
+        let c = match found {
+            Some(r) => r?.0.value().1,
+            None => i64::MIN,
+        };
+        self.last_checkpoint.insert(ns.to_string(), c);
+        Ok(c)
     }
 
     /// Record that a record's visible interval changed from `old` to `new` at transaction time
@@ -260,19 +331,22 @@ impl<'txn> TimelineWriter<'txn> {
         let new_edges = edges(new);
         for &(t, edge) in &old_edges {
             if !new_edges.contains(&(t, edge)) {
-                self.update_event(ns, t, id, edge, kind, |s| s.minus(&Spans::open_from(tx)))?;
+                self.retract_event(ns, t, id, edge, kind, tx)?;
             }
         }
+        let last = self.last_checkpoint(ns)?;
         for &(t, edge) in &new_edges {
-            if !old_edges.contains(&(t, edge)) {
-                let grew = self.update_event(ns, t, id, edge, kind, |s| s.union(&Spans::open_from(tx)))?;
-                if grew {
-                    let gap = self.gap_of(ns, t)?;
-                    *self.gap_increments.entry((ns.to_string(), gap)).or_insert(0) += 1;
-                }
+            if !old_edges.contains(&(t, edge)) && self.assert_event(ns, t, id, edge, kind, tx)? {
+                let gap = if t > last { last } else { self.gap_of(ns, t)? };
+                *self.gap_increments.entry((ns.to_string(), gap)).or_insert(0) += 1;
             }
         }
         for (a, b) in symmetric_difference(old, new) {
+            if a > last {
+                // No checkpoint at or after `a`: nothing to correct (the common case of a
+                // change at the present).
+                continue;
+            }
             let cps: Vec<i64> = self
                 .checkpoints
                 .range((ns, a)..(ns, b))?
@@ -327,27 +401,56 @@ impl<'txn> TimelineWriter<'txn> {
         }
     }
 
-    /// Apply `f` to an event's spans; returns whether the number of spans grew.
-    fn update_event(
+    /// Open a span `[tx, +inf)` on an event; returns whether it started a new span.
+    fn assert_event(
         &mut self,
         ns: &str,
         t: i64,
         id: u128,
         edge: u8,
         kind: u8,
-        f: impl Fn(&Spans) -> Spans,
+        tx: i64,
     ) -> Result<bool, Error> {
+        let fresh = Spans::open_from(tx);
+        let bytes = encode_spans(kind, &fresh)?;
+        // Most events are new: one insert; merge only if one was there.
+        let previous = match self.events.insert((ns, t, id, edge), bytes.as_slice())? {
+            Some(old) => Some(decode_spans(names::EVENTS, old.value())?.1),
+            None => None,
+        };
+        match previous {
+            None => Ok(true),
+            Some(before) => {
+                let after = before.union(&fresh);
+                if after != fresh {
+                    self.events.insert((ns, t, id, edge), encode_spans(kind, &after)?.as_slice())?;
+                }
+                Ok(after.len() > before.len())
+            }
+        }
+    }
+
+    /// Close an event's spans at `tx` (the edge stops being believed).
+    fn retract_event(
+        &mut self,
+        ns: &str,
+        t: i64,
+        id: u128,
+        edge: u8,
+        kind: u8,
+        tx: i64,
+    ) -> Result<(), Error> {
         let before = match self.events.get((ns, t, id, edge))? {
             Some(v) => decode_spans(names::EVENTS, v.value())?.1,
-            None => Spans::default(),
+            None => return Ok(()),
         };
-        let after = f(&before);
+        let after = before.minus(&Spans::open_from(tx));
         if after.is_empty() {
             self.events.remove((ns, t, id, edge))?;
-        } else {
+        } else if after != before {
             self.events.insert((ns, t, id, edge), encode_spans(kind, &after)?.as_slice())?;
         }
-        Ok(after.len() > before.len())
+        Ok(())
     }
 
     fn update_entry(
@@ -405,17 +508,15 @@ impl<'txn> TimelineWriter<'txn> {
         }
         let namespaces: Vec<String> = self.touched_namespaces.drain().collect();
         for ns in namespaces {
-            let last = self.checkpoints.range((ns.as_str(), i64::MIN)..=(ns.as_str(), i64::MAX))?.next_back();
-            if let Some(r) = last {
-                let c = r?.0.value().1;
-                to_check.push((ns, c));
-            }
+            let c = self.last_checkpoint(&ns)?;
+            to_check.push((ns, c));
         }
         to_check.sort();
         to_check.dedup();
         for (ns, c) in to_check {
             self.maybe_split(&ns, c, now)?;
         }
+        self.last_checkpoint.clear();
         Ok(())
     }
 
@@ -547,38 +648,53 @@ pub(crate) fn live_at(
     k: i64,
     kinds: Option<&[u8]>,
 ) -> Result<Vec<(u128, u8)>, Error> {
+    const AT_CHECKPOINT: u8 = 1;
+    const STARTS: u8 = 2;
+    const ENDS: u8 = 4;
     let keep = |kind: u8| kinds.is_none_or(|ks| ks.contains(&kind));
     let cp = match checkpoints.range((ns, i64::MIN)..=(ns, v))?.next_back() {
         Some(r) => r?.0.value().1,
         None => return Ok(Vec::new()),
     };
-    // flags: bit 0 live at C, bit 1 a start in (C, V], bit 2 an end in (C, V].
-    let mut state: HashMap<u128, (u8, u8)> = HashMap::new();
+    // (id, kind, flag) for every entry and event believed at k; merged by id below.
+    let mut marks: Vec<(u128, u8, u8)> = Vec::new();
     for r in entries.range((ns, cp, 0u128)..=(ns, cp, u128::MAX))? {
         let (key, val) = r?;
-        let (kind, spans) = decode_spans(names::CHECKPOINT_ENTRIES, val.value())?;
-        if keep(kind) && spans.contains(k) {
-            state.insert(key.value().2, (kind, 1));
+        let (kind, believed) = spans_contain(names::CHECKPOINT_ENTRIES, val.value(), k)?;
+        if believed && keep(kind) {
+            marks.push((key.value().2, kind, AT_CHECKPOINT));
         }
     }
+    let entry_count = marks.len();
     if cp < v {
         for r in events.range((ns, cp + 1, 0u128, 0u8)..=(ns, v, u128::MAX, u8::MAX))? {
             let (key, val) = r?;
-            let (_, _, id, edge) = key.value();
-            let (kind, spans) = decode_spans(names::EVENTS, val.value())?;
-            if !keep(kind) || !spans.contains(k) {
-                continue;
+            let (kind, believed) = spans_contain(names::EVENTS, val.value(), k)?;
+            if believed && keep(kind) {
+                let (_, _, id, edge) = key.value();
+                marks.push((id, kind, if edge == EDGE_START { STARTS } else { ENDS }));
             }
-            let slot = state.entry(id).or_insert((kind, 0));
-            slot.1 |= if edge == EDGE_START { 2 } else { 4 };
         }
     }
-    let mut out: Vec<(u128, u8)> = state
-        .into_iter()
-        .filter(|(_, (_, f))| f & 4 == 0 && f & 3 != 0)
-        .map(|(id, (kind, _))| (id, kind))
-        .collect();
-    out.sort_unstable();
+    if marks.len() > entry_count {
+        // Entries come sorted by id; events do not.
+        marks.sort_unstable_by_key(|m| m.0);
+    }
+    let mut out: Vec<(u128, u8)> = Vec::with_capacity(entry_count);
+    let mut i = 0;
+    while let Some(&(id, kind, _)) = marks.get(i) {
+        let mut flags = 0u8;
+        while let Some(&(other, _, f)) = marks.get(i) {
+            if other != id {
+                break;
+            }
+            flags |= f;
+            i += 1;
+        }
+        if flags & ENDS == 0 && flags & (AT_CHECKPOINT | STARTS) != 0 {
+            out.push((id, kind));
+        }
+    }
     Ok(out)
 }
 

@@ -264,6 +264,8 @@ pub(crate) struct WriteTables<'txn> {
     pub(crate) identity: Table<'txn, (&'static str, u8, &'static str), u128>,
     pub(crate) namespaces: Table<'txn, &'static str, &'static [u8]>,
     pub(crate) timeline: TimelineWriter<'txn>,
+    /// Counter changes of this commit, per namespace, written by [`WriteTables::finish`].
+    pub(crate) counters: HashMap<String, (i64, i64)>,
 }
 
 /// The latest revision of a record as stored (not counting the overlay).
@@ -305,6 +307,8 @@ pub(crate) struct Planner<'a, 'txn> {
     identity: HashMap<(Namespace, u8, String), Option<RecordId>>,
     pub(crate) changes: Vec<Change>,
     pub(crate) outcomes: Vec<Outcome>,
+    /// Whether later operations of the job may read this one's results (not for one-op jobs).
+    track: bool,
 }
 
 fn user_time(t: Timestamp) -> Result<Timestamp, InputError> {
@@ -312,14 +316,15 @@ fn user_time(t: Timestamp) -> Result<Timestamp, InputError> {
 }
 
 impl<'a, 'txn> Planner<'a, 'txn> {
-    pub(crate) fn new(tables: &'a WriteTables<'txn>, tx: Timestamp) -> Self {
+    pub(crate) fn new(tables: &'a WriteTables<'txn>, tx: Timestamp, ops: usize) -> Self {
         Planner {
             tables,
             tx,
             records: HashMap::new(),
             identity: HashMap::new(),
-            changes: Vec::new(),
-            outcomes: Vec::new(),
+            changes: Vec::with_capacity(ops),
+            outcomes: Vec::with_capacity(ops),
+            track: ops > 1,
         }
     }
 
@@ -343,6 +348,10 @@ impl<'a, 'txn> Planner<'a, 'txn> {
 
     /// Record a planned revision and keep the overlay in step.
     fn push(&mut self, old: Option<Record>, new: Record) {
+        if !self.track {
+            self.changes.push(Change::Write { old: old.map(Box::new), new: Box::new(new) });
+            return;
+        }
         let ns = new.namespace.clone();
         let kind = new.kind().code();
         if let Some(o) = &old {
@@ -731,21 +740,35 @@ impl<'a, 'txn> Planner<'a, 'txn> {
 
 impl WriteTables<'_> {
     fn bump_counters(&mut self, ns: &str, records: i64, revisions: i64) -> Result<(), Error> {
-        let current = match self.namespaces.get(ns)? {
-            Some(v) => Some(decode_counters(v.value())?),
-            None => None,
-        };
-        if current.is_none() {
+        if !self.counters.contains_key(ns) && self.namespaces.get(ns)?.is_none() {
+            // A namespace's first write: give it its first checkpoint.
             self.timeline.ensure_namespace(ns)?;
         }
-        let c = current.unwrap_or_default();
-        let c = NamespaceCounters {
-            records: c.records.saturating_add_signed(records),
-            revisions: c.revisions.saturating_add_signed(revisions),
-        };
-        let bytes = codec::encode_versioned(COUNTERS_VERSION, &c)
-            .map_err(|e| Error::Codec { table: names::NAMESPACES, source: e })?;
-        self.namespaces.insert(ns, bytes.as_slice())?;
+        let c = self.counters.entry(ns.to_string()).or_insert((0, 0));
+        c.0 += records;
+        c.1 += revisions;
+        Ok(())
+    }
+
+    /// End of a commit at transaction time `now`: write the counters, maintain the timeline,
+    /// sweep the current table.
+    pub(crate) fn finish(&mut self, now: i64) -> Result<(), Error> {
+        let counters: Vec<(String, (i64, i64))> = self.counters.drain().collect();
+        for (ns, (records, revisions)) in counters {
+            let current = match self.namespaces.get(ns.as_str())? {
+                Some(v) => decode_counters(v.value())?,
+                None => NamespaceCounters::default(),
+            };
+            let c = NamespaceCounters {
+                records: current.records.saturating_add_signed(records),
+                revisions: current.revisions.saturating_add_signed(revisions),
+            };
+            let bytes = codec::encode_versioned(COUNTERS_VERSION, &c)
+                .map_err(|e| Error::Codec { table: names::NAMESPACES, source: e })?;
+            self.namespaces.insert(ns.as_str(), bytes.as_slice())?;
+        }
+        self.timeline.finish(now)?;
+        self.sweep(now)?;
         Ok(())
     }
 
@@ -785,18 +808,18 @@ impl WriteTables<'_> {
                 let kind = new.kind().code();
                 let bytes = record::encode_revision(&new)
                     .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
+                let new_vis = new.visible();
                 self.revisions.insert((ns, id, new.recorded_at.as_micros(), new.rev), bytes.as_slice())?;
                 self.bump_counters(ns, if old.is_none() { 1 } else { 0 }, 1)?;
                 let old_vis: Option<Visible> = old.as_ref().and_then(|o| o.visible());
-                self.timeline.change(ns, id, kind, old_vis, new.visible(), new.recorded_at.as_micros())?;
+                self.timeline.change(ns, id, kind, old_vis, new_vis, new.recorded_at.as_micros())?;
                 if let Some(o) = &old {
                     self.remove_current(o)?;
                     self.release_identity(o)?;
                 }
-                if let Some(v) = new.visible() {
+                if let Some(v) = new_vis {
                     if v.until.as_micros() > commit_tx {
-                        let row = record::encode_current_row(&new)
-                            .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
+                        let row = record::current_row(&new, v, &bytes);
                         self.current.insert((ns, kind, id), row.as_slice())?;
                         if !v.is_open() {
                             self.current_ends.insert((v.until.as_micros(), ns, kind, id), ())?;
@@ -840,7 +863,7 @@ impl WriteTables<'_> {
     }
 
     /// Remove `CURRENT` rows whose visibility ended at or before `through`.
-    pub(crate) fn sweep(&mut self, through: i64) -> Result<usize, Error> {
+    fn sweep(&mut self, through: i64) -> Result<usize, Error> {
         let mut expired: Vec<(i64, String, u8, u128)> = Vec::new();
         let end = through.saturating_add(1);
         for r in self.current_ends.range((i64::MIN, "", 0u8, 0u128)..(end, "", 0u8, 0u128))? {

@@ -40,7 +40,7 @@ fn crash_child() {
                                 ns.clone(),
                                 Learning { text: format!("{tag} item {i}"), ..Default::default() },
                             );
-                            n.envelope.tags = vec![tag.clone()];
+                            n.envelope.tags = vec![tag.clone().into()];
                             WriteOp::Insert(n)
                         })
                         .collect();
@@ -114,7 +114,7 @@ fn crash_kill_cycles() {
         let mut counts: BTreeMap<String, usize> = BTreeMap::new();
         for r in snap.list(&ns, &ListQuery::new()).unwrap() {
             for t in &r.envelope.tags {
-                *counts.entry(t.clone()).or_insert(0) += 1;
+                *counts.entry(t.to_string()).or_insert(0) += 1;
             }
         }
         for (tag, n) in &counts {

@@ -179,7 +179,7 @@ impl Harness {
                     Some(o) => Expiry::At(self.t(*o)),
                     None => Expiry::Never,
                 };
-                n.envelope.tags = vec![format!("t{tag}")];
+                n.envelope.tags = vec![format!("t{tag}").into()];
                 WriteOp::Insert(n)
             }
             TOp::Revise { pick, title, from, until } => {

@@ -1,0 +1,223 @@
+//! Storage benchmarks, each side by side with the SQLite baseline in the same run.
+//!
+//! `cargo bench -p mnemon-bench --bench storage` (set `MNEMON_BENCH_BIG=0` to skip the
+//! 1M-revision history).
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, reason = "benchmark harness")]
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use mnemon::{Db, Durability, RecordId, Timestamp, WriteOp};
+use mnemon_bench::{Event, Sqlite, history, load_mnemon, mnemon_valid_at, namespace, small_record};
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn fresh_mnemon(dir: &tempfile::TempDir, name: &str) -> Db {
+    Db::create(dir.path().join(name)).unwrap()
+}
+
+fn inserts(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = fresh_mnemon(&dir, "ins.redb");
+    let sql = Sqlite::open(&dir.path().join("ins.sqlite"));
+    let mut g = c.benchmark_group("insert_durable_single");
+    g.sample_size(20).measurement_time(Duration::from_secs(4)).throughput(Throughput::Elements(1));
+    g.bench_function("mnemon", |b| {
+        b.iter(|| {
+            let i = COUNTER.fetch_add(1, Ordering::Relaxed);
+            db.write(vec![WriteOp::Insert(small_record(i))]).unwrap()
+        })
+    });
+    g.bench_function("sqlite", |b| {
+        b.iter(|| {
+            let i = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let r = small_record(i);
+            sql.insert_one(&record_of(r));
+        })
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("insert_batched_1000");
+    g.sample_size(10).measurement_time(Duration::from_secs(5)).throughput(Throughput::Elements(1000));
+    g.bench_function("mnemon", |b| {
+        b.iter(|| {
+            let ops: Vec<WriteOp> = (0..1000)
+                .map(|_| WriteOp::Insert(small_record(COUNTER.fetch_add(1, Ordering::Relaxed))))
+                .collect();
+            db.write(ops).unwrap()
+        })
+    });
+    g.bench_function("sqlite", |b| {
+        b.iter(|| {
+            sql.conn.execute_batch("BEGIN").unwrap();
+            for _ in 0..1000 {
+                sql.insert_one(&record_of(small_record(COUNTER.fetch_add(1, Ordering::Relaxed))));
+            }
+            sql.conn.execute_batch("COMMIT").unwrap();
+        })
+    });
+    g.finish();
+}
+
+/// The record a `NewRecord` becomes (for the baseline, which has no writer to fill it in).
+fn record_of(n: mnemon::NewRecord) -> mnemon::Record {
+    let now = Timestamp::now();
+    mnemon::Record {
+        namespace: n.namespace,
+        id: n.id,
+        rev: 0,
+        recorded_at: now,
+        replaced_at: None,
+        op: mnemon::Op::Insert,
+        valid_from: n.valid_from.unwrap_or(now),
+        valid_until: n.valid_until,
+        expires_at: None,
+        supersedes: None,
+        superseded_by: None,
+        envelope: n.envelope,
+        body: n.body,
+    }
+}
+
+fn group_commit(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = fresh_mnemon(&dir, "gc.redb");
+    let sql_path = dir.path().join("gc.sqlite");
+    drop(Sqlite::open(&sql_path));
+    let mut g = c.benchmark_group("group_commit_durable");
+    g.sample_size(10).measurement_time(Duration::from_secs(6));
+    for threads in [1usize, 4, 16] {
+        let per_thread = 64usize;
+        g.throughput(Throughput::Elements((threads * per_thread) as u64));
+        g.bench_with_input(BenchmarkId::new("mnemon", threads), &threads, |b, &threads| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let start = Instant::now();
+                    std::thread::scope(|s| {
+                        for _ in 0..threads {
+                            let db = db.clone();
+                            s.spawn(move || {
+                                for _ in 0..per_thread {
+                                    let r = small_record(COUNTER.fetch_add(1, Ordering::Relaxed));
+                                    db.write_with(vec![WriteOp::Insert(r)], Durability::Immediate).unwrap();
+                                }
+                            });
+                        }
+                    });
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("sqlite", threads), &threads, |b, &threads| {
+            let mut conns: Vec<Sqlite> = (0..threads).map(|_| Sqlite::open(&sql_path)).collect();
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let start = Instant::now();
+                    std::thread::scope(|s| {
+                        for conn in conns.iter_mut() {
+                            s.spawn(move || {
+                                for _ in 0..per_thread {
+                                    conn.insert_one(&record_of(small_record(
+                                        COUNTER.fetch_add(1, Ordering::Relaxed),
+                                    )));
+                                }
+                            });
+                        }
+                    });
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
+struct Loaded {
+    _dir: tempfile::TempDir,
+    db: Db,
+    sql: Sqlite,
+    events: Vec<Event>,
+}
+
+fn load(revisions: usize) -> Loaded {
+    let dir = tempfile::tempdir().unwrap();
+    let events = history(revisions, 1_000, 7);
+    let t = Instant::now();
+    let (db, _clock) = load_mnemon(&dir.path().join("h.redb"), &events, 2_000);
+    let m = t.elapsed();
+    let t = Instant::now();
+    let mut sql = Sqlite::open(&dir.path().join("h.sqlite"));
+    sql.load(&events, 2_000);
+    let s = t.elapsed();
+    eprintln!(
+        "loaded {revisions} revisions: mnemon {:.1}s ({:.0}/s), sqlite {:.1}s ({:.0}/s)",
+        m.as_secs_f64(),
+        revisions as f64 / m.as_secs_f64(),
+        s.as_secs_f64(),
+        revisions as f64 / s.as_secs_f64()
+    );
+    Loaded { _dir: dir, db, sql, events }
+}
+
+fn as_of(c: &mut Criterion) {
+    let mut sizes = vec![100_000usize];
+    if std::env::var("MNEMON_BENCH_BIG").map_or(true, |v| v != "0") {
+        sizes.push(1_000_000);
+    }
+    for size in sizes {
+        let l = load(size);
+        let end = l.events.last().unwrap().time();
+        let past = l.events[l.events.len() / 2].time();
+        let mut g = c.benchmark_group(format!("valid_at_{}k", size / 1000));
+        g.sample_size(30).measurement_time(Duration::from_secs(4));
+        for (label, v) in [("now", end + 1), ("past", past)] {
+            let n_mnemon = mnemon_valid_at(&l.db, v).len();
+            let n_sql = l.sql.valid_at("bench", v).len();
+            assert_eq!(n_mnemon, n_sql, "the engines disagree at {label}");
+            eprintln!("valid_at_{}k/{label}: {n_mnemon} records", size / 1000);
+            g.bench_with_input(BenchmarkId::new("mnemon", label), &v, |b, &v| {
+                b.iter(|| black_box(mnemon_valid_at(&l.db, v)))
+            });
+            g.bench_with_input(BenchmarkId::new("sqlite", label), &v, |b, &v| {
+                b.iter(|| black_box(l.sql.valid_at("bench", v)))
+            });
+        }
+        g.finish();
+
+        let ids: Vec<RecordId> = l
+            .events
+            .iter()
+            .step_by(97)
+            .map(|e| match e {
+                Event::Insert { id, .. } | Event::Revise { id, .. } | Event::Retire { id, .. } => *id,
+            })
+            .collect();
+        let mut g = c.benchmark_group(format!("get_{}k", size / 1000));
+        g.sample_size(30).measurement_time(Duration::from_secs(3)).throughput(Throughput::Elements(1));
+        let ns = namespace();
+        let mut i = 0usize;
+        g.bench_function("mnemon", |b| {
+            b.iter(|| {
+                i = (i + 1) % ids.len();
+                black_box(l.db.snapshot().unwrap().latest(&ns, ids[i]).unwrap())
+            })
+        });
+        let mut i = 0usize;
+        g.bench_function("sqlite", |b| {
+            b.iter(|| {
+                i = (i + 1) % ids.len();
+                black_box(l.sql.get("bench", ids[i]))
+            })
+        });
+        g.finish();
+    }
+}
+
+criterion_group!(benches, inserts, group_commit, as_of);
+criterion_main!(benches);
