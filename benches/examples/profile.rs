@@ -12,6 +12,33 @@ fn main() {
     let size: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let dir = tempfile::tempdir().unwrap();
     match mode {
+        "gc" => {
+            let db = mnemon::Db::create(dir.path().join("g.redb")).unwrap();
+            for threads in std::env::args().nth(2).map_or(vec![1usize, 4, 16], |t| vec![t.parse().unwrap()]) {
+                let per = if threads == 16 { 600 } else { 200u64 };
+                let before = db.snapshot().unwrap().meta().commit_seq;
+                let t = Instant::now();
+                std::thread::scope(|s| {
+                    for th in 0..threads {
+                        let db = db.clone();
+                        s.spawn(move || {
+                            for i in 0..per {
+                                db.write(vec![WriteOp::Insert(small_record(th as u64 * 1_000_000 + i))])
+                                    .unwrap();
+                            }
+                        });
+                    }
+                });
+                let el = t.elapsed();
+                let commits = db.snapshot().unwrap().meta().commit_seq - before;
+                let writes = threads as u64 * per;
+                println!(
+                    "{threads:2} threads: {:.0} writes/s, {:.1} writes per commit",
+                    writes as f64 / el.as_secs_f64(),
+                    writes as f64 / commits as f64
+                );
+            }
+        }
         "insert" | "batch" => {
             let db = mnemon::Db::create(dir.path().join("p.redb")).unwrap();
             let t = Instant::now();
@@ -29,6 +56,9 @@ fn main() {
         _ => {
             let events = history(size, 1_000, 7);
             let (db, _) = load_mnemon(&dir.path().join("h.redb"), &events, 2_000);
+            let bytes = std::fs::metadata(dir.path().join("h.redb")).unwrap().len();
+            let sizes = db.snapshot().unwrap().table_sizes().unwrap();
+            println!("file {:.0} MiB, tables {sizes:?}", bytes as f64 / 1048576.0);
             let end = events.last().unwrap().time();
             let v = if mode == "now" { end + 1 } else { events[events.len() / 2].time() };
             let reps = if mode == "now" { 3_000 } else { 600 };

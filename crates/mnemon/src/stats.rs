@@ -45,7 +45,8 @@ pub fn stats(db: &Db) -> Result<Stats> {
     let snap = db.snapshot()?;
     let meta = snap.meta();
     let mut namespaces = Vec::new();
-    for (ns, c) in snap.namespaces()? {
+    for ns in snap.namespaces()? {
+        let c = snap.namespace_counters(&ns)?;
         let current = snap.current_counts(&ns)?;
         namespaces.push(NamespaceStats {
             namespace: ns,

@@ -28,7 +28,7 @@ use crate::format::{self, REDB_MAGIC};
 use crate::read::Snapshot;
 use crate::tables;
 use crate::time::{Clock, SystemClock, Timestamp};
-use crate::timeline::TimelineWriter;
+use crate::timeline::{GapHints, TimelineWriter};
 use crate::write::{self, Change, Outcome, Planner, WriteOp, WriteTables};
 
 /// How durable an acknowledged job is.
@@ -320,7 +320,6 @@ fn init_tables(db: &Database, now: Timestamp) -> Result<(), Error> {
         txn.open_table(tables::CHECKPOINT_ENTRIES)?;
         txn.open_table(tables::IDENTITY)?;
         txn.open_table(tables::NAMESPACES)?;
-        txn.open_table(tables::COMMITS)?;
     }
     txn.commit()?;
     Ok(())
@@ -334,6 +333,7 @@ fn writer_loop(
     max_jobs: usize,
     rx: &Receiver<Job>,
 ) {
+    let mut hints = GapHints::default();
     while let Ok(first) = rx.recv() {
         let mut jobs = vec![first];
         while jobs.len() < max_jobs {
@@ -343,7 +343,7 @@ fn writer_loop(
             }
         }
         let replies: Vec<SyncSender<Result<Receipt, Error>>> = jobs.iter().map(|j| j.reply.clone()).collect();
-        let results = match commit(db, clock, min_gap, jobs) {
+        let results = match commit(db, clock, min_gap, &mut hints, jobs) {
             Ok(r) => r,
             Err(e) => {
                 let reason = e.with_path(path).to_string();
@@ -365,6 +365,7 @@ fn commit(
     db: &Database,
     clock: &dyn Clock,
     min_gap: u64,
+    hints: &mut GapHints,
     jobs: Vec<Job>,
 ) -> Result<Vec<Result<Receipt, Error>>, Error> {
     let mut txn = db.begin_write()?;
@@ -393,9 +394,10 @@ fn commit(
                 txn.open_table(tables::EVENTS)?,
                 txn.open_table(tables::CHECKPOINTS)?,
                 txn.open_table(tables::CHECKPOINT_ENTRIES)?,
+                hints,
                 min_gap,
             ),
-            counters: std::collections::HashMap::new(),
+            known_namespaces: std::collections::HashSet::new(),
         };
         for job in jobs {
             let mut planner = Planner::new(&tables, tx, job.ops.len());
@@ -434,8 +436,7 @@ fn commit(
     {
         let mut meta_t = txn.open_table(tables::META)?;
         format::write_state(&mut meta_t, &meta)?;
-        let mut commits = txn.open_table(tables::COMMITS)?;
-        write::log_commit(&mut commits, meta.commit_seq, tx.as_micros(), changed)?;
+        write::log_commit(&mut meta_t, meta.commit_seq, tx.as_micros(), changed)?;
     }
     txn.commit()?;
     let seq = meta.commit_seq;

@@ -5,7 +5,9 @@
 
 use redb::TableDefinition;
 
-/// `name -> value`: magic, format version, clocks and counters (see `format.rs`).
+/// `name -> value`: magic, format version, clocks and counters, and the commit log under
+/// `log/<seq>` (see `format.rs`). Every commit writes here anyway, so the log costs no extra
+/// B-tree per commit.
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemon.meta");
 
 /// `(namespace, id, recorded_at, rev) -> revision`: every revision ever written (until forgotten).
@@ -41,12 +43,8 @@ pub(crate) const CHECKPOINT_ENTRIES: TableDefinition<(&str, i64, u128), &[u8]> =
 /// `(namespace, kind, normalised key) -> id`: the live record holding each identity key.
 pub(crate) const IDENTITY: TableDefinition<(&str, u8, &str), u128> = TableDefinition::new("mnemon.identity");
 
-/// `namespace -> counters`: records and revisions per namespace.
+/// `namespace -> first transaction time`: the registry of namespaces (written once each).
 pub(crate) const NAMESPACES: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemon.namespaces");
-
-/// `commit sequence -> (transaction time, changed (namespace, id) pairs)`: the commit log,
-/// from which derived indexes (vectors, lexical) catch up.
-pub(crate) const COMMITS: TableDefinition<u64, &[u8]> = TableDefinition::new("mnemon.commits");
 
 /// Table names, for error messages.
 pub(crate) mod names {
@@ -57,5 +55,4 @@ pub(crate) mod names {
     pub(crate) const CHECKPOINT_ENTRIES: &str = "mnemon.checkpoint_entries";
     pub(crate) const NAMESPACES: &str = "mnemon.namespaces";
     pub(crate) const META: &str = "mnemon.meta";
-    pub(crate) const COMMITS: &str = "mnemon.commits";
 }

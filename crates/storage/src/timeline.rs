@@ -194,6 +194,9 @@ pub(crate) fn spans_contain(table: &'static str, bytes: &[u8], k: i64) -> Result
 /// A checkpoint row: the counters of the gap after the checkpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct CheckpointRow {
+    /// The transaction time at which the checkpoint was made: its entries are exact for every
+    /// transaction time from then on (`i64::MIN` for the first, empty checkpoint).
+    pub(crate) created_tx: i64,
     /// Events asserted in the gap after this checkpoint (an estimate: assertions, not keys).
     pub(crate) events: u64,
     /// Entries stored at this checkpoint.
@@ -253,12 +256,24 @@ fn symmetric_difference(old: Option<Visible>, new: Option<Visible>) -> Vec<(i64,
     out
 }
 
+/// Events counted in gaps but not yet written to their checkpoint rows. The writer keeps them
+/// across commits and writes a row only when its gap is split or has gathered
+/// [`GAP_FLUSH`] new events, so most commits do not touch the checkpoints table. The counts
+/// only decide when to split: losing some in a crash delays a split, nothing more.
+#[derive(Debug, Default)]
+pub(crate) struct GapHints {
+    pending: HashMap<(String, i64), u64>,
+}
+
+/// New events a gap gathers in memory before its row is written.
+const GAP_FLUSH: u64 = 256;
+
 /// The timeline tables of a write transaction, plus the gap counters of the commit.
-pub(crate) struct TimelineWriter<'txn> {
+pub(crate) struct TimelineWriter<'txn, 'h> {
     pub(crate) events: Table<'txn, EventKey<'static>, &'static [u8]>,
     pub(crate) checkpoints: Table<'txn, CheckpointKey<'static>, &'static [u8]>,
     pub(crate) entries: Table<'txn, EntryKey<'static>, &'static [u8]>,
-    gap_increments: HashMap<(String, i64), u64>,
+    hints: &'h mut GapHints,
     touched_namespaces: HashSet<String>,
     /// The latest checkpoint of each namespace seen in this commit (checkpoints are only
     /// created in `finish`, so it stays valid until then).
@@ -266,33 +281,34 @@ pub(crate) struct TimelineWriter<'txn> {
     min_gap: u64,
 }
 
-impl<'txn> TimelineWriter<'txn> {
+impl<'txn, 'h> TimelineWriter<'txn, 'h> {
     pub(crate) fn new(
         events: Table<'txn, EventKey<'static>, &'static [u8]>,
         checkpoints: Table<'txn, CheckpointKey<'static>, &'static [u8]>,
         entries: Table<'txn, EntryKey<'static>, &'static [u8]>,
+        hints: &'h mut GapHints,
         min_gap: u64,
     ) -> Self {
         TimelineWriter {
             events,
             checkpoints,
             entries,
-            gap_increments: HashMap::new(),
+            hints,
             touched_namespaces: HashSet::new(),
             last_checkpoint: HashMap::new(),
             min_gap: min_gap.max(1),
         }
     }
 
-    fn new_row(&self, entries: u64, events: u64) -> CheckpointRow {
+    fn new_row(&self, created_tx: i64, entries: u64, events: u64) -> CheckpointRow {
         let n = self.min_gap.max(entries);
-        CheckpointRow { events, entries, recheck_events: events.max(n) + n, recheck_tx: i64::MAX }
+        CheckpointRow { created_tx, events, entries, recheck_events: events.max(n) + n, recheck_tx: i64::MAX }
     }
 
     /// Make sure the namespace has its first checkpoint (at the beginning of time, empty).
     pub(crate) fn ensure_namespace(&mut self, ns: &str) -> Result<(), Error> {
         if self.checkpoints.get((ns, i64::MIN))?.is_none() {
-            let row = self.new_row(0, 0);
+            let row = self.new_row(i64::MIN, 0, 0);
             self.checkpoints.insert((ns, i64::MIN), encode_row(&row)?.as_slice())?;
         }
         Ok(())
@@ -338,7 +354,7 @@ impl<'txn> TimelineWriter<'txn> {
         for &(t, edge) in &new_edges {
             if !old_edges.contains(&(t, edge)) && self.assert_event(ns, t, id, edge, kind, tx)? {
                 let gap = if t > last { last } else { self.gap_of(ns, t)? };
-                *self.gap_increments.entry((ns.to_string(), gap)).or_insert(0) += 1;
+                *self.hints.pending.entry((ns.to_string(), gap)).or_insert(0) += 1;
             }
         }
         for (a, b) in symmetric_difference(old, new) {
@@ -490,22 +506,17 @@ impl<'txn> TimelineWriter<'txn> {
         Ok(())
     }
 
-    /// End of a commit at transaction time `now`: add up the gap counters and split the gaps
-    /// that grew too large (placing checkpoints no later than `now`).
+    /// End of a commit at transaction time `now`: check the gaps that gathered events (and the
+    /// latest gap of each namespace written to) and split those that grew too large, placing
+    /// checkpoints no later than `now`.
     pub(crate) fn finish(&mut self, now: i64) -> Result<(), Error> {
-        let mut to_check: Vec<(String, i64)> = Vec::new();
-        let increments: Vec<((String, i64), u64)> = self.gap_increments.drain().collect();
-        for ((ns, c), inc) in increments {
-            let found = match self.checkpoints.get((ns.as_str(), c))? {
-                Some(v) => Some(decode_row(v.value())?),
-                None => None,
-            };
-            if let Some(row) = found {
-                let row = CheckpointRow { events: row.events.saturating_add(inc), ..row };
-                self.checkpoints.insert((ns.as_str(), c), encode_row(&row)?.as_slice())?;
-            }
-            to_check.push((ns, c));
-        }
+        let mut to_check: Vec<(String, i64)> = self
+            .hints
+            .pending
+            .keys()
+            .filter(|(ns, _)| self.touched_namespaces.contains(ns))
+            .cloned()
+            .collect();
         let namespaces: Vec<String> = self.touched_namespaces.drain().collect();
         for ns in namespaces {
             let c = self.last_checkpoint(&ns)?;
@@ -520,14 +531,29 @@ impl<'txn> TimelineWriter<'txn> {
         Ok(())
     }
 
+    /// Split the gap after checkpoint `ca` if it has grown too large: walk its events up to
+    /// `now` and place a checkpoint every `n` events. A new checkpoint serves transaction
+    /// times from `now` on, so its entries are the records believed visible at it now, each
+    /// with the span `[now, +inf)`: the live set, never the history of beliefs.
     fn maybe_split(&mut self, ns: &str, ca: i64, now: i64) -> Result<(), Error> {
+        let key = (ns.to_string(), ca);
+        let pending = self.hints.pending.get(&key).copied().unwrap_or(0);
         let row = match self.checkpoints.get((ns, ca))? {
             Some(v) => decode_row(v.value())?,
-            None => return Ok(()),
+            None => {
+                self.hints.pending.remove(&key);
+                return Ok(());
+            }
         };
+        let row = CheckpointRow { events: row.events.saturating_add(pending), ..row };
         if row.events < row.recheck_events && now < row.recheck_tx {
+            if pending >= GAP_FLUSH {
+                self.checkpoints.insert((ns, ca), encode_row(&row)?.as_slice())?;
+                self.hints.pending.remove(&key);
+            }
             return Ok(());
         }
+        self.hints.pending.remove(&key);
         let next = match self.checkpoints.range((ns, ca.saturating_add(1))..=(ns, i64::MAX))?.next() {
             Some(r) => Some(r?.0.value().1),
             None => None,
@@ -536,25 +562,26 @@ impl<'txn> TimelineWriter<'txn> {
             Some(cb) => (cb - 1).min(now),
             None => now,
         };
-        // The live set at `ca`, with spans.
-        let mut live: BTreeMap<u128, (u8, Spans)> = BTreeMap::new();
+        // The records visible at `ca` as known now.
+        let mut live: BTreeMap<u128, u8> = BTreeMap::new();
         for r in self.entries.range((ns, ca, 0u128)..=(ns, ca, u128::MAX))? {
             let (k, v) = r?;
-            let (kind, spans) = decode_spans(names::CHECKPOINT_ENTRIES, v.value())?;
-            live.insert(k.value().2, (kind, spans));
+            let (kind, believed) = spans_contain(names::CHECKPOINT_ENTRIES, v.value(), now)?;
+            if believed {
+                live.insert(k.value().2, kind);
+            }
         }
         let n = self.min_gap.max(live.len() as u64);
-        // Walk the events of the gap up to `hi`, placing a checkpoint every `n` events.
-        let mut pending: HashMap<u128, (u8, Spans, Spans)> = HashMap::new();
-        let mut emitted: Vec<(i64, u64, BTreeMap<u128, (u8, Spans)>)> = Vec::new();
+        // Walk the gap's events up to `hi`, placing a checkpoint every `n` events; per record,
+        // bit 0 = a start believed now, bit 1 = an end believed now.
+        let mut pending: HashMap<u128, (u8, u8)> = HashMap::new();
+        let mut emitted: Vec<(i64, u64, BTreeMap<u128, u8>)> = Vec::new();
         let mut count: u64 = 0;
         let mut walked: u64 = 0;
         let mut last_t: Option<i64> = None;
-        let mut first_beyond: Option<i64> = None;
         if hi > ca {
-            let upper = hi;
             for r in
-                self.events.range((ns, ca.saturating_add(1), 0u128, 0u8)..=(ns, upper, u128::MAX, u8::MAX))?
+                self.events.range((ns, ca.saturating_add(1), 0u128, 0u8)..=(ns, hi, u128::MAX, u8::MAX))?
             {
                 let (k, v) = r?;
                 let (_, t, id, edge) = k.value();
@@ -565,12 +592,10 @@ impl<'txn> TimelineWriter<'txn> {
                         count = 0;
                     }
                 }
-                let (kind, spans) = decode_spans(names::EVENTS, v.value())?;
-                let slot = pending.entry(id).or_insert_with(|| (kind, Spans::default(), Spans::default()));
-                if edge == EDGE_START {
-                    slot.1 = slot.1.union(&spans);
-                } else {
-                    slot.2 = slot.2.union(&spans);
+                let (kind, believed) = spans_contain(names::EVENTS, v.value(), now)?;
+                if believed {
+                    let slot = pending.entry(id).or_insert((kind, 0));
+                    slot.1 |= if edge == EDGE_START { 1 } else { 2 };
                 }
                 count += 1;
                 walked += 1;
@@ -579,16 +604,15 @@ impl<'txn> TimelineWriter<'txn> {
         }
         // The first event after `hi` inside the gap (a future event): when it becomes past,
         // the gap may be splittable.
-        if next.is_none_or(|cb| hi.saturating_add(1) < cb) {
-            let upper = next.map_or(i64::MAX, |cb| cb - 1);
-            if hi < upper {
-                if let Some(r) = self
-                    .events
-                    .range((ns, hi.saturating_add(1), 0u128, 0u8)..=(ns, upper, u128::MAX, u8::MAX))?
-                    .next()
-                {
-                    first_beyond = Some(r?.0.value().1);
-                }
+        let mut first_beyond: Option<i64> = None;
+        let upper = next.map_or(i64::MAX, |cb| cb - 1);
+        if hi < upper {
+            if let Some(r) = self
+                .events
+                .range((ns, hi.saturating_add(1), 0u128, 0u8)..=(ns, upper, u128::MAX, u8::MAX))?
+                .next()
+            {
+                first_beyond = Some(r?.0.value().1);
             }
         }
         if emitted.is_empty() {
@@ -602,20 +626,25 @@ impl<'txn> TimelineWriter<'txn> {
         }
         let unwalked = row.events.saturating_sub(walked);
         let mut gap_counts: Vec<u64> = emitted.iter().map(|e| e.1).collect();
-        // The gap before the first new checkpoint belongs to `ca`.
+        // The gap before the first new checkpoint stays with `ca`.
         let first_count = gap_counts.first().copied().unwrap_or(0);
-        let mut head = self.new_row(row.entries, first_count);
-        head.entries = row.entries;
+        let head =
+            CheckpointRow { events: first_count, ..self.new_row(row.created_tx, row.entries, first_count) };
         self.checkpoints.insert((ns, ca), encode_row(&head)?.as_slice())?;
         gap_counts.remove(0);
         gap_counts.push(count + unwalked);
         let last_index = emitted.len() - 1;
+        let believed_now = encode_spans(0, &Spans::open_from(now))?;
         for (i, (c, _, set)) in emitted.into_iter().enumerate() {
-            for (id, (kind, spans)) in &set {
-                self.entries.insert((ns, c, *id), encode_spans(*kind, spans)?.as_slice())?;
+            for (id, kind) in &set {
+                let mut value = believed_now.clone();
+                if let Some(k) = value.get_mut(1) {
+                    *k = *kind;
+                }
+                self.entries.insert((ns, c, *id), value.as_slice())?;
             }
             let events = gap_counts.get(i).copied().unwrap_or(0);
-            let mut r = self.new_row(set.len() as u64, events);
+            let mut r = self.new_row(now, set.len() as u64, events);
             if i == last_index {
                 r.recheck_tx = first_beyond.unwrap_or(i64::MAX);
             }
@@ -625,14 +654,14 @@ impl<'txn> TimelineWriter<'txn> {
     }
 }
 
-fn apply_pending(live: &mut BTreeMap<u128, (u8, Spans)>, pending: &mut HashMap<u128, (u8, Spans, Spans)>) {
-    for (id, (kind, starts, ends)) in pending.drain() {
-        let base = live.get(&id).map(|(_, s)| s.clone()).unwrap_or_default();
-        let now_live = base.union(&starts).minus(&ends);
-        if now_live.is_empty() {
+fn apply_pending(live: &mut BTreeMap<u128, u8>, pending: &mut HashMap<u128, (u8, u8)>) {
+    for (id, (kind, flags)) in pending.drain() {
+        // One interval per record as known now: an end in the gap hides it, otherwise a
+        // start shows it, otherwise it stays as it was.
+        if flags & 2 != 0 {
             live.remove(&id);
-        } else {
-            live.insert(id, (kind, now_live));
+        } else if flags & 1 != 0 {
+            live.insert(id, kind);
         }
     }
 }
@@ -652,10 +681,16 @@ pub(crate) fn live_at(
     const STARTS: u8 = 2;
     const ENDS: u8 = 4;
     let keep = |kind: u8| kinds.is_none_or(|ks| ks.contains(&kind));
-    let cp = match checkpoints.range((ns, i64::MIN)..=(ns, v))?.next_back() {
-        Some(r) => r?.0.value().1,
-        None => return Ok(Vec::new()),
-    };
+    // The latest checkpoint at or before `v` that was made at or before `k`.
+    let mut cp: Option<i64> = None;
+    for r in checkpoints.range((ns, i64::MIN)..=(ns, v))?.rev() {
+        let (key, val) = r?;
+        if decode_row(val.value())?.created_tx <= k {
+            cp = Some(key.value().1);
+            break;
+        }
+    }
+    let Some(cp) = cp else { return Ok(Vec::new()) };
     // (id, kind, flag) for every entry and event believed at k; merged by id below.
     let mut marks: Vec<(u128, u8, u8)> = Vec::new();
     for r in entries.range((ns, cp, 0u128)..=(ns, cp, u128::MAX))? {
@@ -720,16 +755,17 @@ pub(crate) fn expected_for_record(
     (events, belief)
 }
 
-/// The spans during which a record (described by `belief` from [`expected_for_record`]) was
-/// believed visible at `c`.
-pub(crate) fn expected_entry(belief: &[(Spans, Option<Visible>)], c: i64) -> Spans {
+/// The spans, from `created_tx` on, during which a record (described by `belief` from
+/// [`expected_for_record`]) was believed visible at `c`: what a checkpoint at `c` made at
+/// `created_tx` must hold.
+pub(crate) fn expected_entry(belief: &[(Spans, Option<Visible>)], c: i64, created_tx: i64) -> Spans {
     let mut out = Spans::default();
     for (span, vis) in belief {
         if contains(*vis, c) {
             out = out.union(span);
         }
     }
-    out
+    out.minus(&Spans::between(i64::MIN, created_tx))
 }
 
 #[cfg(test)]

@@ -225,7 +225,7 @@ pub(crate) enum Change {
     Forget { namespace: Namespace, id: RecordId },
 }
 
-/// Counters per namespace.
+/// Counters per namespace (computed by [`crate::Snapshot::namespace_counters`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NamespaceCounters {
     /// Records (not forgotten).
@@ -234,15 +234,10 @@ pub struct NamespaceCounters {
     pub revisions: u64,
 }
 
-const COUNTERS_VERSION: u8 = 1;
+const NAMESPACE_VERSION: u8 = 1;
 const COMMIT_VERSION: u8 = 1;
 
-pub(crate) fn decode_counters(bytes: &[u8]) -> Result<NamespaceCounters, Error> {
-    codec::decode_versioned("namespace counters", COUNTERS_VERSION, bytes)
-        .map_err(|e| Error::Codec { table: names::NAMESPACES, source: e })
-}
-
-/// The stored commit log entry.
+/// The stored commit log entry (kept in the meta table under `log/<seq>`).
 #[derive(Serialize, Deserialize)]
 pub(crate) struct CommitEntry {
     pub(crate) tx: i64,
@@ -251,7 +246,12 @@ pub(crate) struct CommitEntry {
 
 pub(crate) fn decode_commit(bytes: &[u8]) -> Result<CommitEntry, Error> {
     codec::decode_versioned("commit entry", COMMIT_VERSION, bytes)
-        .map_err(|e| Error::Codec { table: names::COMMITS, source: e })
+        .map_err(|e| Error::Codec { table: names::META, source: e })
+}
+
+/// The meta-table key of a commit log entry: ordered by sequence number.
+pub(crate) fn commit_key(seq: u64) -> String {
+    format!("log/{seq:020}")
 }
 
 type RevKey = (&'static str, u128, i64, u32);
@@ -263,9 +263,9 @@ pub(crate) struct WriteTables<'txn> {
     pub(crate) current_ends: Table<'txn, (i64, &'static str, u8, u128), ()>,
     pub(crate) identity: Table<'txn, (&'static str, u8, &'static str), u128>,
     pub(crate) namespaces: Table<'txn, &'static str, &'static [u8]>,
-    pub(crate) timeline: TimelineWriter<'txn>,
-    /// Counter changes of this commit, per namespace, written by [`WriteTables::finish`].
-    pub(crate) counters: HashMap<String, (i64, i64)>,
+    pub(crate) timeline: TimelineWriter<'txn, 'txn>,
+    /// Namespaces known to exist in this commit.
+    pub(crate) known_namespaces: std::collections::HashSet<String>,
 }
 
 /// The latest revision of a record as stored (not counting the overlay).
@@ -277,7 +277,8 @@ pub(crate) fn latest_stored(
     revision_at(revisions, ns, id, i64::MAX)
 }
 
-/// The revision of a record current at transaction time `k`.
+/// The revision of a record current at transaction time `k`: one seek of a cursor to the
+/// greatest key at or below `(ns, id, k, max)`.
 pub(crate) fn revision_at(
     revisions: &impl ReadableTable<RevKey, &'static [u8]>,
     ns: &Namespace,
@@ -285,18 +286,16 @@ pub(crate) fn revision_at(
     k: i64,
 ) -> Result<Option<Record>, Error> {
     let key = id.as_u128();
-    let found =
-        revisions.range((ns.as_str(), key, i64::MIN, 0u32)..=(ns.as_str(), key, k, u32::MAX))?.next_back();
-    match found {
-        None => Ok(None),
-        Some(r) => {
-            let (k, v) = r?;
-            let (_, _, rec, rev) = k.value();
-            record::decode_revision(ns, id, rev, Timestamp::from_micros(rec), v.value())
-                .map(Some)
-                .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })
-        }
+    let bound = (ns.as_str(), key, k, u32::MAX);
+    let mut cursor = revisions.upper_bound(std::ops::Bound::Included(&bound))?;
+    let Some((kg, vg)) = cursor.peek_prev()? else { return Ok(None) };
+    let (n, found, rec, rev) = kg.value();
+    if n != ns.as_str() || found != key {
+        return Ok(None);
     }
+    record::decode_revision(ns, id, rev, Timestamp::from_micros(rec), vg.value())
+        .map(Some)
+        .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })
 }
 
 /// Plans one job against the transaction plus its own earlier operations.
@@ -739,34 +738,24 @@ impl<'a, 'txn> Planner<'a, 'txn> {
 }
 
 impl WriteTables<'_> {
-    fn bump_counters(&mut self, ns: &str, records: i64, revisions: i64) -> Result<(), Error> {
-        if !self.counters.contains_key(ns) && self.namespaces.get(ns)?.is_none() {
-            // A namespace's first write: give it its first checkpoint.
+    /// Register a namespace on its first write (and give it its first checkpoint).
+    fn register_namespace(&mut self, ns: &str, tx: i64) -> Result<(), Error> {
+        if self.known_namespaces.contains(ns) {
+            return Ok(());
+        }
+        if self.namespaces.get(ns)?.is_none() {
+            let bytes = codec::encode_versioned(NAMESPACE_VERSION, &tx)
+                .map_err(|e| Error::Codec { table: names::NAMESPACES, source: e })?;
+            self.namespaces.insert(ns, bytes.as_slice())?;
             self.timeline.ensure_namespace(ns)?;
         }
-        let c = self.counters.entry(ns.to_string()).or_insert((0, 0));
-        c.0 += records;
-        c.1 += revisions;
+        self.known_namespaces.insert(ns.to_string());
         Ok(())
     }
 
-    /// End of a commit at transaction time `now`: write the counters, maintain the timeline,
-    /// sweep the current table.
+    /// End of a commit at transaction time `now`: maintain the timeline and sweep the current
+    /// table.
     pub(crate) fn finish(&mut self, now: i64) -> Result<(), Error> {
-        let counters: Vec<(String, (i64, i64))> = self.counters.drain().collect();
-        for (ns, (records, revisions)) in counters {
-            let current = match self.namespaces.get(ns.as_str())? {
-                Some(v) => decode_counters(v.value())?,
-                None => NamespaceCounters::default(),
-            };
-            let c = NamespaceCounters {
-                records: current.records.saturating_add_signed(records),
-                revisions: current.revisions.saturating_add_signed(revisions),
-            };
-            let bytes = codec::encode_versioned(COUNTERS_VERSION, &c)
-                .map_err(|e| Error::Codec { table: names::NAMESPACES, source: e })?;
-            self.namespaces.insert(ns.as_str(), bytes.as_slice())?;
-        }
         self.timeline.finish(now)?;
         self.sweep(now)?;
         Ok(())
@@ -810,7 +799,9 @@ impl WriteTables<'_> {
                     .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
                 let new_vis = new.visible();
                 self.revisions.insert((ns, id, new.recorded_at.as_micros(), new.rev), bytes.as_slice())?;
-                self.bump_counters(ns, if old.is_none() { 1 } else { 0 }, 1)?;
+                if old.is_none() {
+                    self.register_namespace(ns, commit_tx)?;
+                }
                 let old_vis: Option<Visible> = old.as_ref().and_then(|o| o.visible());
                 self.timeline.change(ns, id, kind, old_vis, new_vis, new.recorded_at.as_micros())?;
                 if let Some(o) = &old {
@@ -856,7 +847,6 @@ impl WriteTables<'_> {
                     self.remove_current(latest)?;
                     self.release_identity(latest)?;
                 }
-                self.bump_counters(ns, -1, -(keys.len() as i64))?;
                 Ok((ns.to_string(), key))
             }
         }
@@ -879,15 +869,15 @@ impl WriteTables<'_> {
     }
 }
 
-/// Write the commit log entry.
+/// Write the commit log entry into the meta table.
 pub(crate) fn log_commit(
-    commits: &mut Table<u64, &'static [u8]>,
+    meta: &mut Table<&'static str, &'static [u8]>,
     seq: u64,
     tx: i64,
     changed: Vec<(String, u128)>,
 ) -> Result<(), Error> {
     let bytes = codec::encode_versioned(COMMIT_VERSION, &CommitEntry { tx, changed })
-        .map_err(|e| Error::Codec { table: names::COMMITS, source: e })?;
-    commits.insert(seq, bytes.as_slice())?;
+        .map_err(|e| Error::Codec { table: names::META, source: e })?;
+    meta.insert(commit_key(seq).as_str(), bytes.as_slice())?;
     Ok(())
 }
