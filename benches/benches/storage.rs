@@ -89,7 +89,7 @@ fn group_commit(c: &mut Criterion) {
     let mut g = c.benchmark_group("group_commit_durable");
     g.sample_size(10).measurement_time(Duration::from_secs(6));
     for threads in [1usize, 4, 16] {
-        let per_thread = 64usize;
+        let per_thread = 200usize;
         g.throughput(Throughput::Elements((threads * per_thread) as u64));
         g.bench_with_input(BenchmarkId::new("mnemon", threads), &threads, |b, &threads| {
             b.iter_custom(|iters| {

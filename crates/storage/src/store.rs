@@ -55,6 +55,9 @@ pub struct StoreOptions {
     pub cache_size: usize,
     /// The most jobs one group commit carries.
     pub max_jobs_per_commit: usize,
+    /// How long the writer may wait for more jobs before a commit, when the previous commit
+    /// showed concurrent writers (it carried several jobs). A lone writer never waits.
+    pub group_commit_window: std::time::Duration,
 }
 
 impl Default for StoreOptions {
@@ -65,6 +68,7 @@ impl Default for StoreOptions {
             min_checkpoint_gap: 512,
             cache_size: 256 * 1024 * 1024,
             max_jobs_per_commit: 4096,
+            group_commit_window: std::time::Duration::from_micros(250),
         }
     }
 }
@@ -207,9 +211,12 @@ impl Store {
             let thread_path = path.clone();
             let min_gap = options.min_checkpoint_gap;
             let max_jobs = options.max_jobs_per_commit.max(1);
+            let window = options.group_commit_window;
             std::thread::Builder::new()
                 .name("mnemon-writer".into())
-                .spawn(move || writer_loop(&db, &thread_path, clock.as_ref(), min_gap, max_jobs, &receiver))
+                .spawn(move || {
+                    writer_loop(&db, &thread_path, clock.as_ref(), min_gap, max_jobs, window, &receiver)
+                })
                 .map_err(|e| OpenError::Io { path: path.clone(), source: e })?
         };
         Ok(Store {
@@ -331,9 +338,12 @@ fn writer_loop(
     clock: &dyn Clock,
     min_gap: u64,
     max_jobs: usize,
+    window: std::time::Duration,
     rx: &Receiver<Job>,
 ) {
     let mut hints = GapHints::default();
+    // Jobs in the previous commit: how many writers are active.
+    let mut concurrency = 1usize;
     while let Ok(first) = rx.recv() {
         let mut jobs = vec![first];
         while jobs.len() < max_jobs {
@@ -342,6 +352,21 @@ fn writer_loop(
                 Err(_) => break,
             }
         }
+        // The writers of the last commit are usually still writing: give them a moment to
+        // join this one (they were just woken), rather than committing a handful of jobs and
+        // making the rest wait a whole commit.
+        let want = concurrency.min(max_jobs);
+        if jobs.len() < want && !window.is_zero() {
+            let deadline = std::time::Instant::now() + window;
+            while jobs.len() < want {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(j) => jobs.push(j),
+                    Err(_) => break,
+                }
+            }
+        }
+        concurrency = jobs.len();
         let replies: Vec<SyncSender<Result<Receipt, Error>>> = jobs.iter().map(|j| j.reply.clone()).collect();
         let results = match commit(db, clock, min_gap, &mut hints, jobs) {
             Ok(r) => r,
