@@ -302,7 +302,7 @@ impl Sqlite {
                 j.into_record().unwrap()
             })
             .collect();
-        out.sort_unstable_by(|a, b| b.id.cmp(&a.id));
+        out.sort_unstable_by_key(|r| std::cmp::Reverse(r.id));
         out
     }
 

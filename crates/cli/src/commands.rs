@@ -191,10 +191,10 @@ fn add(cli: &Cli, out: &mut Out, kind: mnemon::Kind, new: &NewArgs) -> Result<()
     let value = read_data(&new.data)?;
     let ns = namespace(cli)?;
     let mut input = parse_input(value, Some(kind), &ns)?;
-    if let Some(n) = &input.namespace {
-        if n != &ns {
-            return Err(usage(format!("the data names namespace {n:?} but --ns is {ns:?}")));
-        }
+    if let Some(n) = &input.namespace
+        && n != &ns
+    {
+        return Err(usage(format!("the data names namespace {n:?} but --ns is {ns:?}")));
     }
     let r = &mut input.record;
     if new.valid_from.is_some() {

@@ -46,11 +46,11 @@ impl DbBuilder {
 
     /// Open it.
     pub fn open(self) -> Result<Db> {
-        if self.options.create {
-            if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| Error::Io { path: parent.to_path_buf(), source: e })?;
-            }
+        if self.options.create
+            && let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Error::Io { path: parent.to_path_buf(), source: e })?;
         }
         Ok(Db { store: Store::open(&self.path, self.options)? })
     }

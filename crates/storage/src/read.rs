@@ -121,6 +121,17 @@ pub struct Snapshot {
     clock: Arc<dyn Clock>,
 }
 
+/// One commit of the commit log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitLogEntry {
+    /// The commit's sequence number.
+    pub seq: u64,
+    /// Its transaction time.
+    pub tx: Timestamp,
+    /// The records it changed.
+    pub changed: Vec<(Namespace, RecordId)>,
+}
+
 /// A problem found by [`Snapshot::verify`].
 pub type Problem = String;
 
@@ -476,10 +487,7 @@ impl Snapshot {
     }
 
     /// The commit log after `seq`: `(seq, transaction time, changed records)`.
-    pub fn commits_after(
-        &self,
-        seq: u64,
-    ) -> Result<Vec<(u64, Timestamp, Vec<(Namespace, RecordId)>)>, Error> {
+    pub fn commits_after(&self, seq: u64) -> Result<Vec<CommitLogEntry>, Error> {
         self.ctx((|| {
             let t = self.txn.open_table(tables::META)?;
             let mut out = Vec::new();
@@ -493,7 +501,7 @@ impl Snapshot {
                     .into_iter()
                     .filter_map(|(n, id)| Namespace::new(n).ok().map(|n| (n, RecordId::from_u128(id))))
                     .collect();
-                out.push((seq, Timestamp::from_micros(entry.tx), changed));
+                out.push(CommitLogEntry { seq, tx: Timestamp::from_micros(entry.tx), changed });
             }
             Ok(out)
         })())
@@ -533,16 +541,14 @@ impl Snapshot {
             }
             // Expected events and beliefs.
             let mut expected_events: BTreeMap<(i64, u128, u8), (u8, Spans)> = BTreeMap::new();
-            let mut beliefs: BTreeMap<u128, (u8, Vec<(Spans, Option<Visible>)>)> = BTreeMap::new();
+            let mut beliefs: BTreeMap<u128, (u8, timeline::Belief)> = BTreeMap::new();
             for (id, list) in &by_record {
                 for w in list.windows(2) {
-                    if let [a, b] = w {
-                        if b.rev != a.rev + 1 || b.recorded_at < a.recorded_at {
-                            problems.push(format!(
-                                "{n}/{}: revisions {} and {} out of order",
-                                a.id, a.rev, b.rev
-                            ));
-                        }
+                    if let [a, b] = w
+                        && (b.rev != a.rev + 1 || b.recorded_at < a.recorded_at)
+                    {
+                        problems
+                            .push(format!("{n}/{}: revisions {} and {} out of order", a.id, a.rev, b.rev));
                     }
                 }
                 let kind = list.first().map_or(0, |r| r.kind().code());
@@ -611,10 +617,10 @@ impl Snapshot {
                         .unwrap_or_default();
                     expected_current.insert((latest.kind().code(), *id), bytes);
                 }
-                if latest.holds_identity() {
-                    if let Some(k) = latest.identity() {
-                        expected_identity.insert((latest.kind().code(), k), *id);
-                    }
+                if latest.holds_identity()
+                    && let Some(k) = latest.identity()
+                {
+                    expected_identity.insert((latest.kind().code(), k), *id);
                 }
             }
             let mut actual_current: BTreeMap<(u8, u128), Vec<u8>> = BTreeMap::new();

@@ -79,15 +79,15 @@ pub const TTL_DAYS: [u32; 4] = [1, 7, 30, 90];
 impl Envelope {
     /// Check importance, confidence and tags; normalise tags (trimmed, de-duplicated, in order).
     pub fn validate(&mut self) -> Result<(), InputError> {
-        if let Some(i) = self.importance {
-            if !(1..=5).contains(&i) {
-                return Err(InputError::BadImportance { value: i64::from(i) });
-            }
+        if let Some(i) = self.importance
+            && !(1..=5).contains(&i)
+        {
+            return Err(InputError::BadImportance { value: i64::from(i) });
         }
-        if let Some(c) = self.confidence {
-            if !c.is_finite() || !(0.0..=1.0).contains(&c) {
-                return Err(InputError::BadConfidence { value: f64::from(c) });
-            }
+        if let Some(c) = self.confidence
+            && (!c.is_finite() || !(0.0..=1.0).contains(&c))
+        {
+            return Err(InputError::BadConfidence { value: f64::from(c) });
         }
         let mut tags: Vec<Text> = Vec::with_capacity(self.tags.len());
         for t in &self.tags {
@@ -184,15 +184,15 @@ impl Record {
         if v < self.valid_from {
             return Status::Pending;
         }
-        if let Some(u) = self.valid_until {
-            if v >= u {
-                return if self.superseded_by.is_some() { Status::Superseded } else { Status::Retired };
-            }
+        if let Some(u) = self.valid_until
+            && v >= u
+        {
+            return if self.superseded_by.is_some() { Status::Superseded } else { Status::Retired };
         }
-        if let Some(e) = self.expires_at {
-            if v >= e {
-                return Status::Expired;
-            }
+        if let Some(e) = self.expires_at
+            && v >= e
+        {
+            return Status::Expired;
         }
         Status::Active
     }

@@ -244,12 +244,12 @@ fn symmetric_difference(old: Option<Visible>, new: Option<Visible>) -> Vec<(i64,
     points.dedup();
     let mut out: Vec<(i64, i64)> = Vec::new();
     for w in points.windows(2) {
-        if let [a, b] = *w {
-            if contains(old, a) != contains(new, a) {
-                match out.last_mut() {
-                    Some(last) if last.1 == a => last.1 = b,
-                    _ => out.push((a, b)),
-                }
+        if let [a, b] = *w
+            && contains(old, a) != contains(new, a)
+        {
+            match out.last_mut() {
+                Some(last) if last.1 == a => last.1 = b,
+                _ => out.push((a, b)),
             }
         }
     }
@@ -585,12 +585,13 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
             {
                 let (k, v) = r?;
                 let (_, t, id, edge) = k.value();
-                if count >= n && last_t.is_some_and(|lt| t > lt) {
-                    if let Some(lt) = last_t {
-                        apply_pending(&mut live, &mut pending);
-                        emitted.push((lt, count, live.clone()));
-                        count = 0;
-                    }
+                if count >= n
+                    && last_t.is_some_and(|lt| t > lt)
+                    && let Some(lt) = last_t
+                {
+                    apply_pending(&mut live, &mut pending);
+                    emitted.push((lt, count, live.clone()));
+                    count = 0;
                 }
                 let (kind, believed) = spans_contain(names::EVENTS, v.value(), now)?;
                 if believed {
@@ -606,14 +607,13 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
         // the gap may be splittable.
         let mut first_beyond: Option<i64> = None;
         let upper = next.map_or(i64::MAX, |cb| cb - 1);
-        if hi < upper {
-            if let Some(r) = self
+        if hi < upper
+            && let Some(r) = self
                 .events
                 .range((ns, hi.saturating_add(1), 0u128, 0u8)..=(ns, upper, u128::MAX, u8::MAX))?
                 .next()
-            {
-                first_beyond = Some(r?.0.value().1);
-            }
+        {
+            first_beyond = Some(r?.0.value().1);
         }
         if emitted.is_empty() {
             let row = CheckpointRow {
@@ -733,13 +733,17 @@ pub(crate) fn live_at(
     Ok(out)
 }
 
+/// What a record was believed to be: each transaction-time span with the visible interval
+/// believed during it.
+pub(crate) type Belief = Vec<(Spans, Option<Visible>)>;
+
 /// What the timeline should hold for one record, derived from its revisions: used by the
 /// consistency check. `revisions` are `(recorded_at, visible)` in revision order.
 pub(crate) fn expected_for_record(
     revisions: &[(i64, Option<Visible>)],
-) -> (BTreeMap<(i64, u8), Spans>, Vec<(Spans, Option<Visible>)>) {
+) -> (BTreeMap<(i64, u8), Spans>, Belief) {
     let mut events: BTreeMap<(i64, u8), Spans> = BTreeMap::new();
-    let mut belief: Vec<(Spans, Option<Visible>)> = Vec::new();
+    let mut belief: Belief = Vec::new();
     for (i, (rec, vis)) in revisions.iter().enumerate() {
         let until = revisions.get(i + 1).map_or(i64::MAX, |n| n.0);
         let span = Spans::between(*rec, until);

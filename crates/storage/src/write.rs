@@ -353,17 +353,16 @@ impl<'a, 'txn> Planner<'a, 'txn> {
         }
         let ns = new.namespace.clone();
         let kind = new.kind().code();
-        if let Some(o) = &old {
-            if o.holds_identity() {
-                if let Some(k) = o.identity() {
-                    self.identity.insert((ns.clone(), kind, k), None);
-                }
-            }
+        if let Some(o) = &old
+            && o.holds_identity()
+            && let Some(k) = o.identity()
+        {
+            self.identity.insert((ns.clone(), kind, k), None);
         }
-        if new.holds_identity() {
-            if let Some(k) = new.identity() {
-                self.identity.insert((ns.clone(), kind, k), Some(new.id));
-            }
+        if new.holds_identity()
+            && let Some(k) = new.identity()
+        {
+            self.identity.insert((ns.clone(), kind, k), Some(new.id));
         }
         self.records.insert((ns, new.id), Some(new.clone()));
         self.changes.push(Change::Write { old: old.map(Box::new), new: Box::new(new) });
@@ -440,27 +439,25 @@ impl<'a, 'txn> Planner<'a, 'txn> {
         if self.latest(&rec.namespace, rec.id)?.is_some() {
             return Err(Error::DuplicateId { namespace: rec.namespace.clone(), id: rec.id });
         }
-        if rec.holds_identity() {
-            if let Some(key) = rec.identity() {
-                if let Some(existing) = self.identity_holder(&rec.namespace, rec.kind().code(), &key)? {
-                    if existing != rec.id {
-                        match on_conflict {
-                            OnConflict::Error => {
-                                return Err(Error::IdentityConflict {
-                                    namespace: rec.namespace.clone(),
-                                    kind: rec.kind(),
-                                    key,
-                                    existing,
-                                });
-                            }
-                            OnConflict::ReturnExisting => {
-                                self.outcomes.push(Outcome::Existing { id: existing });
-                                return Ok(());
-                            }
-                            OnConflict::Supersede => return self.supersede_record(existing, rec),
-                        }
-                    }
+        if rec.holds_identity()
+            && let Some(key) = rec.identity()
+            && let Some(existing) = self.identity_holder(&rec.namespace, rec.kind().code(), &key)?
+            && existing != rec.id
+        {
+            match on_conflict {
+                OnConflict::Error => {
+                    return Err(Error::IdentityConflict {
+                        namespace: rec.namespace.clone(),
+                        kind: rec.kind(),
+                        key,
+                        existing,
+                    });
                 }
+                OnConflict::ReturnExisting => {
+                    self.outcomes.push(Outcome::Existing { id: existing });
+                    return Ok(());
+                }
+                OnConflict::Supersede => return self.supersede_record(existing, rec),
             }
         }
         let id = rec.id;
@@ -491,10 +488,10 @@ impl<'a, 'txn> Planner<'a, 'txn> {
         if at < old.valid_from {
             return Err(Error::BeforeValid { id: old_id, at, valid_from: old.valid_from });
         }
-        if let Some(ended) = old.valid_until {
-            if ended <= at {
-                return Err(Error::AlreadyEnded { id: old_id, at, ended });
-            }
+        if let Some(ended) = old.valid_until
+            && ended <= at
+        {
+            return Err(Error::AlreadyEnded { id: old_id, at, ended });
         }
         new.supersedes = Some(old_id);
         new.op = Op::Supersede;
@@ -505,19 +502,13 @@ impl<'a, 'txn> Planner<'a, 'txn> {
             d.status = DecisionStatus::Superseded;
         }
         // The successor may take over the old record's identity key.
-        if new.holds_identity() {
-            if let Some(key) = new.identity() {
-                if let Some(holder) = self.identity_holder(&ns, new.kind().code(), &key)? {
-                    if holder != old_id && holder != new.id {
-                        return Err(Error::IdentityConflict {
-                            namespace: ns,
-                            kind: new.kind(),
-                            key,
-                            existing: holder,
-                        });
-                    }
-                }
-            }
+        if new.holds_identity()
+            && let Some(key) = new.identity()
+            && let Some(holder) = self.identity_holder(&ns, new.kind().code(), &key)?
+            && holder != old_id
+            && holder != new.id
+        {
+            return Err(Error::IdentityConflict { namespace: ns, kind: new.kind(), key, existing: holder });
         }
         let new_id = new.id;
         self.push(Some(old), replaced);
@@ -528,10 +519,10 @@ impl<'a, 'txn> Planner<'a, 'txn> {
 
     fn revise(&mut self, r: Revise) -> Result<(), Error> {
         let old = self.require(&r.namespace, r.id)?;
-        if let Some(expected) = r.expected_rev {
-            if expected != old.rev {
-                return Err(Error::RevisionConflict { id: r.id, expected, found: old.rev });
-            }
+        if let Some(expected) = r.expected_rev
+            && expected != old.rev
+        {
+            return Err(Error::RevisionConflict { id: r.id, expected, found: old.rev });
         }
         let mut new = self.next_revision(&old, Op::Revise);
         if let Some(body) = r.body {
@@ -569,24 +560,22 @@ impl<'a, 'txn> Planner<'a, 'txn> {
             }
             new.expires_at = exp;
         }
-        if let Some(u) = new.valid_until {
-            if u <= new.valid_from {
-                return Err(InputError::BadInterval { from: new.valid_from, until: u }.into());
-            }
+        if let Some(u) = new.valid_until
+            && u <= new.valid_from
+        {
+            return Err(InputError::BadInterval { from: new.valid_from, until: u }.into());
         }
-        if new.holds_identity() {
-            if let Some(key) = new.identity() {
-                if let Some(holder) = self.identity_holder(&new.namespace, new.kind().code(), &key)? {
-                    if holder != new.id {
-                        return Err(Error::IdentityConflict {
-                            namespace: new.namespace.clone(),
-                            kind: new.kind(),
-                            key,
-                            existing: holder,
-                        });
-                    }
-                }
-            }
+        if new.holds_identity()
+            && let Some(key) = new.identity()
+            && let Some(holder) = self.identity_holder(&new.namespace, new.kind().code(), &key)?
+            && holder != new.id
+        {
+            return Err(Error::IdentityConflict {
+                namespace: new.namespace.clone(),
+                kind: new.kind(),
+                key,
+                existing: holder,
+            });
         }
         let (id, rev) = (new.id, new.rev);
         self.push(Some(old), new);
@@ -606,10 +595,10 @@ impl<'a, 'txn> Planner<'a, 'txn> {
         if at < old.valid_from {
             return Err(Error::BeforeValid { id, at, valid_from: old.valid_from });
         }
-        if let Some(ended) = old.valid_until {
-            if ended <= at {
-                return Err(Error::AlreadyEnded { id, at, ended });
-            }
+        if let Some(ended) = old.valid_until
+            && ended <= at
+        {
+            return Err(Error::AlreadyEnded { id, at, ended });
         }
         if at == old.valid_from {
             return Err(InputError::BadInterval { from: old.valid_from, until: at }.into());
@@ -646,10 +635,10 @@ impl<'a, 'txn> Planner<'a, 'txn> {
 
     fn forget(&mut self, namespace: Namespace, id: RecordId) -> Result<(), Error> {
         let old = self.require(&namespace, id)?;
-        if old.holds_identity() {
-            if let Some(k) = old.identity() {
-                self.identity.insert((namespace.clone(), old.kind().code(), k), None);
-            }
+        if old.holds_identity()
+            && let Some(k) = old.identity()
+        {
+            self.identity.insert((namespace.clone(), old.kind().code(), k), None);
         }
         self.records.insert((namespace.clone(), id), None);
         self.changes.push(Change::Forget { namespace, id });
@@ -701,19 +690,17 @@ impl<'a, 'txn> Planner<'a, 'txn> {
     }
 
     fn check_restored_identity(&self, rec: &Record) -> Result<(), Error> {
-        if rec.holds_identity() {
-            if let Some(key) = rec.identity() {
-                if let Some(holder) = self.identity_holder(&rec.namespace, rec.kind().code(), &key)? {
-                    if holder != rec.id {
-                        return Err(Error::IdentityConflict {
-                            namespace: rec.namespace.clone(),
-                            kind: rec.kind(),
-                            key,
-                            existing: holder,
-                        });
-                    }
-                }
-            }
+        if rec.holds_identity()
+            && let Some(key) = rec.identity()
+            && let Some(holder) = self.identity_holder(&rec.namespace, rec.kind().code(), &key)?
+            && holder != rec.id
+        {
+            return Err(Error::IdentityConflict {
+                namespace: rec.namespace.clone(),
+                kind: rec.kind(),
+                key,
+                existing: holder,
+            });
         }
         Ok(())
     }
@@ -766,22 +753,22 @@ impl WriteTables<'_> {
         let kind = rec.kind().code();
         let id = rec.id.as_u128();
         self.current.remove((ns, kind, id))?;
-        if let Some(v) = rec.visible() {
-            if !v.is_open() {
-                self.current_ends.remove((v.until.as_micros(), ns, kind, id))?;
-            }
+        if let Some(v) = rec.visible()
+            && !v.is_open()
+        {
+            self.current_ends.remove((v.until.as_micros(), ns, kind, id))?;
         }
         Ok(())
     }
 
     fn release_identity(&mut self, rec: &Record) -> Result<(), Error> {
-        if rec.holds_identity() {
-            if let Some(k) = rec.identity() {
-                let key = (rec.namespace.as_str(), rec.kind().code(), k.as_str());
-                let holder = self.identity.get(key)?.map(|v| v.value());
-                if holder == Some(rec.id.as_u128()) {
-                    self.identity.remove(key)?;
-                }
+        if rec.holds_identity()
+            && let Some(k) = rec.identity()
+        {
+            let key = (rec.namespace.as_str(), rec.kind().code(), k.as_str());
+            let holder = self.identity.get(key)?.map(|v| v.value());
+            if holder == Some(rec.id.as_u128()) {
+                self.identity.remove(key)?;
             }
         }
         Ok(())
@@ -808,19 +795,19 @@ impl WriteTables<'_> {
                     self.remove_current(o)?;
                     self.release_identity(o)?;
                 }
-                if let Some(v) = new_vis {
-                    if v.until.as_micros() > commit_tx {
-                        let row = record::current_row(&new, v, &bytes);
-                        self.current.insert((ns, kind, id), row.as_slice())?;
-                        if !v.is_open() {
-                            self.current_ends.insert((v.until.as_micros(), ns, kind, id), ())?;
-                        }
+                if let Some(v) = new_vis
+                    && v.until.as_micros() > commit_tx
+                {
+                    let row = record::current_row(&new, v, &bytes);
+                    self.current.insert((ns, kind, id), row.as_slice())?;
+                    if !v.is_open() {
+                        self.current_ends.insert((v.until.as_micros(), ns, kind, id), ())?;
                     }
                 }
-                if new.holds_identity() {
-                    if let Some(k) = new.identity() {
-                        self.identity.insert((ns, kind, k.as_str()), id)?;
-                    }
+                if new.holds_identity()
+                    && let Some(k) = new.identity()
+                {
+                    self.identity.insert((ns, kind, k.as_str()), id)?;
                 }
                 Ok((ns.to_string(), id))
             }
