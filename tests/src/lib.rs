@@ -1,1 +1,1 @@
-//! e2e
+//! End-to-end tests across mnemon crates live in `tests/`.
