@@ -12,8 +12,27 @@ fn main() {
     let size: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let dir = tempfile::tempdir().unwrap();
     match mode {
+        "jobs" => {
+            // Per-job cost inside a commit: 20,000 one-record jobs submitted at once.
+            let db = mnemon::Db::create(dir.path().join("j.redb")).unwrap();
+            for round in 0..3u64 {
+                let jobs: Vec<Vec<WriteOp>> =
+                    (0..20_000).map(|i| vec![WriteOp::Insert(small_record(round * 100_000 + i))]).collect();
+                let before = db.snapshot().unwrap().meta().commit_seq;
+                let t = Instant::now();
+                let n = db.store().write_many(jobs, mnemon::Durability::Immediate).len();
+                let el = t.elapsed();
+                let commits = db.snapshot().unwrap().meta().commit_seq - before;
+                println!("{:.1} µs per job ({n} jobs, {commits} commits)", el.as_secs_f64() * 1e6 / n as f64);
+            }
+        }
         "gc" => {
-            let db = mnemon::Db::create(dir.path().join("g.redb")).unwrap();
+            let window: u64 = std::env::var("WINDOW_US").ok().and_then(|v| v.parse().ok()).unwrap_or(250);
+            let db = mnemon::Db::builder(dir.path().join("g.redb"))
+                .create(true)
+                .group_commit_window(std::time::Duration::from_micros(window))
+                .open()
+                .unwrap();
             for threads in std::env::args().nth(2).map_or(vec![1usize, 4, 16], |t| vec![t.parse().unwrap()]) {
                 let per = if threads == 16 { 600 } else { 200u64 };
                 let before = db.snapshot().unwrap().meta().commit_seq;

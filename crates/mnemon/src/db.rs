@@ -38,6 +38,13 @@ impl DbBuilder {
         self
     }
 
+    /// How long the writer may wait for more jobs when the previous commit showed concurrent
+    /// writers (default 250 µs; zero turns waiting off). A lone writer never waits.
+    pub fn group_commit_window(mut self, window: std::time::Duration) -> Self {
+        self.options.group_commit_window = window;
+        self
+    }
+
     /// redb's page cache, in bytes (default 256 MiB).
     pub fn cache_size(mut self, bytes: usize) -> Self {
         self.options.cache_size = bytes;
