@@ -1,11 +1,13 @@
 //! Typed record bodies, one struct per kind, and [`Body`], the one enum over them.
 //!
-//! The binary codec is positional: the field order of every struct here is part of the file
-//! format. Add fields only at the end, and only together with a new record codec version (see
-//! `codec.rs`). Enum variants are likewise append-only.
+//! The binary layout of each struct is the field list of its `bin_struct!` line (the compiler
+//! checks that it names every field). That order is part of the file format: add fields only
+//! at the end of a line, together with a new revision layout version (see `codec.rs`). Enum
+//! variant codes in the `bin_enum!` lines never change.
 
 use serde::{Deserialize, Serialize};
 
+use crate::codec::{bin_enum, bin_struct};
 use crate::error::InputError;
 use crate::id::RecordId;
 use crate::json::JsonText;
@@ -461,15 +463,15 @@ macro_rules! bodies {
                 }
             }
 
-            pub(crate) fn encode_into(&self, out: &mut Vec<u8>) -> Result<(), crate::codec::CodecError> {
+            pub(crate) fn encode_into(&self, w: &mut crate::codec::Writer) {
                 match self {
-                    $( Body::$variant(b) => crate::codec::encode_value(b, out), )*
+                    $( Body::$variant(b) => crate::codec::Bin::put(b, w), )*
                 }
             }
 
-            pub(crate) fn decode(kind: Kind, bytes: &[u8]) -> Result<Body, crate::codec::CodecError> {
+            pub(crate) fn decode(kind: Kind, r: &mut crate::codec::Reader<'_>) -> Result<Body, crate::codec::CodecError> {
                 Ok(match kind {
-                    $( Kind::$variant => Body::$variant(crate::codec::decode_value(bytes)?), )*
+                    $( Kind::$variant => Body::$variant(crate::codec::Bin::get(r)?), )*
                 })
             }
         }
@@ -520,6 +522,61 @@ bodies!(
     Message,
     Metrics,
 );
+
+// The binary layouts (see `codec::Bin`): fields in this order. Append only, with a new
+// revision layout version.
+bin_enum!(DecisionStatus { Proposed = 0, Accepted = 1, Rejected = 2, Superseded = 3, Deprecated = 4 });
+bin_enum!(TaskStatus { Backlog = 0, Planned = 1, InProgress = 2, Blocked = 3, Completed = 4, Cancelled = 5 });
+bin_enum!(Priority { Critical = 0, High = 1, Medium = 2, Low = 3 });
+bin_enum!(Severity { Low = 0, Medium = 1, High = 2, Critical = 3 });
+bin_enum!(Role { User = 0, Assistant = 1, System = 2, Tool = 3 });
+bin_struct!(StatusChange { from, to, at, reason });
+bin_struct!(Mention { context, at, source });
+bin_struct!(Decision {
+    title,
+    description,
+    rationale,
+    context,
+    status,
+    alternatives,
+    consequences,
+    related_decisions,
+    related_tasks
+});
+bin_struct!(Task {
+    title,
+    description,
+    status,
+    priority,
+    assignee,
+    due,
+    completed_at,
+    dependencies,
+    blocked_by,
+    related_decisions,
+    status_history
+});
+bin_struct!(Entity { name, entity_type, description, properties, mentions, related_entities });
+bin_struct!(Relation { from, relation_type, to, description });
+bin_struct!(Observation { entity, content });
+bin_struct!(Pattern { title, description, category, example });
+bin_struct!(Gotcha { title, problem, solution, severity });
+bin_struct!(Learning { text, related_files });
+bin_struct!(ErrorFix { error, solution, context });
+bin_struct!(Episode { episode_type, content, summary, files, access_count, last_accessed_at });
+bin_struct!(Knowledge { category, content, last_used });
+bin_struct!(Preference { key, value, text });
+bin_struct!(Brief { text });
+bin_struct!(Conversation {
+    title,
+    summary,
+    ended_at,
+    extracted_decisions,
+    extracted_tasks,
+    extracted_entities
+});
+bin_struct!(Message { conversation, role, content });
+bin_struct!(Metrics { task, iterations, quality_gate_passed, duration_ms, errors });
 
 impl Body {
     /// Check the fields a kind cannot do without.

@@ -265,7 +265,7 @@ impl Op {
 /// [supersedes: option<u128 LE>][superseded_by: option<u128 LE>]
 /// [tag count: varint][tags: string...][importance: u8, 0 = none][confidence: option<f32 LE>]
 /// [source: option<string>][task: option<string>][key: option<string>][metadata: string]
-/// [body: bincode, the struct of the kind]
+/// [body: the kind's struct, fields as listed by its `bin_struct!` line in `body.rs`]
 /// ```
 /// An option is a `0` byte, or a `1` byte and the value; a string is a varint length and UTF-8.
 pub(crate) fn encode_revision(r: &Record) -> Result<Vec<u8>, CodecError> {
@@ -289,9 +289,8 @@ pub(crate) fn encode_revision(r: &Record) -> Result<Vec<u8>, CodecError> {
     w.opt_str(e.task.as_deref());
     w.opt_str(e.key.as_deref());
     w.str(e.metadata.as_str());
-    let mut out = w.out;
-    r.body.encode_into(&mut out)?;
-    Ok(out)
+    r.body.encode_into(&mut w);
+    Ok(w.out)
 }
 
 /// Decode a stored revision, given the parts that live in its key.
@@ -335,7 +334,10 @@ pub(crate) fn decode_revision(
     let task = r.opt_str()?.map(Text::from);
     let key = r.opt_str()?.map(Text::from);
     let metadata = JsonText::from_stored(r.str()?);
-    let body = Body::decode(kind, r.rest())?;
+    let body = Body::decode(kind, &mut r)?;
+    if !r.rest().is_empty() {
+        return Err(bad(format!("{} trailing bytes", r.rest().len())));
+    }
     Ok(Record {
         namespace: namespace.clone(),
         id,
@@ -455,6 +457,84 @@ mod tests {
         let row = encode_current_row(&r)?.unwrap();
         assert_eq!(decode_current_row(&r.namespace, r.id, &row)?, r);
         assert_eq!(current_row_visible(&row)?, r.visible().unwrap());
+        Ok(())
+    }
+
+    #[test]
+    fn every_kind_round_trips_through_the_binary_layout() -> Result<(), Box<dyn std::error::Error>> {
+        use serde_json::json;
+        let id = RecordId::new().to_string();
+        let samples = [
+            (
+                Kind::Decision,
+                json!({"title": "t", "description": "d", "rationale": "r", "context": "c",
+                "status": "deprecated", "alternatives": ["a", "b"], "consequences": ["x"],
+                "related_decisions": [id], "related_tasks": [id]}),
+            ),
+            (
+                Kind::Task,
+                json!({"title": "t", "status": "blocked", "priority": "critical", "assignee": "ann",
+                "due": "2024-05-07T10:00:00Z", "completed_at": null, "dependencies": [id], "blocked_by": "review",
+                "related_decisions": [id], "status_history": [{"from": "backlog", "to": "blocked",
+                "at": "2024-05-07T10:00:00Z", "reason": "waiting"}]}),
+            ),
+            (
+                Kind::Entity,
+                json!({"name": "Redis", "entity_type": "service", "description": "cache",
+                "properties": {"port": 6379, "tls": true}, "related_entities": [id],
+                "mentions": [{"context": "in chat", "at": "2024-05-07T10:00:00Z", "source": "conversation"}]}),
+            ),
+            (Kind::Relation, json!({"from": "a", "relation_type": "uses", "to": "b", "description": "d"})),
+            (Kind::Observation, json!({"entity": "Redis", "content": "fast"})),
+            (
+                Kind::Pattern,
+                json!({"title": "p", "description": "d", "category": "c", "example": "fn x() {}"}),
+            ),
+            (Kind::Gotcha, json!({"title": "g", "problem": "p", "solution": "s", "severity": "critical"})),
+            (
+                Kind::Learning,
+                json!({"text": "l", "related_files": ["a.rs", "a very long path/that/is/not/inline.rs"]}),
+            ),
+            (Kind::ErrorFix, json!({"error": "e", "solution": "s", "context": "c"})),
+            (
+                Kind::Episode,
+                json!({"episode_type": "error_fix", "content": "c", "summary": "s", "files": ["f"],
+                "access_count": 123456789, "last_accessed_at": "1969-12-31T23:59:59Z"}),
+            ),
+            (Kind::Knowledge, json!({"category": "c", "content": "k", "last_used": "2024-05-07"})),
+            (Kind::Preference, json!({"key": "indent", "value": [1, {"a": null}], "text": "spaces"})),
+            (Kind::Brief, json!({"text": "b"})),
+            (
+                Kind::Conversation,
+                json!({"title": "t", "summary": "s", "ended_at": "2024-05-07",
+                "extracted_decisions": [id], "extracted_tasks": [], "extracted_entities": [id]}),
+            ),
+            (Kind::Message, json!({"conversation": id, "role": "tool", "content": "m"})),
+            (
+                Kind::Metrics,
+                json!({"task": "t", "iterations": 4, "quality_gate_passed": true, "duration_ms": 99,
+                "errors": ["x"]}),
+            ),
+        ];
+        assert_eq!(samples.len(), Kind::ALL.len(), "a sample per kind");
+        for (kind, value) in samples {
+            let mut r = sample();
+            r.body = Body::from_json(kind, value)?;
+            let bytes = encode_revision(&r)?;
+            let back = decode_revision(&r.namespace, r.id, r.rev, r.recorded_at, &bytes)?;
+            assert_eq!(back, r, "{kind}");
+            // Every strict prefix fails to decode rather than misreading.
+            for n in [bytes.len() - 1, bytes.len() / 2, 3] {
+                assert!(
+                    decode_revision(&r.namespace, r.id, r.rev, r.recorded_at, &bytes[..n]).is_err(),
+                    "{kind} prefix {n}"
+                );
+            }
+            // The empty body of every kind round-trips too.
+            r.body = Body::empty(kind);
+            let bytes = encode_revision(&r)?;
+            assert_eq!(decode_revision(&r.namespace, r.id, r.rev, r.recorded_at, &bytes)?, r);
+        }
         Ok(())
     }
 
