@@ -354,11 +354,18 @@ impl Harness {
     }
 
     fn check(&self) {
+        self.check_with(false);
+    }
+
+    /// Compare every listing, get and history with the model. `exhaustive`: every commit
+    /// boundary and every valid-time boundary, each with one microsecond either side; otherwise
+    /// a sample (after each step, to keep runs short).
+    fn check_with(&self, exhaustive: bool) {
         let snap = self.store().snapshot().unwrap();
-        // Transaction times: every commit boundary and one microsecond either side, plus now.
+        // Transaction times: commit boundaries and one microsecond either side, plus now.
         let mut ks: BTreeSet<i64> = BTreeSet::new();
         let commits = &self.model.commits;
-        let sample: Vec<i64> = if commits.len() <= 10 {
+        let sample: Vec<i64> = if exhaustive || commits.len() <= 10 {
             commits.clone()
         } else {
             let step = commits.len() / 6;
@@ -376,7 +383,7 @@ impl Harness {
         // Valid times: every boundary and one microsecond either side, plus now.
         let mut vs: BTreeSet<i64> = BTreeSet::new();
         let bounds = self.model.boundaries();
-        let stride = (bounds.len() / 8).max(1);
+        let stride = if exhaustive { 1 } else { (bounds.len() / 8).max(1) };
         for b in bounds.iter().step_by(stride) {
             vs.extend([b - 1, *b, b + 1]);
         }
@@ -462,8 +469,9 @@ proptest! {
         for s in &steps {
             h.run(s);
         }
+        h.check_with(true);
         h.store = None;
         h.open(false);
-        h.check();
+        h.check_with(true);
     }
 }
