@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::UsageError;
 use crate::cli::{AsOfArgs, Cli, Command, NewArgs};
-use crate::output::{Out, cut, record_detail, records_table, short, table, when};
+use crate::output::{Out, chain_table, history_table, record_detail, records_table, table, when};
 
 fn usage(msg: impl Into<String>) -> anyhow::Error {
     UsageError(msg.into()).into()
@@ -327,21 +327,7 @@ fn history(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
         }
         return Ok(());
     }
-    let rows: Vec<Vec<String>> = revs
-        .iter()
-        .map(|r| {
-            vec![
-                r.rev.to_string(),
-                format!("{:?}", r.op).to_lowercase(),
-                when(Some(r.recorded_at)),
-                r.replaced_at.map_or_else(|| "current".to_string(), Timestamp::to_human),
-                when(Some(r.valid_from)),
-                when(r.valid_until),
-                cut(&r.body.title(), 50),
-            ]
-        })
-        .collect();
-    out.line(table(&["REV", "OP", "RECORDED", "REPLACED", "VALID FROM", "VALID UNTIL", "TITLE"], &rows))?;
+    out.line(history_table(&revs))?;
     Ok(())
 }
 
@@ -358,21 +344,7 @@ fn chain(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
         }
         return Ok(());
     }
-    let rows: Vec<Vec<String>> = links
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            vec![
-                (i + 1).to_string(),
-                short(r.id),
-                format!("{:?}", r.status_at(now)).to_lowercase(),
-                when(Some(r.valid_from)),
-                when(r.valid_until),
-                format!("{}{}", if r.id == id { "* " } else { "" }, cut(&r.body.title(), 60)),
-            ]
-        })
-        .collect();
-    out.line(table(&["#", "ID", "STATUS", "VALID FROM", "VALID UNTIL", "TITLE"], &rows))?;
+    out.line(chain_table(&links, now, Some(id)))?;
     Ok(())
 }
 

@@ -153,3 +153,41 @@ pub fn record_detail(r: &Record, at: Timestamp) -> String {
     out.push(serde_json::to_string_pretty(&r.body.to_json()).unwrap_or_default());
     out.join("\n")
 }
+
+/// A supersession chain as a table, oldest first; `mark` gets a `*` before its title.
+pub fn chain_table(links: &[Record], now: Timestamp, mark: Option<RecordId>) -> String {
+    let rows: Vec<Vec<String>> = links
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            vec![
+                (i + 1).to_string(),
+                short(r.id),
+                format!("{:?}", r.status_at(now)).to_lowercase(),
+                when(Some(r.valid_from)),
+                when(r.valid_until),
+                format!("{}{}", if Some(r.id) == mark { "* " } else { "" }, cut(&r.body.title(), 60)),
+            ]
+        })
+        .collect();
+    table(&["#", "ID", "STATUS", "VALID FROM", "VALID UNTIL", "TITLE"], &rows)
+}
+
+/// Every revision of a record as a table, with both time intervals.
+pub fn history_table(revs: &[Record]) -> String {
+    let rows: Vec<Vec<String>> = revs
+        .iter()
+        .map(|r| {
+            vec![
+                r.rev.to_string(),
+                format!("{:?}", r.op).to_lowercase(),
+                when(Some(r.recorded_at)),
+                r.replaced_at.map_or_else(|| "current".to_string(), Timestamp::to_human),
+                when(Some(r.valid_from)),
+                when(r.valid_until),
+                cut(&r.body.title(), 50),
+            ]
+        })
+        .collect();
+    table(&["REV", "OP", "RECORDED", "REPLACED", "VALID FROM", "VALID UNTIL", "TITLE"], &rows)
+}

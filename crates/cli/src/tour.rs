@@ -4,7 +4,7 @@ use anyhow::Result;
 use mnemon::body::{Decision, Task, TaskStatus};
 use mnemon::{AsOf, Db, ListQuery, Timestamp};
 
-use crate::output::{Out, records_table, short, table, when};
+use crate::output::{Out, chain_table, history_table, records_table, short};
 
 fn date(s: &str) -> Result<Timestamp> {
     Ok(Timestamp::parse(s)?)
@@ -114,37 +114,11 @@ pub fn run(out: &mut Out) -> Result<()> {
 
     say(out, &format!("7. How did the storage decision come to be?   mnemon chain {}", short(redb)))?;
     let links = ns.chain(redb)?;
-    let rows: Vec<Vec<String>> = links
-        .iter()
-        .map(|r| {
-            vec![
-                short(r.id),
-                format!("{:?}", r.status_at(now)).to_lowercase(),
-                when(Some(r.valid_from)),
-                when(r.valid_until),
-                r.body.title(),
-            ]
-        })
-        .collect();
-    say(out, &indent(&table(&["ID", "STATUS", "VALID FROM", "VALID UNTIL", "TITLE"], &rows)))?;
+    say(out, &indent(&chain_table(&links, now, Some(redb))))?;
     say(out, "")?;
 
     say(out, &format!("8. Every revision of the SQLite decision:   mnemon history {}", short(sqlite)))?;
-    let revs = ns.history(sqlite)?;
-    let rows: Vec<Vec<String>> = revs
-        .iter()
-        .map(|r| {
-            vec![
-                r.rev.to_string(),
-                format!("{:?}", r.op).to_lowercase(),
-                when(Some(r.recorded_at)),
-                r.replaced_at.map_or_else(|| "current".into(), Timestamp::to_human),
-                when(Some(r.valid_from)),
-                when(r.valid_until),
-            ]
-        })
-        .collect();
-    say(out, &indent(&table(&["REV", "OP", "RECORDED", "REPLACED", "VALID FROM", "VALID UNTIL"], &rows)))?;
+    say(out, &indent(&history_table(&ns.history(sqlite)?)))?;
     say(out, "")?;
     say(out, "Your turn:")?;
     say(out, "   mnemon init")?;
