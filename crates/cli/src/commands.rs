@@ -66,6 +66,11 @@ fn open(cli: &Cli) -> Result<Db> {
     Ok(Db::open(&cli.db)?)
 }
 
+/// Open for reading: several readers (other `mnemon` calls) may share the file.
+fn open_read(cli: &Cli) -> Result<Db> {
+    Ok(Db::open_read_only(&cli.db)?)
+}
+
 fn namespace(cli: &Cli) -> Result<Namespace> {
     Ok(Namespace::new(cli.ns.as_str())?)
 }
@@ -159,7 +164,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::History { id } => history(&cli, &mut out, id)?,
         Command::Chain { id } => chain(&cli, &mut out, id)?,
         Command::Export { all } => {
-            let db = open(&cli)?;
+            let db = open_read(&cli)?;
             let ns = namespace(&cli)?;
             let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
             transfer::export(&db, if *all { None } else { Some(&ns) }, &mut stdout)?;
@@ -250,7 +255,7 @@ fn written(out: &mut Out, o: &Outcome) -> Result<()> {
 
 fn get(cli: &Cli, out: &mut Out, id: &str, a: AsOfArgs) -> Result<()> {
     check_id_form(id)?;
-    let db = open(cli)?;
+    let db = open_read(cli)?;
     let ns = namespace(cli)?;
     let id = resolve_id(&db, &ns, id)?;
     let snap = db.snapshot()?;
@@ -289,7 +294,7 @@ fn get(cli: &Cli, out: &mut Out, id: &str, a: AsOfArgs) -> Result<()> {
 }
 
 fn list(cli: &Cli, out: &mut Out, q: &ListQuery, explain: bool) -> Result<()> {
-    let db = open(cli)?;
+    let db = open_read(cli)?;
     let ns = namespace(cli)?;
     let at = q.as_of.valid.unwrap_or_else(|| db.now());
     let (records, path) = db.snapshot()?.list_explain(&ns, q)?;
@@ -314,7 +319,7 @@ fn list(cli: &Cli, out: &mut Out, q: &ListQuery, explain: bool) -> Result<()> {
 
 fn history(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
     check_id_form(id)?;
-    let db = open(cli)?;
+    let db = open_read(cli)?;
     let ns = namespace(cli)?;
     let id = resolve_id(&db, &ns, id)?;
     let revs = db.snapshot()?.history(&ns, id)?;
@@ -333,7 +338,7 @@ fn history(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
 
 fn chain(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
     check_id_form(id)?;
-    let db = open(cli)?;
+    let db = open_read(cli)?;
     let ns = namespace(cli)?;
     let id = resolve_id(&db, &ns, id)?;
     let now = db.now();
@@ -419,7 +424,7 @@ fn import(cli: &Cli, out: &mut Out, file: &Path, partial: bool) -> Result<()> {
 }
 
 fn stats(cli: &Cli, out: &mut Out) -> Result<()> {
-    let db = open(cli)?;
+    let db = open_read(cli)?;
     let s = mnemon::stats(&db)?;
     if out.json {
         out.json_line(&s)?;

@@ -423,3 +423,20 @@ fn a_database_held_by_another_process_is_reported() {
     drop(holder);
     e.run(&["list"]).ok();
 }
+
+#[test]
+fn readers_share_the_file_and_a_writer_waits_its_turn() {
+    let e = Env::new();
+    e.init();
+    e.add("decision", r#"{"title":"x"}"#, &[]);
+    // Another process holds the database for reading: reading commands still work...
+    let reader = redb::ReadOnlyDatabase::open(e.db()).unwrap();
+    assert_eq!(e.run(&["--json", "list"]).json_lines().len(), 1);
+    assert!(e.run(&["stats"]).ok().contains("NAMESPACE"));
+    assert_eq!(e.run(&["export", "--all"]).ok().lines().count(), 1);
+    // ...while writing is refused with a clear message, and nothing is written.
+    e.run(&["add", "decision", "--data", r#"{"title":"y"}"#]).fails(1, "in use by another process");
+    drop(reader);
+    e.add("decision", r#"{"title":"y"}"#, &[]);
+    assert_eq!(e.run(&["--json", "list"]).json_lines().len(), 2);
+}

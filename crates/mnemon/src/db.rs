@@ -26,6 +26,13 @@ impl DbBuilder {
         self
     }
 
+    /// Open for reading only (default off): read-only handles in any number of processes share
+    /// the file; writes fail.
+    pub fn read_only(mut self, yes: bool) -> Self {
+        self.options.read_only = yes;
+        self
+    }
+
     /// Use this clock for transaction times (tests, reproducible demos).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.options.clock = clock;
@@ -79,6 +86,11 @@ impl Db {
     /// Open an existing database.
     pub fn open(path: impl AsRef<Path>) -> Result<Db> {
         Db::builder(path).open()
+    }
+
+    /// Open an existing database for reading only.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Db> {
+        Db::builder(path).read_only(true).open()
     }
 
     /// Open the database, creating it (and its folder) if needed.

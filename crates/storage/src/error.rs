@@ -337,6 +337,12 @@ pub enum Error {
         /// What failed.
         reason: String,
     },
+    /// A write to a store opened read-only.
+    #[error("{path} is open for reading only")]
+    ReadOnly {
+        /// The database file.
+        path: PathBuf,
+    },
     /// The background writer stopped (the store is shutting down or a commit panicked).
     #[error("the writer of {path} has stopped")]
     WriterStopped {

@@ -55,6 +55,10 @@ pub struct StoreOptions {
     pub cache_size: usize,
     /// The most jobs one group commit carries.
     pub max_jobs_per_commit: usize,
+    /// Open for reading only: any number of read-only handles, in this and other processes,
+    /// share the file (a writer excludes them). Writes fail with [`Error::ReadOnly`]. A file
+    /// that needs crash recovery is opened for writing once to recover it.
+    pub read_only: bool,
     /// How long the writer may wait for more jobs before a commit, when the previous commit
     /// showed concurrent writers (it carried several jobs). A lone writer never waits.
     pub group_commit_window: std::time::Duration,
@@ -68,6 +72,7 @@ impl Default for StoreOptions {
             min_checkpoint_gap: 512,
             cache_size: 256 * 1024 * 1024,
             max_jobs_per_commit: 4096,
+            read_only: false,
             group_commit_window: std::time::Duration::from_micros(250),
         }
     }
@@ -90,8 +95,14 @@ struct Job {
     reply: SyncSender<Result<Receipt, Error>>,
 }
 
+/// The open redb handle: writable (with the writer thread) or read-only.
+enum Handle {
+    Writable(Arc<Database>),
+    ReadOnly(redb::ReadOnlyDatabase),
+}
+
 struct Inner {
-    db: Arc<Database>,
+    db: Handle,
     path: PathBuf,
     clock: Arc<dyn Clock>,
     sender: Option<Sender<Job>>,
@@ -170,6 +181,32 @@ impl Store {
         let exists = probe_file(&path)?;
         let mut builder = redb::Builder::new();
         builder.set_cache_size(options.cache_size);
+        if options.read_only {
+            if !exists {
+                return Err(OpenError::Missing { path }.into());
+            }
+            let ro = match builder.open_read_only(&path) {
+                Ok(ro) => ro,
+                Err(redb::DatabaseError::RepairAborted) => {
+                    // Recover what a crash left behind, then read.
+                    let db = builder.open(&path).map_err(|e| open_error(&path, e))?;
+                    check_meta(&path, &db.begin_read()?)?;
+                    drop(db);
+                    builder.open_read_only(&path).map_err(|e| open_error(&path, e))?
+                }
+                Err(e) => return Err(open_error(&path, e).into()),
+            };
+            check_meta(&path, &ro.begin_read()?)?;
+            return Ok(Store {
+                inner: Arc::new(Inner {
+                    db: Handle::ReadOnly(ro),
+                    path,
+                    clock: options.clock,
+                    sender: None,
+                    writer: None,
+                }),
+            });
+        }
         let db = if exists {
             // Check the metadata through a read-only handle first, so a redb file that is not
             // a mnemon database is never opened for writing.
@@ -221,7 +258,7 @@ impl Store {
         };
         Ok(Store {
             inner: Arc::new(Inner {
-                db,
+                db: Handle::Writable(db),
                 path,
                 clock: options.clock,
                 sender: Some(sender),
@@ -242,7 +279,11 @@ impl Store {
 
     /// A consistent read-only view at the latest commit.
     pub fn snapshot(&self) -> Result<Snapshot, Error> {
-        let txn = self.inner.db.begin_read().map_err(|e| Error::from(e).with_path(&self.inner.path))?;
+        let txn = match &self.inner.db {
+            Handle::Writable(db) => db.begin_read(),
+            Handle::ReadOnly(db) => db.begin_read(),
+        }
+        .map_err(|e| Error::from(e).with_path(&self.inner.path))?;
         Snapshot::new(txn, &self.inner.path, Arc::clone(&self.inner.clock))
     }
 
@@ -253,6 +294,9 @@ impl Store {
 
     /// Commit a batch with the given durability.
     pub fn write_with(&self, ops: Vec<WriteOp>, durability: Durability) -> Result<Receipt, Error> {
+        if matches!(self.inner.db, Handle::ReadOnly(_)) {
+            return Err(Error::ReadOnly { path: self.inner.path.clone() });
+        }
         let stopped = || Error::WriterStopped { path: self.inner.path.clone() };
         let sender = self.inner.sender.as_ref().ok_or_else(stopped)?;
         let (reply, answer) = mpsc::sync_channel(1);
@@ -264,6 +308,9 @@ impl Store {
     /// job is still atomic on its own: one failing job does not affect the others).
     pub fn write_many(&self, jobs: Vec<Vec<WriteOp>>, durability: Durability) -> Vec<Result<Receipt, Error>> {
         let stopped = || Error::WriterStopped { path: self.inner.path.clone() };
+        if matches!(self.inner.db, Handle::ReadOnly(_)) {
+            return jobs.iter().map(|_| Err(Error::ReadOnly { path: self.inner.path.clone() })).collect();
+        }
         let Some(sender) = self.inner.sender.as_ref() else {
             return jobs.iter().map(|_| Err(stopped())).collect();
         };
