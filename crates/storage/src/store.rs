@@ -157,7 +157,7 @@ fn probe_file(path: &Path) -> Result<bool, OpenError> {
     let mut f = std::fs::File::open(path).map_err(io)?;
     let mut got = 0;
     while got < head.len() {
-        match f.read(&mut head[got..]).map_err(io)? {
+        match f.read(head.get_mut(got..).unwrap_or_default()).map_err(io)? {
             0 => break,
             n => got += n,
         }

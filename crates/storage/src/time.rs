@@ -101,7 +101,7 @@ impl Timestamp {
 
     /// This timestamp plus whole days, saturating at the sentinels.
     pub fn plus_days(self, days: u32) -> Self {
-        Timestamp(self.0.saturating_add(i64::from(days) * 86_400_000_000))
+        Timestamp(self.0.saturating_add(i64::from(days).saturating_mul(86_400_000_000)))
     }
 
     /// This timestamp plus microseconds, saturating.
