@@ -290,6 +290,10 @@ impl Snapshot {
         if k >= self.meta.last_tx.as_micros() && v >= self.meta.swept_through.as_micros() {
             // Newest first: walk each kind's range backwards and merge them by id.
             let t = self.txn.open_table(tables::CURRENT)?;
+            // Records are large: reserve once (the table's length is stored, so this is free)
+            // rather than moving them as the vector grows.
+            let rows = usize::try_from(t.len()?).unwrap_or(usize::MAX);
+            out.reserve(rows.min(limit).min(4096));
             let codes: Vec<u8> =
                 if kinds.is_empty() { Kind::ALL.iter().map(|k| k.code()).collect() } else { kinds.clone() };
             let mut ranges = Vec::with_capacity(codes.len());
