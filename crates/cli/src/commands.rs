@@ -110,21 +110,21 @@ pub fn run(cli: Cli) -> Result<()> {
             let db = open(&cli)?;
             let id = resolve_id(&db, &namespace(&cli)?, id)?;
             let o = ns_handle(&db, &cli)?.revise_json(id, &patch)?;
-            written(&mut out, &o)?;
+            print_outcome(&mut out, &o, true)?;
         }
         Command::Retire { id, at } => {
             check_id_form(id)?;
             let db = open(&cli)?;
             let id = resolve_id(&db, &namespace(&cli)?, id)?;
             let o = ns_handle(&db, &cli)?.retire(id, *at)?;
-            written(&mut out, &o)?;
+            print_outcome(&mut out, &o, true)?;
         }
         Command::Expire { id, at } => {
             check_id_form(id)?;
             let db = open(&cli)?;
             let id = resolve_id(&db, &namespace(&cli)?, id)?;
             let o = ns_handle(&db, &cli)?.expire(id, *at)?;
-            written(&mut out, &o)?;
+            print_outcome(&mut out, &o, true)?;
         }
         Command::Supersede { old_id, data, at, tags, importance } => {
             check_id_form(old_id)?;
@@ -214,41 +214,22 @@ fn add(cli: &Cli, out: &mut Out, kind: mnemon::Kind, new: &NewArgs) -> Result<()
     r.envelope.tags.extend(new.tags.iter().map(|t| mnemon::Text::from(t.as_str())));
     let db = open(cli)?;
     let o = db.ns(ns.as_str())?.insert(input.record)?;
-    match o {
-        Outcome::Existing { id } => {
-            if out.json {
-                out.json_line(&json!({"id": id, "existing": true}))?;
-            } else {
-                out.line(id.to_string())?;
-            }
-        }
-        other => {
-            if out.json {
-                out.json_line(&json!({"id": other.id()}))?;
-            } else {
-                out.line(other.id().to_string())?;
-            }
-        }
-    }
-    Ok(())
+    print_outcome(out, &o, false)
 }
 
-fn written(out: &mut Out, o: &Outcome) -> Result<()> {
-    match o {
-        Outcome::Written { id, rev } => {
-            if out.json {
-                out.json_line(&json!({"id": id, "rev": rev}))?;
-            } else {
-                out.line(format!("{id} is now at revision {rev}"))?;
-            }
+/// Print what a write did: the id (and, for corrections, the new revision number).
+fn print_outcome(out: &mut Out, o: &Outcome, show_rev: bool) -> Result<()> {
+    let (doc, text) = match *o {
+        Outcome::Existing { id } => (json!({"id": id, "existing": true}), id.to_string()),
+        Outcome::Written { id, rev } if show_rev => {
+            (json!({"id": id, "rev": rev}), format!("{id} is now at revision {rev}"))
         }
-        other => {
-            if out.json {
-                out.json_line(&json!({"id": other.id()}))?;
-            } else {
-                out.line(other.id().to_string())?;
-            }
-        }
+        ref other => (json!({"id": other.id()}), other.id().to_string()),
+    };
+    if out.json {
+        out.json_line(&doc)?;
+    } else {
+        out.line(text)?;
     }
     Ok(())
 }
