@@ -52,6 +52,15 @@ fn resolve_id(db: &Db, ns: &Namespace, s: &str) -> Result<RecordId> {
     }
 }
 
+/// Check the id's form, open the database for writing, and resolve the id in the namespace.
+fn open_with_id(cli: &Cli, id: &str) -> Result<(Db, Ns, RecordId)> {
+    check_id_form(id)?;
+    let db = open(cli)?;
+    let id = resolve_id(&db, &namespace(cli)?, id)?;
+    let ns = ns_handle(&db, cli)?;
+    Ok((db, ns, id))
+}
+
 /// Validate an id argument's form before opening anything.
 fn check_id_form(s: &str) -> Result<()> {
     let hex: String = s.chars().filter(|c| *c != '-').collect();
@@ -107,23 +116,18 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Revise { id, data } => {
             check_id_form(id)?;
             let patch = read_data(data)?;
-            let db = open(&cli)?;
-            let id = resolve_id(&db, &namespace(&cli)?, id)?;
-            let o = ns_handle(&db, &cli)?.revise_json(id, &patch)?;
+            let (_db, ns, id) = open_with_id(&cli, id)?;
+            let o = ns.revise_json(id, &patch)?;
             print_outcome(&mut out, &o, true)?;
         }
         Command::Retire { id, at } => {
-            check_id_form(id)?;
-            let db = open(&cli)?;
-            let id = resolve_id(&db, &namespace(&cli)?, id)?;
-            let o = ns_handle(&db, &cli)?.retire(id, *at)?;
+            let (_db, ns, id) = open_with_id(&cli, id)?;
+            let o = ns.retire(id, *at)?;
             print_outcome(&mut out, &o, true)?;
         }
         Command::Expire { id, at } => {
-            check_id_form(id)?;
-            let db = open(&cli)?;
-            let id = resolve_id(&db, &namespace(&cli)?, id)?;
-            let o = ns_handle(&db, &cli)?.expire(id, *at)?;
+            let (_db, ns, id) = open_with_id(&cli, id)?;
+            let o = ns.expire(id, *at)?;
             print_outcome(&mut out, &o, true)?;
         }
         Command::Supersede { old_id, data, at, tags, importance } => {
@@ -151,10 +155,8 @@ pub fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Forget { id } => {
-            check_id_form(id)?;
-            let db = open(&cli)?;
-            let id = resolve_id(&db, &namespace(&cli)?, id)?;
-            let n = ns_handle(&db, &cli)?.forget(id)?;
+            let (_db, ns, id) = open_with_id(&cli, id)?;
+            let n = ns.forget(id)?;
             if out.json {
                 out.json_line(&json!({"forgotten": id, "revisions": n}))?;
             } else {
