@@ -109,6 +109,38 @@ pub enum InputError {
         /// The kind given.
         got: Kind,
     },
+    /// A vector that cannot be stored (empty, NaN or infinite components, the zero vector).
+    #[error("invalid vector: {reason}")]
+    BadVector {
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A vector whose dimension differs from its space's.
+    #[error("dimension mismatch in vector space {space:?}: expected {expected}, got {got}")]
+    DimensionMismatch {
+        /// The vector space.
+        space: String,
+        /// Its dimension.
+        expected: u32,
+        /// The vector's.
+        got: usize,
+    },
+    /// A vector-space name that is not allowed.
+    #[error("invalid vector space name {name:?}: {reason}")]
+    BadSpace {
+        /// What was given.
+        name: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// An auxiliary key outside the reserved prefixes, or empty.
+    #[error("invalid auxiliary key {key:?}: {reason}")]
+    BadAuxKey {
+        /// What was given.
+        key: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
     /// A time that callers may not use (before year 0 or after 9999).
     #[error("time {time} is out of range (years 0000 to 9999)")]
     TimeOutOfRange {

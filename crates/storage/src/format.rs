@@ -31,7 +31,7 @@ use crate::time::Timestamp;
 /// The magic value stored under `magic`.
 pub const MAGIC: [u8; 8] = *b"mnemon\x00\x01";
 /// The format version this build writes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// The oldest format version this build can open (upgrading it if needed).
 pub const OLDEST_SUPPORTED_FORMAT_VERSION: u32 = 1;
 /// The first bytes of every redb file.
@@ -109,6 +109,14 @@ pub(crate) fn init(table: &mut Table<&str, &[u8]>, now: Timestamp) -> Result<(),
     put_scalar(table, keys::CREATED_BY, &env!("CARGO_PKG_VERSION").to_string())?;
     put_scalar(table, keys::CREATED_AT, &now.as_micros())?;
     write_state(table, &MetaState { last_tx: Timestamp::MIN, commit_seq: 0, swept_through: Timestamp::MIN })
+}
+
+/// Bring a file of an older supported format up to [`FORMAT_VERSION`] (inside the caller's
+/// write transaction). Format 2 added the vector, vector-space and auxiliary tables; the
+/// caller creates them, and this records the new version.
+pub(crate) fn upgrade(table: &mut Table<&str, &[u8]>) -> Result<(), Error> {
+    table.insert(keys::FORMAT_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())?;
+    Ok(())
 }
 
 /// Check that the meta table identifies a mnemon database this build can read.

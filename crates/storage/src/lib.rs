@@ -57,6 +57,7 @@ mod tables;
 mod text;
 mod time;
 mod timeline;
+mod vector;
 mod write;
 
 pub use body::{Body, KindBody};
@@ -70,4 +71,5 @@ pub use record::{Envelope, Op, Record, Status, TTL_DAYS, Visible};
 pub use store::{Durability, Receipt, Store, StoreOptions};
 pub use text::Text;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
+pub use vector::{MAX_DIMENSION, VectorSpace, check_space_name, normalise};
 pub use write::{Expiry, NamespaceCounters, NewRecord, OnConflict, Outcome, Revise, WriteOp};

@@ -14,6 +14,7 @@ use crate::record::{self, Record, Visible};
 use crate::tables::{self, names};
 use crate::time::{Clock, Timestamp};
 use crate::timeline::{self, Spans};
+use crate::vector::{self, VectorSpace};
 use crate::write::{self, NamespaceCounters};
 
 /// A point on both time axes: "what was valid at `valid`, as the database knew it at `known`".
@@ -511,6 +512,153 @@ impl Snapshot {
         })())
     }
 
+    fn open_optional<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        def: redb::TableDefinition<K, V>,
+    ) -> Result<Option<redb::ReadOnlyTable<K, V>>, Error> {
+        // Files upgraded from format 1 by a read-only open lack the tables added since.
+        match self.txn.open_table(def) {
+            Ok(t) => Ok(Some(t)),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The vector spaces, by name.
+    pub fn vector_spaces(&self) -> Result<Vec<VectorSpace>, Error> {
+        self.ctx((|| {
+            let Some(t) = self.open_optional(tables::VECTOR_SPACES)? else { return Ok(Vec::new()) };
+            let mut out = Vec::new();
+            for r in t.iter()? {
+                let (k, v) = r?;
+                out.push(
+                    vector::decode_space(k.value(), v.value())
+                        .map_err(|e| Error::Codec { table: names::VECTOR_SPACES, source: e })?,
+                );
+            }
+            Ok(out)
+        })())
+    }
+
+    /// One vector space.
+    pub fn vector_space(&self, name: &str) -> Result<Option<VectorSpace>, Error> {
+        self.ctx((|| {
+            let Some(t) = self.open_optional(tables::VECTOR_SPACES)? else { return Ok(None) };
+            t.get(name)?
+                .map(|v| vector::decode_space(name, v.value()))
+                .transpose()
+                .map_err(|e| Error::Codec { table: names::VECTOR_SPACES, source: e })
+        })())
+    }
+
+    /// Every vector of a record in a space, as `(from_rev, vector)` in revision order.
+    pub fn vectors_of(
+        &self,
+        space: &str,
+        ns: &Namespace,
+        id: RecordId,
+    ) -> Result<Vec<(u32, Vec<f32>)>, Error> {
+        self.ctx((|| {
+            let Some(t) = self.open_optional(tables::VECTORS)? else { return Ok(Vec::new()) };
+            let key = id.as_u128();
+            let mut out = Vec::new();
+            for r in t.range((space, ns.as_str(), key, 0u32)..=(space, ns.as_str(), key, u32::MAX))? {
+                let (k, v) = r?;
+                let mut vec = Vec::new();
+                vector::decode_into(v.value(), &mut vec)
+                    .map_err(|e| Error::Codec { table: names::VECTORS, source: e })?;
+                out.push((k.value().3, vec));
+            }
+            Ok(out)
+        })())
+    }
+
+    /// The vector serving revision `rev` of a record: the one written at the greatest
+    /// `from_rev <= rev`. Returns `(from_rev, vector)`.
+    pub fn vector_for(
+        &self,
+        space: &str,
+        ns: &Namespace,
+        id: RecordId,
+        rev: u32,
+    ) -> Result<Option<(u32, Vec<f32>)>, Error> {
+        self.ctx((|| {
+            let Some(t) = self.open_optional(tables::VECTORS)? else { return Ok(None) };
+            let key = id.as_u128();
+            let mut cursor = t.range((space, ns.as_str(), key, 0u32)..=(space, ns.as_str(), key, rev))?;
+            let Some(r) = cursor.next_back() else { return Ok(None) };
+            let (k, v) = r?;
+            let mut vec = Vec::new();
+            vector::decode_into(v.value(), &mut vec)
+                .map_err(|e| Error::Codec { table: names::VECTORS, source: e })?;
+            Ok(Some((k.value().3, vec)))
+        })())
+    }
+
+    /// Visit every vector of a space (in one namespace, or all) in key order: by namespace,
+    /// record id, then `from_rev`. The slice is only valid during the call.
+    pub fn for_each_vector(
+        &self,
+        space: &str,
+        ns: Option<&Namespace>,
+        mut f: impl FnMut(&Namespace, RecordId, u32, &[f32]) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        self.ctx((|| {
+            let Some(t) = self.open_optional(tables::VECTORS)? else { return Ok(()) };
+            let iter = match ns {
+                Some(n) => {
+                    t.range((space, n.as_str(), 0u128, 0u32)..=(space, n.as_str(), u128::MAX, u32::MAX))?
+                }
+                None => t.range((space, "", 0u128, 0u32)..=(space, "\u{10FFFF}", u128::MAX, u32::MAX))?,
+            };
+            let mut ns_cache: Option<Namespace> = None;
+            let mut buf = Vec::new();
+            for r in iter {
+                let (k, v) = r?;
+                let (sp, n, id, from_rev) = k.value();
+                if sp != space {
+                    continue;
+                }
+                if ns_cache.as_ref().is_none_or(|c| c.as_str() != n) {
+                    ns_cache = Some(Namespace::new(n).map_err(|e| Error::Inconsistent {
+                        namespace: n.to_string(),
+                        detail: format!("stored vector under a bad namespace: {e}"),
+                    })?);
+                }
+                vector::decode_into(v.value(), &mut buf)
+                    .map_err(|e| Error::Codec { table: names::VECTORS, source: e })?;
+                if let Some(n) = &ns_cache {
+                    f(n, RecordId::from_u128(id), from_rev, &buf)?;
+                }
+            }
+            Ok(())
+        })())
+    }
+
+    /// An auxiliary row (see [`crate::WriteOp::PutAux`]).
+    pub fn aux(&self, key: &str) -> Result<Option<Vec<u8>>, Error> {
+        self.ctx((|| {
+            let Some(t) = self.open_optional(tables::AUX)? else { return Ok(None) };
+            Ok(t.get(key)?.map(|v| v.value().to_vec()))
+        })())
+    }
+
+    /// The auxiliary rows whose keys start with `prefix`.
+    pub fn aux_prefix(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, Error> {
+        self.ctx((|| {
+            let Some(t) = self.open_optional(tables::AUX)? else { return Ok(Vec::new()) };
+            let mut out = Vec::new();
+            for r in t.range(prefix..)? {
+                let (k, v) = r?;
+                if !k.value().starts_with(prefix) {
+                    break;
+                }
+                out.push((k.value().to_string(), v.value().to_vec()));
+            }
+            Ok(out)
+        })())
+    }
+
     /// Recompute every derived index from the revisions and compare: the timeline's events and
     /// checkpoint entries, the current table, identity keys and counters. Costs a full scan;
     /// returns the problems found (none on a healthy database).
@@ -654,7 +802,46 @@ impl Snapshot {
                 ));
             }
         }
+        self.verify_vectors(&revs, &mut problems)?;
         Ok(problems)
+    }
+
+    /// Every vector belongs to a stored revision and has its space's dimension.
+    fn verify_vectors(
+        &self,
+        revs: &redb::ReadOnlyTable<(&'static str, u128, i64, u32), &'static [u8]>,
+        problems: &mut Vec<Problem>,
+    ) -> Result<(), Error> {
+        let Some(vectors) = self.open_optional(tables::VECTORS)? else { return Ok(()) };
+        let spaces: BTreeMap<String, u32> =
+            self.vector_spaces()?.into_iter().map(|s| (s.name, s.dimension)).collect();
+        let mut revisions_of: BTreeMap<(String, u128), HashSet<u32>> = BTreeMap::new();
+        for r in vectors.iter()? {
+            let (k, v) = r?;
+            let (space, ns, id, from_rev) = k.value();
+            match spaces.get(space) {
+                None => problems.push(format!("vector of {ns}/{id:x} is in unknown space {space:?}")),
+                Some(&d) if d as usize != vector::stored_dimension(v.value()) => problems.push(format!(
+                    "vector of {ns}/{id:x} has dimension {}, its space {space:?} has {d}",
+                    vector::stored_dimension(v.value())
+                )),
+                Some(_) => {}
+            }
+            let key = (ns.to_string(), id);
+            if !revisions_of.contains_key(&key) {
+                let mut set = HashSet::new();
+                for r in revs.range((ns, id, i64::MIN, 0u32)..=(ns, id, i64::MAX, u32::MAX))? {
+                    set.insert(r?.0.value().3);
+                }
+                revisions_of.insert(key.clone(), set);
+            }
+            if !revisions_of.get(&key).is_some_and(|s| s.contains(&from_rev)) {
+                problems.push(format!(
+                    "vector of {ns}/{id:x} attaches to revision {from_rev}, which is not stored"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -217,13 +217,15 @@ impl Store {
                     drop(txn);
                     drop(ro);
                     let db = builder.open(&path).map_err(|e| open_error(&path, e))?;
-                    check_meta(&path, &db.begin_read()?)?;
+                    let version = check_meta(&path, &db.begin_read()?)?;
+                    upgrade_tables(&db, version).map_err(|e| e.with_path(&path))?;
                     db
                 }
                 Err(redb::DatabaseError::RepairAborted) => {
                     // It needs the recovery a crash leaves behind: only a writer can repair.
                     let db = builder.open(&path).map_err(|e| open_error(&path, e))?;
-                    check_meta(&path, &db.begin_read()?)?;
+                    let version = check_meta(&path, &db.begin_read()?)?;
+                    upgrade_tables(&db, version).map_err(|e| e.with_path(&path))?;
                     db
                 }
                 Err(e) => return Err(open_error(&path, e).into()),
@@ -346,12 +348,9 @@ impl Store {
     }
 }
 
-fn check_meta(path: &Path, txn: &redb::ReadTransaction) -> Result<(), Error> {
+fn check_meta(path: &Path, txn: &redb::ReadTransaction) -> Result<u32, Error> {
     match txn.open_table(tables::META) {
-        Ok(t) => {
-            format::check(path, &t)?;
-            Ok(())
-        }
+        Ok(t) => Ok(format::check(path, &t)?),
         Err(redb::TableError::TableDoesNotExist(_)) => Err(OpenError::NotMnemon {
             path: path.to_path_buf(),
             reason: "it is a redb file without mnemon metadata".into(),
@@ -359,6 +358,23 @@ fn check_meta(path: &Path, txn: &redb::ReadTransaction) -> Result<(), Error> {
         .into()),
         Err(e) => Err(Error::from(e).with_path(path)),
     }
+}
+
+/// Upgrade a file of an older format in one transaction (format 1 lacks the vector tables).
+fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
+    if version >= format::FORMAT_VERSION {
+        return Ok(());
+    }
+    let txn = db.begin_write()?;
+    {
+        txn.open_table(tables::VECTORS)?;
+        txn.open_table(tables::VECTOR_SPACES)?;
+        txn.open_table(tables::AUX)?;
+        let mut meta = txn.open_table(tables::META)?;
+        format::upgrade(&mut meta)?;
+    }
+    txn.commit()?;
+    Ok(())
 }
 
 fn init_tables(db: &Database, now: Timestamp) -> Result<(), Error> {
@@ -374,6 +390,9 @@ fn init_tables(db: &Database, now: Timestamp) -> Result<(), Error> {
         txn.open_table(tables::CHECKPOINT_ENTRIES)?;
         txn.open_table(tables::IDENTITY)?;
         txn.open_table(tables::NAMESPACES)?;
+        txn.open_table(tables::VECTORS)?;
+        txn.open_table(tables::VECTOR_SPACES)?;
+        txn.open_table(tables::AUX)?;
     }
     txn.commit()?;
     Ok(())
@@ -448,6 +467,7 @@ fn commit(
     let wants_commit = jobs.iter().any(|j| j.ops.is_empty() && j.durability == Durability::Immediate);
     let mut per_job: Vec<Result<Vec<Outcome>, Error>> = Vec::with_capacity(jobs.len());
     let mut changed: Vec<(String, u128)> = Vec::new();
+    let mut wrote = false;
     let (mut meta, tx) = {
         let meta_t = txn.open_table(tables::META)?;
         let meta = format::read_state(&meta_t)?;
@@ -469,6 +489,9 @@ fn commit(
                 hints,
                 min_gap,
             ),
+            vectors: txn.open_table(tables::VECTORS)?,
+            vector_spaces: txn.open_table(tables::VECTOR_SPACES)?,
+            aux: txn.open_table(tables::AUX)?,
             known_namespaces: std::collections::HashSet::new(),
         };
         for job in jobs {
@@ -480,17 +503,20 @@ fn commit(
             match planned {
                 Err(e) => per_job.push(Err(e)),
                 Ok(()) => {
+                    wrote |= !changes.is_empty();
                     for change in changes {
                         if let Change::Write { new, .. } = &change {
                             last_tx = last_tx.max(new.recorded_at);
                         }
-                        changed.push(tables.apply(change, tx.as_micros())?);
+                        if let Some(c) = tables.apply(change, tx.as_micros())? {
+                            changed.push(c);
+                        }
                     }
                     per_job.push(Ok(outcomes));
                 }
             }
         }
-        if changed.is_empty() && !wants_commit {
+        if !wrote && !wants_commit {
             drop(tables);
             txn.abort()?;
             return Ok(per_job

@@ -46,6 +46,18 @@ pub(crate) const IDENTITY: TableDefinition<(&str, u8, &str), u128> = TableDefini
 /// `namespace -> first transaction time`: the registry of namespaces (written once each).
 pub(crate) const NAMESPACES: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemon.namespaces");
 
+/// `(space, namespace, id, from_rev) -> [1][f32 LE ...]`: embedding vectors, unit length. A
+/// vector serves revision `from_rev` of the record and every later one until the next row.
+pub(crate) const VECTORS: TableDefinition<(&str, &str, u128, u32), &[u8]> =
+    TableDefinition::new("mnemon.vectors");
+
+/// `space -> [1][dimension u32 LE][created i64 LE]`: the vector spaces (one per embedding model).
+pub(crate) const VECTOR_SPACES: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemon.vector_spaces");
+
+/// `key -> bytes`: small rows owned by the layers above storage (the vector index manifest,
+/// the embedder record), written through the same commits as the records.
+pub(crate) const AUX: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemon.aux");
+
 /// Table names, for error messages.
 pub(crate) mod names {
     pub(crate) const REVISIONS: &str = "mnemon.revisions";
@@ -55,4 +67,6 @@ pub(crate) mod names {
     pub(crate) const CHECKPOINT_ENTRIES: &str = "mnemon.checkpoint_entries";
     pub(crate) const NAMESPACES: &str = "mnemon.namespaces";
     pub(crate) const META: &str = "mnemon.meta";
+    pub(crate) const VECTORS: &str = "mnemon.vectors";
+    pub(crate) const VECTOR_SPACES: &str = "mnemon.vector_spaces";
 }

@@ -20,6 +20,7 @@ use crate::record::{self, Envelope, Op, Record, Visible};
 use crate::tables::names;
 use crate::time::Timestamp;
 use crate::timeline::TimelineWriter;
+use crate::vector;
 
 /// How long a new record lives.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -164,6 +165,28 @@ pub enum WriteOp {
     /// Write one exported revision as it was (lossless import). Revisions of a record must
     /// come in order, starting at 0; one already stored identically is skipped.
     Restore(Box<Record>),
+    /// Attach an embedding vector to a record, in vector space `space` (the embedding model's
+    /// id). It is validated, normalised to unit length and serves the record's latest
+    /// revision (counting earlier operations of the same job) and later ones until replaced.
+    /// The first vector of a space fixes its dimension.
+    PutVector {
+        /// The namespace.
+        namespace: Namespace,
+        /// The record.
+        id: RecordId,
+        /// The vector space.
+        space: String,
+        /// The components.
+        vector: Vec<f32>,
+    },
+    /// Set (`Some`) or delete (`None`) an auxiliary row (for the layers above storage: index
+    /// manifests, the embedder record). Keys must start with `index/`, `embed/` or `app/`.
+    PutAux {
+        /// The key.
+        key: String,
+        /// The value.
+        value: Option<Vec<u8>>,
+    },
 }
 
 /// What an operation did.
@@ -201,6 +224,15 @@ pub enum Outcome {
         /// The record.
         id: RecordId,
     },
+    /// A vector was stored for a record.
+    VectorStored {
+        /// The record.
+        id: RecordId,
+        /// The revision it attaches to.
+        rev: u32,
+    },
+    /// An auxiliary row was written or deleted.
+    AuxWritten,
 }
 
 impl Outcome {
@@ -210,8 +242,10 @@ impl Outcome {
             Outcome::Written { id, .. }
             | Outcome::Existing { id }
             | Outcome::Forgotten { id, .. }
-            | Outcome::Unchanged { id } => id,
+            | Outcome::Unchanged { id }
+            | Outcome::VectorStored { id, .. } => id,
             Outcome::Superseded { new, .. } => new,
+            Outcome::AuxWritten => RecordId::from_u128(0),
         }
     }
 }
@@ -223,6 +257,12 @@ pub(crate) enum Change {
     Write { old: Option<Box<Record>>, new: Box<Record> },
     /// Erase the record.
     Forget { namespace: Namespace, id: RecordId },
+    /// Store a vector (already normalised and checked against its space).
+    Vector { namespace: Namespace, id: RecordId, space: String, from_rev: u32, vector: Vec<f32> },
+    /// Register a vector space.
+    Space { name: String, dimension: u32 },
+    /// Set or delete an auxiliary row.
+    Aux { key: String, value: Option<Vec<u8>> },
 }
 
 /// Counters per namespace (computed by [`crate::Snapshot::namespace_counters`]).
@@ -264,6 +304,9 @@ pub(crate) struct WriteTables<'txn> {
     pub(crate) identity: Table<'txn, (&'static str, u8, &'static str), u128>,
     pub(crate) namespaces: Table<'txn, &'static str, &'static [u8]>,
     pub(crate) timeline: TimelineWriter<'txn, 'txn>,
+    pub(crate) vectors: Table<'txn, (&'static str, &'static str, u128, u32), &'static [u8]>,
+    pub(crate) vector_spaces: Table<'txn, &'static str, &'static [u8]>,
+    pub(crate) aux: Table<'txn, &'static str, &'static [u8]>,
     /// Namespaces known to exist in this commit.
     pub(crate) known_namespaces: std::collections::HashSet<String>,
 }
@@ -304,6 +347,7 @@ pub(crate) struct Planner<'a, 'txn> {
     tx: Timestamp,
     records: HashMap<(Namespace, RecordId), Option<Record>>,
     identity: HashMap<(Namespace, u8, String), Option<RecordId>>,
+    spaces: HashMap<String, u32>,
     pub(crate) changes: Vec<Change>,
     pub(crate) outcomes: Vec<Outcome>,
     /// Whether later operations of the job may read this one's results (not for one-op jobs).
@@ -321,6 +365,7 @@ impl<'a, 'txn> Planner<'a, 'txn> {
             tx,
             records: HashMap::new(),
             identity: HashMap::new(),
+            spaces: HashMap::new(),
             changes: Vec::with_capacity(ops),
             outcomes: Vec::with_capacity(ops),
             track: ops > 1,
@@ -382,7 +427,56 @@ impl<'a, 'txn> Planner<'a, 'txn> {
             WriteOp::Expire { namespace, id, at } => self.expire(&namespace, id, at),
             WriteOp::Forget { namespace, id } => self.forget(namespace, id),
             WriteOp::Restore(r) => self.restore(*r),
+            WriteOp::PutVector { namespace, id, space, vector } => {
+                self.put_vector(namespace, id, space, &vector)
+            }
+            WriteOp::PutAux { key, value } => {
+                check_aux_key(&key)?;
+                self.changes.push(Change::Aux { key, value });
+                self.outcomes.push(Outcome::AuxWritten);
+                Ok(())
+            }
         }
+    }
+
+    fn put_vector(
+        &mut self,
+        namespace: Namespace,
+        id: RecordId,
+        space: String,
+        v: &[f32],
+    ) -> Result<(), Error> {
+        vector::check_space_name(&space)?;
+        let rec = self.require(&namespace, id)?;
+        let known = match self.spaces.get(&space) {
+            Some(&d) => Some(d),
+            None => match self.tables.vector_spaces.get(space.as_str())? {
+                Some(row) => Some(
+                    vector::decode_space(&space, row.value())
+                        .map_err(|e| Error::Codec { table: names::VECTOR_SPACES, source: e })?
+                        .dimension,
+                ),
+                None => None,
+            },
+        };
+        match known {
+            Some(d) if d as usize != v.len() => {
+                return Err(InputError::DimensionMismatch { space, expected: d, got: v.len() }.into());
+            }
+            Some(_) => {}
+            None => {
+                let dimension = u32::try_from(v.len()).map_err(|_| InputError::BadVector {
+                    reason: format!("dimension {} is too large", v.len()),
+                })?;
+                let _ = vector::normalise(v)?;
+                self.spaces.insert(space.clone(), dimension);
+                self.changes.push(Change::Space { name: space.clone(), dimension });
+            }
+        }
+        let vector = vector::normalise(v)?;
+        self.changes.push(Change::Vector { namespace, id, space, from_rev: rec.rev, vector });
+        self.outcomes.push(Outcome::VectorStored { id, rev: rec.rev });
+        Ok(())
     }
 
     /// Build the first revision of a new record (validated), without recording it.
@@ -776,7 +870,7 @@ impl WriteTables<'_> {
 
     /// Apply one planned change. `commit_tx` is the commit's transaction time (restored
     /// revisions carry older ones).
-    pub(crate) fn apply(&mut self, change: Change, commit_tx: i64) -> Result<(String, u128), Error> {
+    pub(crate) fn apply(&mut self, change: Change, commit_tx: i64) -> Result<Option<(String, u128)>, Error> {
         match change {
             Change::Write { old, new } => {
                 let ns = new.namespace.as_str();
@@ -809,7 +903,7 @@ impl WriteTables<'_> {
                 {
                     self.identity.insert((ns, kind, k.as_str()), id)?;
                 }
-                Ok((ns.to_string(), id))
+                Ok(Some((ns.to_string(), id)))
             }
             Change::Forget { namespace, id } => {
                 let ns = namespace.as_str();
@@ -834,9 +928,48 @@ impl WriteTables<'_> {
                     self.remove_current(latest)?;
                     self.release_identity(latest)?;
                 }
-                Ok((ns.to_string(), key))
+                self.forget_vectors(ns, key)?;
+                Ok(Some((ns.to_string(), key)))
+            }
+            Change::Vector { namespace, id, space, from_rev, vector } => {
+                let bytes = vector::encode(&vector);
+                let (ns, key) = (namespace.as_str(), id.as_u128());
+                self.vectors.insert((space.as_str(), ns, key, from_rev), bytes.as_slice())?;
+                Ok(Some((ns.to_string(), key)))
+            }
+            Change::Space { name, dimension } => {
+                let row = vector::encode_space(dimension, Timestamp::from_micros(commit_tx));
+                self.vector_spaces.insert(name.as_str(), row.as_slice())?;
+                Ok(None)
+            }
+            Change::Aux { key, value } => {
+                match value {
+                    Some(v) => self.aux.insert(key.as_str(), v.as_slice())?,
+                    None => self.aux.remove(key.as_str())?,
+                };
+                Ok(None)
             }
         }
+    }
+
+    /// Erase every vector of a forgotten record, in every space.
+    fn forget_vectors(&mut self, ns: &str, id: u128) -> Result<(), Error> {
+        let mut spaces = Vec::new();
+        for r in self.vector_spaces.iter()? {
+            spaces.push(r?.0.value().to_string());
+        }
+        for space in &spaces {
+            let mut revs = Vec::new();
+            for r in
+                self.vectors.range((space.as_str(), ns, id, 0u32)..=(space.as_str(), ns, id, u32::MAX))?
+            {
+                revs.push(r?.0.value().3);
+            }
+            for rev in revs {
+                self.vectors.remove((space.as_str(), ns, id, rev))?;
+            }
+        }
+        Ok(())
     }
 
     /// Remove `CURRENT` rows whose visibility ended at or before `through`.
@@ -854,6 +987,18 @@ impl WriteTables<'_> {
         }
         Ok(expired.len())
     }
+}
+
+/// Auxiliary keys belong to named owners above storage.
+fn check_aux_key(key: &str) -> Result<(), InputError> {
+    let bad = |reason| InputError::BadAuxKey { key: key.to_string(), reason };
+    if !["index/", "embed/", "app/"].iter().any(|p| key.starts_with(p)) {
+        return Err(bad("keys start with index/, embed/ or app/"));
+    }
+    if key.len() > 1024 {
+        return Err(bad("it is longer than 1024 bytes"));
+    }
+    Ok(())
 }
 
 /// Write the commit log entry into the meta table.

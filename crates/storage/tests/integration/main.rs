@@ -4,3 +4,4 @@
 mod crash;
 mod model;
 mod scenarios;
+mod vectors;

@@ -1,0 +1,165 @@
+//! Embedding vectors: validation, normalisation and their stored form.
+//!
+//! A vector belongs to a record and a *vector space* (one per embedding model, named by the
+//! model id, with a fixed dimension recorded on first use). It is stored as raw little-endian
+//! `f32` behind a version byte, normalised to unit length at insert so that cosine similarity
+//! is a plain dot product. A vector attaches to the revision that was latest when it was
+//! written and serves that revision and every later one until another vector is written (a
+//! change of tags does not need a new embedding; a change of text does).
+
+use crate::error::{CodecError, InputError};
+use crate::time::Timestamp;
+
+/// The version byte of a stored vector.
+const VECTOR_VERSION: u8 = 1;
+/// The version byte of a vector-space row.
+const SPACE_VERSION: u8 = 1;
+/// The largest dimension accepted.
+pub const MAX_DIMENSION: usize = 65_536;
+
+/// A vector space: the vectors of one embedding model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VectorSpace {
+    /// The space's name: the embedding model id.
+    pub name: String,
+    /// The dimension of every vector in it.
+    pub dimension: u32,
+    /// When it was first used.
+    pub created: Timestamp,
+}
+
+/// Check a space name: non-empty, at most 200 bytes, no control characters.
+pub fn check_space_name(name: &str) -> Result<(), InputError> {
+    let bad = |reason: &'static str| InputError::BadSpace { name: name.to_string(), reason };
+    if name.is_empty() {
+        return Err(bad("it is empty"));
+    }
+    if name.len() > 200 {
+        return Err(bad("it is longer than 200 bytes"));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(bad("it contains control characters"));
+    }
+    Ok(())
+}
+
+/// Validate a vector and scale it to unit length. Refuses an empty vector, one longer than
+/// [`MAX_DIMENSION`], NaN or infinite components, and the zero vector (it has no direction).
+pub fn normalise(v: &[f32]) -> Result<Vec<f32>, InputError> {
+    let bad = |reason: String| InputError::BadVector { reason };
+    if v.is_empty() {
+        return Err(bad("it is empty".into()));
+    }
+    if v.len() > MAX_DIMENSION {
+        return Err(bad(format!("its dimension {} is above the maximum {MAX_DIMENSION}", v.len())));
+    }
+    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+        return Err(bad(format!("component {i} is {} (components must be finite)", v[i])));
+    }
+    // Accumulate in f64: a sum of squares of large f32 components can overflow f32.
+    let norm = v.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>().sqrt();
+    if norm == 0.0 || !norm.is_finite() {
+        return Err(bad("it is the zero vector (it has no direction)".into()));
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    let out: Vec<f32> = v.iter().map(|&x| (f64::from(x) / norm) as f32).collect();
+    Ok(out)
+}
+
+/// The stored form: a version byte, then the components as little-endian `f32`.
+pub(crate) fn encode(v: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + v.len() * 4);
+    out.push(VECTOR_VERSION);
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out
+}
+
+/// Decode a stored vector into `out` (cleared first).
+pub(crate) fn decode_into(bytes: &[u8], out: &mut Vec<f32>) -> Result<(), CodecError> {
+    let (&version, rest) =
+        bytes.split_first().ok_or(CodecError::Decode { what: "vector", reason: "truncated".into() })?;
+    if version != VECTOR_VERSION {
+        return Err(CodecError::Version { what: "vector", found: version, expected: VECTOR_VERSION });
+    }
+    if rest.len() % 4 != 0 {
+        return Err(CodecError::Decode { what: "vector", reason: "truncated".into() });
+    }
+    out.clear();
+    out.extend(rest.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+    Ok(())
+}
+
+/// The number of components of a stored vector (without decoding it).
+pub(crate) fn stored_dimension(bytes: &[u8]) -> usize {
+    bytes.len().saturating_sub(1) / 4
+}
+
+pub(crate) fn encode_space(dimension: u32, created: Timestamp) -> Vec<u8> {
+    let mut out = Vec::with_capacity(13);
+    out.push(SPACE_VERSION);
+    out.extend_from_slice(&dimension.to_le_bytes());
+    out.extend_from_slice(&created.as_micros().to_le_bytes());
+    out
+}
+
+pub(crate) fn decode_space(name: &str, bytes: &[u8]) -> Result<VectorSpace, CodecError> {
+    let (&version, rest) = bytes
+        .split_first()
+        .ok_or_else(|| CodecError::Decode { what: "vector space", reason: "truncated".into() })?;
+    if version != SPACE_VERSION {
+        return Err(CodecError::Version { what: "vector space", found: version, expected: SPACE_VERSION });
+    }
+    let dim: [u8; 4] = rest
+        .get(0..4)
+        .and_then(|s| s.try_into().ok())
+        .ok_or_else(|| CodecError::Decode { what: "vector space", reason: "truncated".into() })?;
+    let created: [u8; 8] = rest
+        .get(4..12)
+        .and_then(|s| s.try_into().ok())
+        .ok_or_else(|| CodecError::Decode { what: "vector space", reason: "truncated".into() })?;
+    Ok(VectorSpace {
+        name: name.to_string(),
+        dimension: u32::from_le_bytes(dim),
+        created: Timestamp::from_micros(i64::from_le_bytes(created)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalise_scales_to_unit_length() {
+        let v = normalise(&[3.0, 4.0]).unwrap();
+        assert!((v[0] - 0.6).abs() < 1e-6 && (v[1] - 0.8).abs() < 1e-6);
+        let big = normalise(&[3e38, 3e38]).unwrap();
+        assert!((big[0] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+    }
+
+    #[test]
+    fn bad_vectors_are_refused() {
+        assert!(normalise(&[]).is_err());
+        assert!(normalise(&[0.0, 0.0]).unwrap_err().to_string().contains("zero vector"));
+        assert!(normalise(&[1.0, f32::NAN]).unwrap_err().to_string().contains("component 1 is NaN"));
+        assert!(normalise(&[f32::INFINITY]).is_err());
+        assert!(check_space_name("").is_err());
+        assert!(check_space_name("a\nb").is_err());
+        assert!(check_space_name("hash-384").is_ok());
+    }
+
+    #[test]
+    fn stored_form_round_trips() {
+        let v = vec![0.25f32, -1.5, 3.0];
+        let bytes = encode(&v);
+        assert_eq!(bytes.len(), 13);
+        assert_eq!(stored_dimension(&bytes), 3);
+        let mut out = Vec::new();
+        decode_into(&bytes, &mut out).unwrap();
+        assert_eq!(out, v);
+        assert!(decode_into(&bytes[..12], &mut out).is_err());
+        let s = decode_space("m", &encode_space(384, Timestamp::from_micros(7))).unwrap();
+        assert_eq!((s.dimension, s.created.as_micros()), (384, 7));
+    }
+}

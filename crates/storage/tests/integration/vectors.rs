@@ -1,0 +1,134 @@
+//! Vectors stored beside the records: validation, revisions, forgetting, upgrade from format 1.
+
+use mnemon_storage::body::Learning;
+use mnemon_storage::*;
+use redb::ReadableDatabase;
+
+fn learning(text: &str) -> Body {
+    Learning { text: text.into(), ..Default::default() }.into()
+}
+
+fn put(ns: &Namespace, id: RecordId, space: &str, v: Vec<f32>) -> WriteOp {
+    WriteOp::PutVector { namespace: ns.clone(), id, space: space.into(), vector: v }
+}
+
+#[test]
+fn vectors_are_validated_normalised_and_follow_revisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        Store::open(dir.path().join("v.redb"), StoreOptions { create: true, ..Default::default() }).unwrap();
+    let ns = Namespace::new("p").unwrap();
+    let rec = NewRecord::new(ns.clone(), learning("use bounded queues"));
+    let id = rec.id;
+    // Insert and vector in one atomic job.
+    let r = store.write(vec![WriteOp::Insert(rec), put(&ns, id, "m", vec![3.0, 4.0, 0.0])]).unwrap();
+    assert_eq!(r.outcomes[1], Outcome::VectorStored { id, rev: 0 });
+    let snap = store.snapshot().unwrap();
+    let space = snap.vector_space("m").unwrap().unwrap();
+    assert_eq!(space.dimension, 3);
+    let (from, v) = snap.vector_for("m", &ns, id, 0).unwrap().unwrap();
+    assert_eq!(from, 0);
+    assert!((v[0] - 0.6).abs() < 1e-6 && (v[1] - 0.8).abs() < 1e-6);
+
+    // Bad vectors: each a clear input error, nothing written.
+    for (bad, needle) in [
+        (vec![1.0, 2.0], "dimension mismatch in vector space \"m\": expected 3, got 2"),
+        (vec![0.0, 0.0, 0.0], "zero vector"),
+        (vec![1.0, f32::NAN, 0.0], "NaN"),
+        (vec![f32::INFINITY, 0.0, 0.0], "inf"),
+    ] {
+        let e = store.write(vec![put(&ns, id, "m", bad)]).unwrap_err();
+        assert!(e.is_input() && e.to_string().contains(needle), "{e}");
+    }
+    let unknown = RecordId::new();
+    assert!(matches!(
+        store.write(vec![put(&ns, unknown, "m", vec![1.0, 0.0, 0.0])]),
+        Err(Error::NotFound { .. })
+    ));
+    // A bad vector rejects its whole job: the revision beside it is not written either.
+    let mut rv = Revise::new(ns.clone(), id);
+    rv.body = Some(learning("never happens"));
+    assert!(store.write(vec![WriteOp::Revise(rv), put(&ns, id, "m", vec![1.0])]).is_err());
+    assert_eq!(store.snapshot().unwrap().latest(&ns, id).unwrap().unwrap().rev, 0);
+
+    // A revision without a new vector keeps the old one; a new vector serves the new revision.
+    let mut rv = Revise::new(ns.clone(), id);
+    rv.body = Some(learning("use bounded queues everywhere"));
+    store.write(vec![WriteOp::Revise(rv)]).unwrap();
+    let mut rv = Revise::new(ns.clone(), id);
+    rv.body = Some(learning("queues must be bounded"));
+    store.write(vec![WriteOp::Revise(rv), put(&ns, id, "m", vec![0.0, 0.0, 2.0])]).unwrap();
+    let snap = store.snapshot().unwrap();
+    assert_eq!(snap.vector_for("m", &ns, id, 1).unwrap().unwrap().0, 0);
+    assert_eq!(snap.vector_for("m", &ns, id, 2).unwrap().unwrap(), (2, vec![0.0, 0.0, 1.0]));
+    assert_eq!(snap.vectors_of("m", &ns, id).unwrap().len(), 2);
+    let mut seen = 0;
+    snap.for_each_vector("m", Some(&ns), |_, _, _, v| {
+        assert_eq!(v.len(), 3);
+        seen += 1;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(seen, 2);
+    assert!(snap.verify().unwrap().is_empty());
+    // Vector writes are in the commit log (the index catches up from it).
+    assert!(snap.commits_after(0).unwrap().iter().all(|c| c.changed.iter().all(|(_, i)| *i == id)));
+
+    // Forgetting the record erases its vectors.
+    store.write(vec![WriteOp::Forget { namespace: ns.clone(), id }]).unwrap();
+    let snap = store.snapshot().unwrap();
+    assert!(snap.vectors_of("m", &ns, id).unwrap().is_empty());
+    assert!(snap.verify().unwrap().is_empty());
+}
+
+#[test]
+fn aux_rows_are_written_in_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        Store::open(dir.path().join("a.redb"), StoreOptions { create: true, ..Default::default() }).unwrap();
+    store.write(vec![WriteOp::PutAux { key: "index/x".into(), value: Some(vec![1, 2]) }]).unwrap();
+    store.write(vec![WriteOp::PutAux { key: "index/y".into(), value: Some(vec![3]) }]).unwrap();
+    let snap = store.snapshot().unwrap();
+    assert_eq!(snap.aux("index/x").unwrap(), Some(vec![1, 2]));
+    assert_eq!(snap.aux_prefix("index/").unwrap().len(), 2);
+    assert!(
+        store.write(vec![WriteOp::PutAux { key: "records".into(), value: None }]).unwrap_err().is_input()
+    );
+    store.write(vec![WriteOp::PutAux { key: "index/x".into(), value: None }]).unwrap();
+    assert_eq!(store.snapshot().unwrap().aux("index/x").unwrap(), None);
+}
+
+#[test]
+fn a_format_1_file_is_read_and_upgraded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.redb");
+    drop(Store::open(&path, StoreOptions { create: true, ..Default::default() }).unwrap());
+    // Make it look like format 1: no vector tables, version 1.
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let vectors = redb::TableDefinition::<(&str, &str, u128, u32), &[u8]>::new("mnemon.vectors");
+        assert!(txn.delete_table(vectors).unwrap());
+        for t in ["mnemon.vector_spaces", "mnemon.aux"] {
+            assert!(txn.delete_table(redb::TableDefinition::<&str, &[u8]>::new(t)).unwrap());
+        }
+        {
+            let mut meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+            meta.insert("format_version", 1u32.to_le_bytes().as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let ro = Store::open(&path, StoreOptions { read_only: true, ..Default::default() }).unwrap();
+    assert!(ro.snapshot().unwrap().vector_spaces().unwrap().is_empty());
+    drop(ro);
+    let store = Store::open(&path, StoreOptions::default()).unwrap();
+    let ns = Namespace::new("p").unwrap();
+    let rec = NewRecord::new(ns.clone(), learning("x"));
+    let id = rec.id;
+    store.write(vec![WriteOp::Insert(rec), put(&ns, id, "m", vec![1.0, 0.0])]).unwrap();
+    drop(store);
+    let db = redb::Database::open(&path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+    assert_eq!(meta.get("format_version").unwrap().unwrap().value(), FORMAT_VERSION.to_le_bytes().as_slice());
+}
