@@ -149,6 +149,11 @@ impl Snapshot {
         r.map_err(|e| e.with_path(&self.path))
     }
 
+    /// The time now, by the store's clock (what `AsOf::now()` resolves to).
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
     /// The clocks and counters at this snapshot.
     pub fn meta(&self) -> MetaState {
         self.meta
