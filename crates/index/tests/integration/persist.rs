@@ -1,0 +1,127 @@
+//! Publishing, reloading without a rebuild, catching up, and refusing damaged files.
+
+use mnemon_index::{IndexOptions, Manifest, Mode, Query, SearchPath};
+use mnemon_storage::*;
+
+use crate::common::*;
+
+fn top_ids(
+    index: &mnemon_index::VectorIndexes,
+    store: &Store,
+    ns: &Namespace,
+    q: &[f32],
+    mode: Mode,
+) -> Vec<RecordId> {
+    let snap = store.snapshot().unwrap();
+    let mut query = Query::new(SPACE, ns, q, 5);
+    query.mode = mode;
+    index.search(&snap, &query).unwrap().hits.iter().map(|h| h.record.id).collect()
+}
+
+#[test]
+fn a_published_index_is_reloaded_not_rebuilt_and_catches_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.redb");
+    let idx_dir = IndexOptions::dir_beside(&db);
+    assert_eq!(idx_dir.file_name().unwrap(), "p.redb.index");
+    let store = open(&db);
+    let ns = Namespace::new("p").unwrap();
+    let data = clustered(3_000, 24, 12, 11);
+    load(&store, &ns, &data, |_| Vec::new());
+    let first = index(&store, Some(idx_dir.clone()));
+    let report = first.build(SPACE, &ns).unwrap();
+    assert_eq!((report.graph_points, report.generation), (3_000, Some(1)));
+    let files: Vec<_> = std::fs::read_dir(&idx_dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(files.len(), 3, "{files:?}");
+    drop(first);
+
+    // Records written after the publish: searched exactly until added to the graph.
+    let late = clustered(50, 24, 12, 12);
+    let late_ids = load(&store, &ns, &late, |_| Vec::new());
+
+    let second = index(&store, Some(idx_dir.clone()));
+    let status = second.open_segment(SPACE, &ns).unwrap().unwrap();
+    assert_eq!(status.load_note, None);
+    assert_eq!((status.generation, status.graph_points), (1, 3_000), "the graph was not reloaded");
+    assert_eq!(status.unindexed, 50);
+    let snap = store.snapshot().unwrap();
+    let found = second.search(&snap, &Query::new(SPACE, &ns, &late[7], 1)).unwrap();
+    assert_eq!(found.plan.path, SearchPath::Graph);
+    assert_eq!(found.plan.unindexed, 50);
+    assert_eq!(found.hits[0].record.id, late_ids[7]);
+    // The reloaded graph answers like a fresh one.
+    for q in clustered(5, 24, 12, 13) {
+        let exact = top_ids(&second, &store, &ns, &q, Mode::Exact);
+        let graph = top_ids(&second, &store, &ns, &q, Mode::Graph);
+        assert!(exact.iter().filter(|i| graph.contains(i)).count() >= 4);
+    }
+
+    // Maintenance publishes the next generation and removes the old files.
+    let mut opts = options(Some(idx_dir.clone()));
+    opts.tail_max = 10;
+    let third = mnemon_index::VectorIndexes::new(store.clone(), opts);
+    third.open_segment(SPACE, &ns).unwrap();
+    let reports = third.maintain().unwrap();
+    assert_eq!(reports[0].generation, Some(2));
+    assert_eq!(reports[0].graph_points, 3_050);
+    let files: Vec<String> = std::fs::read_dir(&idx_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into())
+        .collect();
+    assert_eq!(files.len(), 3, "{files:?}");
+    assert!(files.iter().all(|f| f.contains(".g2.")), "{files:?}");
+}
+
+#[test]
+fn damaged_or_mismatched_index_files_are_rebuilt_never_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.redb");
+    let idx_dir = IndexOptions::dir_beside(&db);
+    let store = open(&db);
+    let ns = Namespace::new("d").unwrap();
+    let data = clustered(1_500, 16, 8, 21);
+    load(&store, &ns, &data, |_| Vec::new());
+    index(&store, Some(idx_dir.clone())).build(SPACE, &ns).unwrap();
+    let graph_file = std::fs::read_dir(&idx_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".hnsw.graph"))
+        .unwrap();
+
+    // One flipped byte.
+    let mut bytes = std::fs::read(&graph_file).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xFF;
+    std::fs::write(&graph_file, &bytes).unwrap();
+    let idx = index(&store, Some(idx_dir.clone()));
+    let status = idx.open_segment(SPACE, &ns).unwrap().unwrap();
+    assert!(status.load_note.as_deref().unwrap().contains("checksum"), "{status:?}");
+    assert_eq!(status.graph_points, 0);
+    // Still correct (exact), and maintenance rebuilds and republishes.
+    let q = &data[3];
+    let found = idx.search(&store.snapshot().unwrap(), &Query::new(SPACE, &ns, q, 1)).unwrap();
+    assert_eq!(found.plan.path, SearchPath::Exact);
+    assert_eq!(found.hits[0].score, 1.0f32.min(found.hits[0].score));
+    let reports = idx.maintain().unwrap();
+    assert_eq!(reports[0].generation, Some(2));
+
+    // A missing file.
+    for e in std::fs::read_dir(&idx_dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.to_string_lossy().ends_with(".points") {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let status = index(&store, Some(idx_dir.clone())).open_segment(SPACE, &ns).unwrap().unwrap();
+    assert!(status.load_note.is_some() && status.graph_points == 0, "{status:?}");
+
+    // A manifest that disagrees with the database's dimension.
+    index(&store, Some(idx_dir.clone())).build(SPACE, &ns).unwrap();
+    let snap = store.snapshot().unwrap();
+    let (key, bytes) = snap.aux_prefix("index/").unwrap().pop().unwrap();
+    let mut m: Manifest = serde_json::from_slice(&bytes).unwrap();
+    m.dimension = 7;
+    store.write(vec![WriteOp::PutAux { key, value: Some(serde_json::to_vec(&m).unwrap()) }]).unwrap();
+    let status = index(&store, Some(idx_dir)).open_segment(SPACE, &ns).unwrap().unwrap();
+    assert!(status.load_note.as_deref().unwrap().contains("dimension 7"), "{status:?}");
+}
