@@ -100,3 +100,66 @@ fn typed_api_and_time_travel_survive_reopen() {
     assert!(db.ns("project:y").unwrap().list(&ListQuery::new()).unwrap().is_empty());
     assert!(db.ns("project:y").unwrap().get(old).unwrap().is_none());
 }
+
+#[test]
+fn vectors_through_the_facade_build_in_the_background_and_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v.redb");
+    let opts = |read_only: bool| mnemon::IndexOptions {
+        dir: Some(mnemon::IndexOptions::dir_beside(&path)),
+        auto_maintain: !read_only,
+        graph_min: 300,
+        exact_max: 100,
+        params: mnemon::index::HnswParams { m: 12, ef_construction: 64, ef_search: 48 },
+        ..Default::default()
+    };
+    let db = Db::builder(&path).create(true).index_options(opts(false)).open().unwrap();
+    let ns = db.ns("agent").unwrap();
+    let vector = |i: usize| -> Vec<f32> {
+        (0..8u64)
+            .map(|d| {
+                let h = (i as u64 * 8 + d + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                (h >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+            })
+            .collect()
+    };
+    let mut ids = Vec::new();
+    for i in 0..400 {
+        let id = ns
+            .record(Learning { text: format!("lesson {i}"), ..Default::default() })
+            .vector("toy-8", vector(i))
+            .insert()
+            .unwrap();
+        ids.push(id);
+    }
+    // Dimension mismatch is an input error and writes nothing.
+    let err =
+        ns.record(Learning { text: "bad".into(), ..Default::default() }).vector("toy-8", vec![1.0]).insert();
+    assert!(err.unwrap_err().is_input());
+    assert_eq!(ns.list(&ListQuery::new()).unwrap().len(), 400);
+
+    // The first search finds 400 live vectors (> graph_min) and starts a background build.
+    let found = ns.vector_search("toy-8", &vector(5), 1).run().unwrap();
+    assert_eq!(found.hits[0].score, found.hits[0].score.min(1.0));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let status = db.index_status().unwrap();
+        if status.first().is_some_and(|s| s.generation > 0 && !db.index().is_maintaining()) {
+            assert_eq!(status[0].graph_points, 400);
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the background build never published: {status:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let found = ns.vector_search("toy-8", &vector(5), 3).run().unwrap();
+    assert_eq!(found.plan.path, mnemon::SearchPath::Graph, "{:?}", found.plan);
+    assert!(found.hits.iter().any(|h| h.record.id == ids[5]));
+    drop((ns, db));
+
+    // A read-only reopen loads the published graph instead of building one.
+    let ro = Db::builder(&path).read_only(true).index_options(opts(true)).open().unwrap();
+    let status = ro.index_status().unwrap();
+    assert_eq!((status[0].graph_points, status[0].load_note.clone()), (400, None));
+    let found = ro.ns("agent").unwrap().vector_search("toy-8", &vector(5), 3).run().unwrap();
+    assert_eq!(found.plan.path, mnemon::SearchPath::Graph);
+}

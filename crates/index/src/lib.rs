@@ -664,7 +664,8 @@ impl VectorIndexes {
         }
     }
 
-    /// Run [`Self::maintain`] on a background thread unless one is running.
+    /// Run [`Self::maintain`] on a background thread unless one is running. The thread holds
+    /// a handle on the store until it finishes: the file stays open that long.
     pub fn maintain_in_background(&self) {
         if self.maintaining.swap(true, Ordering::AcqRel) {
             return;
@@ -678,7 +679,11 @@ impl VectorIndexes {
         let spawned = std::thread::Builder::new().name("mnemon-index".into()).spawn(move || {
             // Failures leave the segment searchable exactly; the next search tries again.
             let _ = me.maintain();
-            me.maintaining.store(false, Ordering::Release);
+            // Release the store before saying so: a caller that waits for the flag and then
+            // reopens the file must not find it still in use.
+            let flag = Arc::clone(&me.maintaining);
+            drop(me);
+            flag.store(false, Ordering::Release);
         });
         if spawned.is_err() {
             self.maintaining.store(false, Ordering::Release);

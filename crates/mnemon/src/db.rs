@@ -9,6 +9,8 @@ use mnemon_storage::{
 };
 use serde_json::Value;
 
+use mnemon_index::{BuildReport, Found, IndexOptions, Mode, Query, SegmentStatus, VectorIndexes};
+
 use crate::error::{Error, Result};
 use crate::json;
 
@@ -17,6 +19,7 @@ use crate::json;
 pub struct DbBuilder {
     path: PathBuf,
     options: StoreOptions,
+    index: Option<IndexOptions>,
 }
 
 impl DbBuilder {
@@ -58,6 +61,13 @@ impl DbBuilder {
         self
     }
 
+    /// Vector index options (default: files in `<db>.index` beside the database, graphs built
+    /// and published in the background once a namespace has 5,000 live vectors).
+    pub fn index_options(mut self, opts: IndexOptions) -> Self {
+        self.index = Some(opts);
+        self
+    }
+
     /// Open it.
     pub fn open(self) -> Result<Db> {
         if self.options.create
@@ -66,7 +76,15 @@ impl DbBuilder {
             std::fs::create_dir_all(parent)
                 .map_err(|e| Error::Io { path: parent.to_path_buf(), source: e })?;
         }
-        Ok(Db { store: Store::open(&self.path, self.options)? })
+        let read_only = self.options.read_only;
+        let store = Store::open(&self.path, self.options)?;
+        let opts = self.index.unwrap_or_else(|| IndexOptions {
+            dir: Some(IndexOptions::dir_beside(&self.path)),
+            auto_maintain: !read_only,
+            ..IndexOptions::default()
+        });
+        let index = Arc::new(VectorIndexes::new(store.clone(), opts));
+        Ok(Db { store, index })
     }
 }
 
@@ -75,12 +93,13 @@ impl DbBuilder {
 #[derive(Clone, Debug)]
 pub struct Db {
     store: Store,
+    index: Arc<VectorIndexes>,
 }
 
 impl Db {
     /// A builder for the database at `path`.
     pub fn builder(path: impl AsRef<Path>) -> DbBuilder {
-        DbBuilder { path: path.as_ref().to_path_buf(), options: StoreOptions::default() }
+        DbBuilder { path: path.as_ref().to_path_buf(), options: StoreOptions::default(), index: None }
     }
 
     /// Open an existing database.
@@ -137,6 +156,27 @@ impl Db {
     pub fn sync(&self) -> Result<()> {
         Ok(self.store.sync()?)
     }
+
+    /// The vector indexes.
+    pub fn index(&self) -> &VectorIndexes {
+        &self.index
+    }
+
+    /// Build (or rebuild) and publish the graph of one vector space in one namespace now.
+    pub fn build_index(&self, space: &str, ns: &str) -> Result<BuildReport> {
+        Ok(self.index.build(space, &Namespace::new(ns)?)?)
+    }
+
+    /// The state of every (space, namespace) index, loading each one.
+    pub fn index_status(&self) -> Result<Vec<SegmentStatus>> {
+        let snap = self.snapshot()?;
+        for space in snap.vector_spaces()? {
+            for ns in snap.namespaces()? {
+                self.index.open_segment(&space.name, &ns)?;
+            }
+        }
+        Ok(self.index.status())
+    }
 }
 
 /// Run redb's integrity check on a database file no process has open: `Ok(true)` when it was
@@ -168,7 +208,7 @@ impl Ns {
 
     /// Start a new record of any kind; finish with [`RecordBuilder::insert`].
     pub fn record(&self, body: impl Into<Body>) -> RecordBuilder {
-        RecordBuilder { ns: self.clone(), record: NewRecord::new(self.ns.clone(), body) }
+        RecordBuilder { ns: self.clone(), record: NewRecord::new(self.ns.clone(), body), vector: None }
     }
 
     /// Insert a record with defaults; returns its id.
@@ -305,6 +345,24 @@ impl Ns {
         Ok(self.db.snapshot()?.history(&self.ns, id)?)
     }
 
+    /// Attach an embedding vector to a record in vector space `space` (see
+    /// [`WriteOp::PutVector`]): validated, normalised, serving its latest revision.
+    pub fn put_vector(&self, id: RecordId, space: &str, vector: Vec<f32>) -> Result<Outcome> {
+        let op = WriteOp::PutVector { namespace: self.ns.clone(), id, space: space.to_string(), vector };
+        let r = self.db.write(vec![op])?;
+        r.outcomes.into_iter().next().ok_or_else(|| {
+            Error::Storage(mnemon_storage::Error::Inconsistent {
+                namespace: self.ns.as_str().into(),
+                detail: "a write returned no outcome".into(),
+            })
+        })
+    }
+
+    /// The records nearest to `vector` in space `space`; refine, then [`VectorSearch::run`].
+    pub fn vector_search<'a>(&'a self, space: &'a str, vector: &'a [f32], k: usize) -> VectorSearch<'a> {
+        VectorSearch { ns: self, query: Query::new(space, &self.ns, vector, k) }
+    }
+
     /// The supersession chain through the record, oldest first.
     pub fn chain(&self, id: RecordId) -> Result<Vec<Record>> {
         Ok(self.db.snapshot()?.chain(&self.ns, id)?)
@@ -343,6 +401,7 @@ pub fn loose_form(r: &Record) -> Value {
 pub struct RecordBuilder {
     ns: Ns,
     record: NewRecord,
+    vector: Option<(String, Vec<f32>)>,
 }
 
 impl RecordBuilder {
@@ -435,9 +494,68 @@ impl RecordBuilder {
         self.record
     }
 
+    /// Store this embedding with the record, in the same commit.
+    pub fn vector(mut self, space: impl Into<String>, vector: Vec<f32>) -> Self {
+        self.vector = Some((space.into(), vector));
+        self
+    }
+
     /// Insert it; returns its id (or the existing record's, under [`OnConflict::ReturnExisting`]).
     pub fn insert(self) -> Result<RecordId> {
         let ns = self.ns.clone();
-        ns.insert(self.record).map(|o| o.id())
+        match self.vector {
+            None => ns.insert(self.record).map(|o| o.id()),
+            Some((space, vector)) => {
+                let id = self.record.id;
+                let put = WriteOp::PutVector { namespace: ns.ns.clone(), id, space, vector };
+                let r = ns.db.write(vec![WriteOp::Insert(self.record), put])?;
+                Ok(r.outcomes.first().map_or(id, Outcome::id))
+            }
+        }
+    }
+}
+
+/// A vector search being described; see [`Ns::vector_search`].
+#[derive(Clone, Debug)]
+pub struct VectorSearch<'a> {
+    ns: &'a Ns,
+    query: Query<'a>,
+}
+
+impl VectorSearch<'_> {
+    /// As valid at, and known at, this time (default: now).
+    pub fn as_of(mut self, as_of: impl Into<AsOf>) -> Self {
+        self.query.as_of = as_of.into();
+        self
+    }
+
+    /// Only these kinds.
+    pub fn kinds(mut self, kinds: impl IntoIterator<Item = mnemon_storage::Kind>) -> Self {
+        self.query.kinds = kinds.into_iter().collect();
+        self
+    }
+
+    /// Only records carrying this tag (repeat for all of several).
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.query.tags.push(tag.into());
+        self
+    }
+
+    /// Exact, graph, or planned (default).
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.query.mode = mode;
+        self
+    }
+
+    /// Candidates examined in the graph.
+    pub fn ef(mut self, ef: usize) -> Self {
+        self.query.ef = Some(ef);
+        self
+    }
+
+    /// Run it.
+    pub fn run(self) -> Result<Found> {
+        let snap = self.ns.db.snapshot()?;
+        Ok(self.ns.db.index.search(&snap, &self.query)?)
     }
 }

@@ -42,6 +42,9 @@ pub enum Error {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// From the vector index.
+    #[error(transparent)]
+    Index(#[from] mnemon_index::IndexError),
     /// A record changed concurrently too often for a read-modify-write to succeed.
     #[error("record {id} kept changing concurrently; gave up after {attempts} attempts")]
     Contended {
@@ -57,6 +60,7 @@ impl Error {
     pub fn is_input(&self) -> bool {
         match self {
             Error::Storage(e) => e.is_input(),
+            Error::Index(e) => e.is_input(),
             Error::InvalidImport { .. } => true,
             _ => false,
         }

@@ -45,8 +45,11 @@ pub mod json;
 mod stats;
 pub mod transfer;
 
-pub use db::{Db, DbBuilder, Ns, RecordBuilder, check_integrity, loose_form};
+pub use db::{Db, DbBuilder, Ns, RecordBuilder, VectorSearch, check_integrity, loose_form};
 pub use error::{Error, LineError, Result};
+/// The vector index (exact scan, HNSW, planner, persistence).
+pub use mnemon_index as index;
+pub use mnemon_index::{Found, Hit, IndexOptions, Mode as SearchMode, Plan, SearchPath};
 /// The storage engine's error (what [`Snapshot`] methods return).
 pub use mnemon_storage::Error as StorageError;
 pub use mnemon_storage::body;
@@ -54,6 +57,6 @@ pub use mnemon_storage::{
     AsOf, Body, Clock, Durability, Envelope, Expiry, FORMAT_VERSION, InputError, JsonText, Kind, KindBody,
     ListPath, ListQuery, ManualClock, Namespace, NamespaceCounters, NewRecord, OnConflict, Op, OpenError,
     Outcome, Receipt, Record, RecordId, Revise, Snapshot, Status, SystemClock, Text, TimeError, Timestamp,
-    Visible, WriteOp,
+    VectorSpace, Visible, WriteOp,
 };
 pub use stats::{NamespaceStats, Stats, stats};
