@@ -185,4 +185,111 @@ pub enum Command {
     Check,
     /// A guided demo on a temporary database: run this first.
     Tour,
+    /// Store and search embedding vectors.
+    #[command(subcommand)]
+    Vector(VectorCmd),
+    /// Inspect and build the vector indexes.
+    #[command(subcommand)]
+    Index(IndexCmd),
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCmd),
+}
+
+pub fn mode(s: &str) -> Result<mnemon::SearchMode, String> {
+    match s {
+        "auto" => Ok(mnemon::SearchMode::Auto),
+        "exact" => Ok(mnemon::SearchMode::Exact),
+        "graph" | "hnsw" => Ok(mnemon::SearchMode::Graph),
+        other => Err(format!("unknown mode {other:?} (auto, exact, graph)")),
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VectorCmd {
+    /// Attach a vector to a record: `--vector '[0.1, ...]'`, `-` for stdin, `@FILE`.
+    Put {
+        id: String,
+        /// The vector space (the embedding model's id).
+        #[arg(long)]
+        space: String,
+        #[arg(long, value_name = "JSON")]
+        vector: String,
+    },
+    /// The records nearest to a vector, as of a time.
+    Search {
+        #[arg(long)]
+        space: String,
+        #[arg(long, value_name = "JSON")]
+        vector: String,
+        #[arg(long, short, default_value_t = 10)]
+        k: usize,
+        #[arg(long = "kind", value_parser = kind)]
+        kinds: Vec<Kind>,
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        #[command(flatten)]
+        as_of: AsOfArgs,
+        /// auto (the planner decides), exact or graph.
+        #[arg(long, value_parser = mode, default_value = "auto")]
+        mode: mnemon::SearchMode,
+        #[arg(long)]
+        ef: Option<usize>,
+        /// Say which path answered and why.
+        #[arg(long)]
+        explain: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IndexCmd {
+    /// Every (space, namespace) index: vectors, live, graph, published generation.
+    Status,
+    /// Build the graph of a space in the namespace now and publish it.
+    Build {
+        #[arg(long)]
+        space: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCmd {
+    /// Recall and speed of the graph against TEXMEX files (.fvecs/.ivecs; ground truth by
+    /// cosine similarity).
+    Ann {
+        #[arg(long)]
+        base: PathBuf,
+        #[arg(long)]
+        queries: PathBuf,
+        #[arg(long)]
+        gt: PathBuf,
+        #[arg(long, default_value_t = 10)]
+        k: usize,
+        #[arg(long, value_delimiter = ',', default_value = "16,32,64,128,256")]
+        ef: Vec<usize>,
+        #[arg(long, default_value_t = 16)]
+        m: usize,
+        #[arg(long, default_value_t = 200)]
+        ef_construction: usize,
+        /// Queries to time (default: all).
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Write a seeded clustered data set with its exact cosine ground truth (TEXMEX format).
+    AnnData {
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 100_000)]
+        n: usize,
+        #[arg(long, default_value_t = 384)]
+        dim: usize,
+        #[arg(long, default_value_t = 1_000)]
+        queries: usize,
+        #[arg(long, default_value_t = 100)]
+        clusters: usize,
+        #[arg(long, default_value_t = 100)]
+        gt_k: usize,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
 }

@@ -13,12 +13,17 @@ use crate::UsageError;
 use crate::cli::{AsOfArgs, Cli, Command, NewArgs};
 use crate::output::{Out, chain_table, history_table, record_detail, records_table, table, when};
 
-fn usage(msg: impl Into<String>) -> anyhow::Error {
+pub(crate) fn usage(msg: impl Into<String>) -> anyhow::Error {
     UsageError(msg.into()).into()
 }
 
 /// Read `--data`: literal JSON, `-` for standard input, `@FILE` for a file.
 fn read_data(data: &str) -> Result<Value> {
+    read_json(data, "--data")
+}
+
+/// Read a JSON argument: literal JSON, `-` for standard input, `@FILE` for a file.
+pub(crate) fn read_json(data: &str, flag: &str) -> Result<Value> {
     let text = if data == "-" {
         let mut s = String::new();
         std::io::stdin().read_to_string(&mut s).context("cannot read standard input")?;
@@ -28,7 +33,7 @@ fn read_data(data: &str) -> Result<Value> {
     } else {
         data.to_string()
     };
-    serde_json::from_str(&text).map_err(|e| usage(format!("--data is not valid JSON: {e}")))
+    serde_json::from_str(&text).map_err(|e| usage(format!("{flag} is not valid JSON: {e}")))
 }
 
 /// A full id, or a unique suffix of one (at least 6 hex digits) in the namespace.
@@ -53,7 +58,7 @@ fn resolve_id(db: &Db, ns: &Namespace, s: &str) -> Result<RecordId> {
 }
 
 /// Check the id's form, open the database for writing, and resolve the id in the namespace.
-fn open_with_id(cli: &Cli, id: &str) -> Result<(Db, Ns, RecordId)> {
+pub(crate) fn open_with_id(cli: &Cli, id: &str) -> Result<(Db, Ns, RecordId)> {
     check_id_form(id)?;
     let db = open(cli)?;
     let id = resolve_id(&db, &namespace(cli)?, id)?;
@@ -71,12 +76,12 @@ fn check_id_form(s: &str) -> Result<()> {
     }
 }
 
-fn open(cli: &Cli) -> Result<Db> {
+pub(crate) fn open(cli: &Cli) -> Result<Db> {
     Ok(Db::open(&cli.db)?)
 }
 
 /// Open for reading: several readers (other `mnemon` calls) may share the file.
-fn open_read(cli: &Cli) -> Result<Db> {
+pub(crate) fn open_read(cli: &Cli) -> Result<Db> {
     Ok(Db::open_read_only(&cli.db)?)
 }
 
@@ -174,6 +179,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Import { file, partial } => import(&cli, &mut out, file, *partial)?,
         Command::Stats => stats(&cli, &mut out)?,
         Command::Check => check(&cli, &mut out)?,
+        Command::Vector(cmd) => crate::vectors::run_vector(&cli, &mut out, cmd)?,
+        Command::Index(cmd) => crate::vectors::run_index(&cli, &mut out, cmd)?,
+        Command::Bench(cmd) => crate::bench::run(&mut out, cmd)?,
     }
     out.flush()?;
     Ok(())
@@ -220,11 +228,14 @@ fn add(cli: &Cli, out: &mut Out, kind: mnemon::Kind, new: &NewArgs) -> Result<()
 }
 
 /// Print what a write did: the id (and, for corrections, the new revision number).
-fn print_outcome(out: &mut Out, o: &Outcome, show_rev: bool) -> Result<()> {
+pub(crate) fn print_outcome(out: &mut Out, o: &Outcome, show_rev: bool) -> Result<()> {
     let (doc, text) = match *o {
         Outcome::Existing { id } => (json!({"id": id, "existing": true}), id.to_string()),
         Outcome::Written { id, rev } if show_rev => {
             (json!({"id": id, "rev": rev}), format!("{id} is now at revision {rev}"))
+        }
+        Outcome::VectorStored { id, rev } => {
+            (json!({"id": id, "rev": rev}), format!("stored the vector of {id} (serving revision {rev} on)"))
         }
         ref other => (json!({"id": other.id()}), other.id().to_string()),
     };

@@ -4,10 +4,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+mod bench;
 mod cli;
 mod commands;
 mod output;
 mod tour;
+mod vectors;
 
 /// A mistake in how the command was called (exit code 2).
 #[derive(Debug)]

@@ -47,6 +47,7 @@ mod graph;
 pub mod kernel;
 mod persist;
 mod segment;
+pub mod synth;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -57,6 +57,6 @@ pub use mnemon_storage::{
     AsOf, Body, Clock, Durability, Envelope, Expiry, FORMAT_VERSION, InputError, JsonText, Kind, KindBody,
     ListPath, ListQuery, ManualClock, Namespace, NamespaceCounters, NewRecord, OnConflict, Op, OpenError,
     Outcome, Receipt, Record, RecordId, Revise, Snapshot, Status, SystemClock, Text, TimeError, Timestamp,
-    VectorSpace, Visible, WriteOp,
+    VectorSpace, Visible, WriteOp, normalise,
 };
 pub use stats::{NamespaceStats, Stats, stats};

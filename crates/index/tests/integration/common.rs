@@ -6,47 +6,11 @@ use mnemon_storage::*;
 
 pub const SPACE: &str = "test-model";
 
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    pub fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-    pub fn gauss(&mut self) -> f32 {
-        let (u, v) = (self.unit().max(1e-7), self.unit());
-        (-2.0 * u.ln()).sqrt() * (std::f32::consts::TAU * v).cos()
-    }
-}
-
-/// `n` vectors around `clusters` random centres, each spread over a few latent directions
-/// of its own (like real embeddings, whose intrinsic dimension is far below their width).
+/// `n` clustered vectors (see `mnemon_index::synth`) with `clusters` topics and 6 latent
+/// directions each.
 pub fn clustered(n: usize, dim: usize, clusters: usize, seed: u64) -> Vec<Vec<f32>> {
-    const LATENT: usize = 6;
-    let mut frame = Rng(0x5EED);
-    let centres: Vec<Vec<f32>> = (0..clusters).map(|_| (0..dim).map(|_| frame.gauss()).collect()).collect();
-    let bases: Vec<Vec<Vec<f32>>> = (0..clusters)
-        .map(|_| (0..LATENT).map(|_| (0..dim).map(|_| frame.gauss() * 0.4).collect()).collect())
-        .collect();
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    (0..n)
-        .map(|_| {
-            let c = (rng.next() as usize) % clusters;
-            let z: Vec<f32> = (0..LATENT).map(|_| rng.gauss()).collect();
-            (0..dim)
-                .map(|d| {
-                    centres[c][d]
-                        + (0..LATENT).map(|l| bases[c][l][d] * z[l]).sum::<f32>()
-                        + 0.05 * rng.gauss()
-                })
-                .collect()
-        })
-        .collect()
+    let shape = mnemon_index::synth::Shape { dim, clusters, latent: 6, noise: 0.05 };
+    mnemon_index::synth::clustered(n, shape, seed)
 }
 
 pub fn open(path: &std::path::Path) -> Store {

@@ -33,7 +33,7 @@ fn publish_survives_sigkill() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("crash.redb");
     let idx_dir = IndexOptions::dir_beside(&path);
-    let mut rng = Rng(0xDEAD_BEEF_1234_5678);
+    let mut rng = mnemon_index::synth::Rng::new(0xDEAD_BEEF_1234_5678);
     let (mut loaded, mut rebuilt) = (0, 0);
     for cycle in 0..12 {
         let mut child = Command::new(std::env::current_exe().unwrap())
@@ -43,7 +43,7 @@ fn publish_survives_sigkill() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(150 + rng.next() % 600));
+        std::thread::sleep(Duration::from_millis(150 + rng.next_u64() % 600));
         child.kill().unwrap();
         child.wait().unwrap();
         if !path.exists() {

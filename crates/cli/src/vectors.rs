@@ -1,0 +1,180 @@
+//! `mnemon vector ...` and `mnemon index ...`.
+
+use anyhow::Result;
+use mnemon::json::RecordView;
+use mnemon::{AsOf, Found, Kind};
+use serde_json::json;
+
+use crate::cli::{AsOfArgs, Cli, IndexCmd, VectorCmd};
+use crate::commands::{open, open_read, open_with_id, print_outcome, read_json, usage};
+use crate::output::{Out, cut, short, table};
+
+/// Parse a JSON array of numbers (NaN and infinities cannot be written in JSON; the storage
+/// layer refuses zero vectors and wrong dimensions).
+fn parse_vector(arg: &str) -> Result<Vec<f32>> {
+    let v = read_json(arg, "--vector")?;
+    let arr = v.as_array().ok_or_else(|| usage("--vector must be a JSON array of numbers"))?;
+    arr.iter()
+        .enumerate()
+        .map(|(i, x)| {
+            #[allow(clippy::cast_possible_truncation)]
+            x.as_f64()
+                .map(|f| f as f32)
+                .ok_or_else(|| usage(format!("--vector component {i} is not a number: {x}")))
+        })
+        .collect()
+}
+
+pub fn run_vector(cli: &Cli, out: &mut Out, cmd: &VectorCmd) -> Result<()> {
+    match cmd {
+        VectorCmd::Put { id, space, vector } => {
+            let v = parse_vector(vector)?;
+            let (_db, ns, id) = open_with_id(cli, id)?;
+            let o = ns.put_vector(id, space, v)?;
+            print_outcome(out, &o, true)
+        }
+        VectorCmd::Search { space, vector, k, kinds, tags, as_of, mode, ef, explain } => {
+            let v = parse_vector(vector)?;
+            search(cli, out, space, &v, *k, kinds, tags, *as_of, *mode, *ef, *explain)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn search(
+    cli: &Cli,
+    out: &mut Out,
+    space: &str,
+    v: &[f32],
+    k: usize,
+    kinds: &[Kind],
+    tags: &[String],
+    a: AsOfArgs,
+    mode: mnemon::SearchMode,
+    ef: Option<usize>,
+    explain: bool,
+) -> Result<()> {
+    let db = open_read(cli)?;
+    let ns = db.ns(&cli.ns)?;
+    let mut s = ns.vector_search(space, v, k).as_of(AsOf { valid: a.as_of, known: a.known_at }).mode(mode);
+    s = s.kinds(kinds.iter().copied());
+    for t in tags {
+        s = s.tag(t.clone());
+    }
+    if let Some(ef) = ef {
+        s = s.ef(ef);
+    }
+    let found: Found = s.run()?;
+    let at = a.as_of.unwrap_or_else(|| db.now());
+    let plan = &found.plan;
+    let plan_json = json!({
+        "path": plan.path.to_string(),
+        "first": plan.first.map(|p| p.to_string()),
+        "candidates": plan.candidates,
+        "graph_points": plan.graph_points,
+        "unindexed": plan.unindexed,
+        "selectivity": plan.selectivity,
+        "ef": plan.ef,
+        "rejected": plan.rejected,
+    });
+    if out.json {
+        let hits: Vec<_> = found
+            .hits
+            .iter()
+            .map(|h| json!({"score": h.score, "record": RecordView::new(&h.record, at)}))
+            .collect();
+        let mut doc = json!({ "hits": hits });
+        if explain {
+            doc["plan"] = plan_json;
+        }
+        out.json_line(&doc)?;
+        return Ok(());
+    }
+    if found.hits.is_empty() {
+        out.line(format!("no vectors in space {space:?} match in namespace {}", cli.ns))?;
+    } else {
+        let rows: Vec<Vec<String>> = found
+            .hits
+            .iter()
+            .map(|h| {
+                vec![
+                    format!("{:.4}", h.score),
+                    short(h.record.id),
+                    h.record.kind().to_string(),
+                    cut(&mnemon::loose_form(&h.record).to_string(), 60),
+                ]
+            })
+            .collect();
+        out.line(table(&["score", "id", "kind", "record"], &rows))?;
+    }
+    if explain {
+        let fallback = plan.first.map(|p| format!(", after {p} found fewer than {k}")).unwrap_or_default();
+        out.line(format!(
+            "(answered by the {} path{fallback}: {} candidate(s), graph of {} point(s), {} newer scanned exactly, selectivity {:.3}, ef {}, {} stale hit(s) dropped)",
+            plan.path, plan.candidates, plan.graph_points, plan.unindexed, plan.selectivity, plan.ef, plan.rejected
+        ))?;
+    }
+    Ok(())
+}
+
+pub fn run_index(cli: &Cli, out: &mut Out, cmd: &IndexCmd) -> Result<()> {
+    match cmd {
+        IndexCmd::Status => {
+            let db = open_read(cli)?;
+            let status = db.index_status()?;
+            if out.json {
+                for s in &status {
+                    out.json_line(&json!({
+                        "space": s.space, "namespace": s.namespace, "dimension": s.dimension,
+                        "vectors": s.vectors, "live": s.live, "graph_points": s.graph_points,
+                        "tombstones": s.tombstones, "unindexed": s.unindexed, "generation": s.generation,
+                        "covered_seq": s.covered_seq, "load_note": s.load_note,
+                    }))?;
+                }
+                return Ok(());
+            }
+            if status.is_empty() {
+                out.line("no vectors stored")?;
+                return Ok(());
+            }
+            let rows: Vec<Vec<String>> = status
+                .iter()
+                .map(|s| {
+                    vec![
+                        s.space.clone(),
+                        s.namespace.clone(),
+                        s.dimension.to_string(),
+                        s.vectors.to_string(),
+                        s.live.to_string(),
+                        s.graph_points.to_string(),
+                        s.tombstones.to_string(),
+                        s.unindexed.to_string(),
+                        s.generation.to_string(),
+                        s.load_note.clone().unwrap_or_default(),
+                    ]
+                })
+                .collect();
+            out.line(table(
+                &["space", "namespace", "dim", "vectors", "live", "graph", "dead", "newer", "gen", "note"],
+                &rows,
+            ))
+            .map_err(Into::into)
+        }
+        IndexCmd::Build { space } => {
+            let db = open(cli)?;
+            let r = db.build_index(space, &cli.ns)?;
+            if out.json {
+                out.json_line(&json!({"space": r.space, "namespace": r.namespace, "graph_points": r.graph_points, "generation": r.generation}))?;
+            } else {
+                out.line(format!(
+                    "built the {} index of namespace {}: {} point(s), published as generation {}",
+                    r.space,
+                    r.namespace,
+                    r.graph_points,
+                    r.generation.map_or_else(|| "-".into(), |g| g.to_string())
+                ))?;
+            }
+            Ok(())
+        }
+    }
+}
