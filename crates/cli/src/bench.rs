@@ -8,7 +8,7 @@ use mnemon::index::exact::scan_all;
 use mnemon::index::fvecs::{encode_fvecs, encode_ivecs, read_fvecs, read_ivecs};
 use mnemon::index::kernel::dot;
 use mnemon::index::synth::{self, Shape};
-use mnemon::index::{HnswIndex, HnswParams, VectorIndex};
+use mnemon::index::{Engine, HnswParams};
 use serde_json::json;
 
 use crate::cli::BenchCmd;
@@ -17,16 +17,16 @@ use crate::output::{Out, table};
 
 pub fn run(out: &mut Out, cmd: &BenchCmd) -> Result<()> {
     match cmd {
-        BenchCmd::Ann { base, queries, gt, k, ef, m, ef_construction, limit } => ann(
-            out,
-            base,
-            queries,
-            gt,
-            *k,
-            ef,
-            HnswParams { m: *m, ef_construction: *ef_construction, ef_search: 64 },
-            *limit,
-        ),
+        BenchCmd::Ann { base, queries, gt, k, ef, m, ef_construction, limit, engine } => {
+            let engines = engine
+                .iter()
+                .map(|e| {
+                    Engine::parse(e).ok_or_else(|| usage(format!("unknown engine {e:?} (mnemon, hnsw_rs)")))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let params = HnswParams { m: *m, ef_construction: *ef_construction, ef_search: 64 };
+            ann(out, base, queries, gt, *k, ef, params, *limit, &engines)
+        }
         BenchCmd::AnnData { out: dir, n, dim, queries, clusters, gt_k, seed } => {
             ann_data(out, dir, *n, *dim, *queries, *clusters, *gt_k, *seed)
         }
@@ -82,6 +82,7 @@ fn ann(
     efs: &[usize],
     params: HnswParams,
     limit: Option<usize>,
+    engines: &[Engine],
 ) -> Result<()> {
     params.validate().map_err(|e| usage(e.to_string()))?;
     if k == 0 || efs.contains(&0) {
@@ -106,44 +107,51 @@ fn ann(
     let query = |i: usize| &query_flat[i * dim..(i + 1) * dim];
 
     // Build the way the database does: unit vectors, parallel insertion, slot = row number.
-    let t = Instant::now();
     let points: Vec<(u32, &[f32])> = base_flat
         .chunks_exact(dim)
         .enumerate()
         .map(|(i, v)| (u32::try_from(i).unwrap_or(u32::MAX), v))
         .collect();
-    let graph = HnswIndex::build(params, &points)?;
-    let build = t.elapsed();
-    let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
-    let files = graph.save(dir.path(), "bench")?;
-    let bytes: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
-
     let mut rows = Vec::new();
     let mut results = Vec::new();
-    for &ef in efs {
-        let mut lat = Vec::with_capacity(nq);
-        let mut hits = 0usize;
+    let mut builds = Vec::new();
+    for &engine in engines {
         let t = Instant::now();
-        for (i, truth) in gt_v.iter().enumerate().take(nq) {
-            let s = Instant::now();
-            let found = graph.search(query(i), k, ef, None);
-            lat.push(s.elapsed());
-            let truth = &truth[..k];
-            hits += found.iter().filter(|f| truth.contains(&i32::try_from(f.point).unwrap_or(-1))).count();
+        let graph = engine.build(params, dim, &points)?;
+        let build = t.elapsed();
+        let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
+        let files = graph.save(dir.path(), "bench")?;
+        let bytes: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
+        builds
+            .push(json!({"engine": engine.name(), "build_secs": build.as_secs_f64(), "index_bytes": bytes}));
+        builds_text(&mut rows, engine, build, bytes, n);
+        for &ef in efs {
+            let mut lat = Vec::with_capacity(nq);
+            let mut hits = 0usize;
+            let t = Instant::now();
+            for (i, truth) in gt_v.iter().enumerate().take(nq) {
+                let s = Instant::now();
+                let found = graph.search(query(i), k, ef, None);
+                lat.push(s.elapsed());
+                let truth = &truth[..k];
+                hits +=
+                    found.iter().filter(|f| truth.contains(&i32::try_from(f.point).unwrap_or(-1))).count();
+            }
+            let total = t.elapsed().as_secs_f64();
+            lat.sort();
+            let recall = hits as f64 / (nq * k) as f64;
+            let qps = nq as f64 / total;
+            let (p50, p99) = (percentile(&lat, 0.5), percentile(&lat, 0.99));
+            rows.push(vec![
+                engine.name().to_string(),
+                ef.to_string(),
+                format!("{recall:.4}"),
+                format!("{qps:.0}"),
+                format!("{:.1}", p50.as_secs_f64() * 1e6),
+                format!("{:.1}", p99.as_secs_f64() * 1e6),
+            ]);
+            results.push(json!({"engine": engine.name(), "ef": ef, "recall": recall, "qps": qps, "p50_us": p50.as_secs_f64() * 1e6, "p99_us": p99.as_secs_f64() * 1e6}));
         }
-        let total = t.elapsed().as_secs_f64();
-        lat.sort();
-        let recall = hits as f64 / (nq * k) as f64;
-        let qps = nq as f64 / total;
-        let (p50, p99) = (percentile(&lat, 0.5), percentile(&lat, 0.99));
-        rows.push(vec![
-            ef.to_string(),
-            format!("{recall:.4}"),
-            format!("{qps:.0}"),
-            format!("{:.1}", p50.as_secs_f64() * 1e6),
-            format!("{:.1}", p99.as_secs_f64() * 1e6),
-        ]);
-        results.push(json!({"ef": ef, "recall": recall, "qps": qps, "p50_us": p50.as_secs_f64() * 1e6, "p99_us": p99.as_secs_f64() * 1e6}));
     }
 
     // The exact scan: the oracle and the small-set path (all cores, as the database runs it).
@@ -165,7 +173,7 @@ fn ann(
     if out.json {
         out.json_line(&json!({
             "base": n, "dim": dim, "queries": nq, "k": k, "m": params.m, "ef_construction": params.ef_construction,
-            "build_secs": build.as_secs_f64(), "index_bytes": bytes, "ef": results,
+            "builds": builds, "ef": results,
             "exact": {"qps": exact_qps, "recall": exact_recall, "scan_gb_per_s": scanned_gbs, "threads": threads},
             "memory_gb_per_s": {"one_thread": bw1, "all_threads": bwn},
         }))?;
@@ -175,17 +183,27 @@ fn ann(
         "{n} base vectors of dimension {dim}, {nq} queries, k={k}, M={}, ef_construction={}",
         params.m, params.ef_construction
     ))?;
-    out.line(format!(
-        "build: {:.1} s ({:.0} vectors/s), index files: {:.1} MiB",
-        build.as_secs_f64(),
-        n as f64 / build.as_secs_f64(),
-        bytes as f64 / (1u64 << 20) as f64
-    ))?;
-    out.line(table(&["ef", &format!("recall@{k}"), "QPS (1 thread)", "p50 µs", "p99 µs"], &rows))?;
+    let (build_rows, rows): (Vec<Vec<String>>, Vec<Vec<String>>) =
+        rows.into_iter().partition(|r| r.len() == 1);
+    for r in build_rows {
+        out.line(&r[0])?;
+    }
+    out.line(table(&["engine", "ef", &format!("recall@{k}"), "QPS (1 thread)", "p50 µs", "p99 µs"], &rows))?;
     out.line(format!(
         "exact scan: {exact_qps:.0} QPS on {threads} thread(s), recall {exact_recall:.4}, {scanned_gbs:.1} GB/s of vectors scanned; memory read bandwidth {bw1:.1} GB/s (1 thread), {bwn:.1} GB/s (all)"
     ))?;
     Ok(())
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn builds_text(rows: &mut Vec<Vec<String>>, engine: Engine, build: Duration, bytes: u64, n: usize) {
+    rows.push(vec![format!(
+        "{} build: {:.1} s ({:.0} vectors/s), index files: {:.1} MiB",
+        engine.name(),
+        build.as_secs_f64(),
+        n as f64 / build.as_secs_f64(),
+        bytes as f64 / (1u64 << 20) as f64
+    )]);
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -274,6 +274,9 @@ pub enum BenchCmd {
         /// Queries to time (default: all).
         #[arg(long)]
         limit: Option<usize>,
+        /// Graph implementations to measure: mnemon, hnsw_rs (default both, side by side).
+        #[arg(long, value_delimiter = ',', default_value = "mnemon,hnsw_rs")]
+        engine: Vec<String>,
     },
     /// Write a seeded clustered data set with its exact cosine ground truth (TEXMEX format).
     AnnData {

@@ -205,7 +205,7 @@ impl VectorIndex for HnswIndex {
     }
 
     fn name(&self) -> &'static str {
-        "hnsw"
+        "hnsw_rs"
     }
 
     fn params(&self) -> HnswParams {

@@ -42,6 +42,7 @@
 
 mod error;
 pub mod exact;
+pub mod flat;
 pub mod fvecs;
 mod graph;
 pub mod kernel;
@@ -58,14 +59,72 @@ use mnemon_storage::{AsOf, Durability, Kind, ListQuery, Namespace, Record, Snaps
 
 pub use error::IndexError;
 pub use exact::{Scored, TopK};
+pub use flat::FlatHnsw;
 pub use graph::{HnswIndex, HnswParams, VectorIndex};
 pub use persist::{Manifest, ManifestFile};
 
 use segment::{GONE, LIVE, Segment};
 
+/// Which graph implementation builds new indexes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// [`FlatHnsw`], this crate's own (the default: see docs/index.md for the comparison).
+    #[default]
+    Mnemon,
+    /// [`HnswIndex`], on hnsw_rs.
+    HnswRs,
+}
+
+impl Engine {
+    /// Its name in manifests and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Mnemon => "mnemon",
+            Engine::HnswRs => "hnsw_rs",
+        }
+    }
+
+    /// Parse a name.
+    pub fn parse(s: &str) -> Option<Engine> {
+        match s {
+            "mnemon" => Some(Engine::Mnemon),
+            "hnsw_rs" | "hnsw-rs" => Some(Engine::HnswRs),
+            _ => None,
+        }
+    }
+
+    /// Build a graph over `points` with this engine.
+    pub fn build(
+        self,
+        params: HnswParams,
+        dim: usize,
+        points: &[(u32, &[f32])],
+    ) -> Result<Box<dyn VectorIndex>, IndexError> {
+        Ok(match self {
+            Engine::Mnemon => Box::new(FlatHnsw::build(params, dim, points)?),
+            Engine::HnswRs => Box::new(HnswIndex::build(params, points)?),
+        })
+    }
+
+    /// Load a graph saved by this engine.
+    pub fn load(
+        self,
+        dir: &Path,
+        basename: &str,
+        params: HnswParams,
+    ) -> Result<Box<dyn VectorIndex>, IndexError> {
+        Ok(match self {
+            Engine::Mnemon => Box::new(FlatHnsw::load(dir, basename)?),
+            Engine::HnswRs => Box::new(HnswIndex::load(dir, basename, params)?),
+        })
+    }
+}
+
 /// Tuning of the index and its planner.
 #[derive(Clone, Debug)]
 pub struct IndexOptions {
+    /// The graph implementation for new builds.
+    pub engine: Engine,
     /// Graph parameters.
     pub params: HnswParams,
     /// Build a graph for a segment once it has this many live vectors.
@@ -90,6 +149,7 @@ pub struct IndexOptions {
 impl Default for IndexOptions {
     fn default() -> Self {
         IndexOptions {
+            engine: Engine::default(),
             params: HnswParams::default(),
             graph_min: 5_000,
             exact_max: 5_000,
@@ -410,38 +470,42 @@ impl VectorIndexes {
                 return;
             }
         };
-        let attempt = || -> Result<(Manifest, Vec<segment::Slot>, Vec<bool>, HnswIndex), String> {
-            let m = Manifest::decode(&manifest)?;
-            if m.space != seg.space || m.namespace != seg.ns.as_str() {
-                return Err("the manifest names another segment".into());
-            }
-            if m.dimension as usize != seg.dim {
-                return Err(format!(
-                    "dimension {} in the manifest, {} in the database",
-                    m.dimension, seg.dim
-                ));
-            }
-            persist::verify_files(dir, &m)?;
-            let (slots, in_graph) =
-                persist::read_points(&dir.join(format!("{}.points", m.basename)), seg.dim)?;
-            if slots.len() as u64 != m.slots {
-                return Err("the points file does not match the manifest".into());
-            }
-            let g = HnswIndex::load(dir, &m.basename, m.params(self.opts.params.ef_search))
-                .map_err(|e| e.to_string())?;
-            if g.len() as u64 != m.graph_points {
-                return Err(format!(
-                    "the graph has {} points, the manifest says {}",
-                    g.len(),
-                    m.graph_points
-                ));
-            }
-            Ok((m, slots, in_graph, g))
-        };
+        let attempt =
+            || -> Result<(Manifest, Vec<segment::Slot>, Vec<bool>, Box<dyn VectorIndex>), String> {
+                let m = Manifest::decode(&manifest)?;
+                if m.space != seg.space || m.namespace != seg.ns.as_str() {
+                    return Err("the manifest names another segment".into());
+                }
+                if m.dimension as usize != seg.dim {
+                    return Err(format!(
+                        "dimension {} in the manifest, {} in the database",
+                        m.dimension, seg.dim
+                    ));
+                }
+                persist::verify_files(dir, &m)?;
+                let (slots, in_graph) =
+                    persist::read_points(&dir.join(format!("{}.points", m.basename)), seg.dim)?;
+                if slots.len() as u64 != m.slots {
+                    return Err("the points file does not match the manifest".into());
+                }
+                let engine =
+                    Engine::parse(&m.engine).ok_or_else(|| format!("unknown graph engine {:?}", m.engine))?;
+                let g = engine
+                    .load(dir, &m.basename, m.params(self.opts.params.ef_search))
+                    .map_err(|e| e.to_string())?;
+                if g.len() as u64 != m.graph_points {
+                    return Err(format!(
+                        "the graph has {} points, the manifest says {}",
+                        g.len(),
+                        m.graph_points
+                    ));
+                }
+                Ok((m, slots, in_graph, g))
+            };
         match attempt() {
             Ok((m, slots, in_graph, g)) => {
                 seg.seed(slots, in_graph);
-                seg.graph = Some(Box::new(g));
+                seg.graph = Some(g);
                 seg.generation = m.generation;
                 seg.dirty = false;
             }
@@ -780,7 +844,7 @@ impl VectorIndexes {
         };
         let refs: Vec<(u32, &[f32])> =
             points.iter().zip(data.chunks_exact(dim.max(1))).map(|(p, v)| (*p, v)).collect();
-        let graph = HnswIndex::build(self.opts.params, &refs)?;
+        let graph = self.opts.engine.build(self.opts.params, dim, &refs)?;
         let mut s = write(seg);
         s.in_graph.iter_mut().for_each(|g| *g = false);
         for &p in &points {
@@ -789,7 +853,7 @@ impl VectorIndexes {
             }
         }
         s.graph_points = points.len();
-        s.graph = Some(Box::new(graph));
+        s.graph = Some(graph);
         s.dirty = true;
         Ok(())
     }
@@ -827,6 +891,7 @@ impl VectorIndexes {
             version: 1,
             generation,
             basename,
+            engine: graph.name().to_string(),
             space: s.space.clone(),
             namespace: s.ns.as_str().to_string(),
             dimension: u32::try_from(s.dim).unwrap_or(u32::MAX),

@@ -64,6 +64,8 @@ pub struct Manifest {
     pub generation: u64,
     /// The base name the graph was saved under.
     pub basename: String,
+    /// The graph implementation that wrote it (`mnemon` or `hnsw_rs`).
+    pub engine: String,
     /// The vector space.
     pub space: String,
     /// The namespace.
