@@ -366,6 +366,9 @@ pub struct BuildReport {
 
 type SegKey = (String, String);
 
+/// A verified published index: its manifest, points file and graph.
+type Published = (Manifest, Vec<segment::Slot>, Vec<bool>, Box<dyn VectorIndex>);
+
 /// The vector indexes of one database: one segment per (space, namespace), loaded on first
 /// use. Cheap to share behind an `Arc`; searches run concurrently.
 pub struct VectorIndexes {
@@ -470,38 +473,37 @@ impl VectorIndexes {
                 return;
             }
         };
-        let attempt =
-            || -> Result<(Manifest, Vec<segment::Slot>, Vec<bool>, Box<dyn VectorIndex>), String> {
-                let m = Manifest::decode(&manifest)?;
-                if m.space != seg.space || m.namespace != seg.ns.as_str() {
-                    return Err("the manifest names another segment".into());
-                }
-                if m.dimension as usize != seg.dim {
-                    return Err(format!(
-                        "dimension {} in the manifest, {} in the database",
-                        m.dimension, seg.dim
-                    ));
-                }
-                persist::verify_files(dir, &m)?;
-                let (slots, in_graph) =
-                    persist::read_points(&dir.join(format!("{}.points", m.basename)), seg.dim)?;
-                if slots.len() as u64 != m.slots {
-                    return Err("the points file does not match the manifest".into());
-                }
-                let engine =
-                    Engine::parse(&m.engine).ok_or_else(|| format!("unknown graph engine {:?}", m.engine))?;
-                let g = engine
-                    .load(dir, &m.basename, m.params(self.opts.params.ef_search))
-                    .map_err(|e| e.to_string())?;
-                if g.len() as u64 != m.graph_points {
-                    return Err(format!(
-                        "the graph has {} points, the manifest says {}",
-                        g.len(),
-                        m.graph_points
-                    ));
-                }
-                Ok((m, slots, in_graph, g))
-            };
+        let attempt = || -> Result<Published, String> {
+            let m = Manifest::decode(&manifest)?;
+            if m.space != seg.space || m.namespace != seg.ns.as_str() {
+                return Err("the manifest names another segment".into());
+            }
+            if m.dimension as usize != seg.dim {
+                return Err(format!(
+                    "dimension {} in the manifest, {} in the database",
+                    m.dimension, seg.dim
+                ));
+            }
+            persist::verify_files(dir, &m)?;
+            let (slots, in_graph) =
+                persist::read_points(&dir.join(format!("{}.points", m.basename)), seg.dim)?;
+            if slots.len() as u64 != m.slots {
+                return Err("the points file does not match the manifest".into());
+            }
+            let engine =
+                Engine::parse(&m.engine).ok_or_else(|| format!("unknown graph engine {:?}", m.engine))?;
+            let g = engine
+                .load(dir, &m.basename, m.params(self.opts.params.ef_search))
+                .map_err(|e| e.to_string())?;
+            if g.len() as u64 != m.graph_points {
+                return Err(format!(
+                    "the graph has {} points, the manifest says {}",
+                    g.len(),
+                    m.graph_points
+                ));
+            }
+            Ok((m, slots, in_graph, g))
+        };
         match attempt() {
             Ok((m, slots, in_graph, g)) => {
                 seg.seed(slots, in_graph);
