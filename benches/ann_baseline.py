@@ -25,6 +25,12 @@ def normalise(x):
 
 
 def timed_queries(search_one, queries, gt, k):
+    """Best of three passes (the machine is shared), as `mnemon bench ann` does."""
+    runs = [one_pass(search_one, queries, gt, k) for _ in range(3)]
+    return max(runs, key=lambda r: r["qps"])
+
+
+def one_pass(search_one, queries, gt, k):
     lat = []
     hits = 0
     t0 = time.perf_counter()

@@ -126,18 +126,28 @@ fn ann(
             .push(json!({"engine": engine.name(), "build_secs": build.as_secs_f64(), "index_bytes": bytes}));
         builds_text(&mut rows, engine, build, bytes, n);
         for &ef in efs {
-            let mut lat = Vec::with_capacity(nq);
-            let mut hits = 0usize;
-            let t = Instant::now();
-            for (i, truth) in gt_v.iter().enumerate().take(nq) {
-                let s = Instant::now();
-                let found = graph.search(query(i), k, ef, None);
-                lat.push(s.elapsed());
-                let truth = &truth[..k];
-                hits +=
-                    found.iter().filter(|f| truth.contains(&i32::try_from(f.point).unwrap_or(-1))).count();
+            // Best of three passes: the machine is shared, and the fastest pass is the one
+            // least disturbed by others.
+            let (mut lat, mut hits, mut total) = (Vec::new(), 0usize, f64::MAX);
+            for _ in 0..3 {
+                let mut pass_lat = Vec::with_capacity(nq);
+                let mut pass_hits = 0usize;
+                let t = Instant::now();
+                for (i, truth) in gt_v.iter().enumerate().take(nq) {
+                    let s = Instant::now();
+                    let found = graph.search(query(i), k, ef, None);
+                    pass_lat.push(s.elapsed());
+                    let truth = &truth[..k];
+                    pass_hits += found
+                        .iter()
+                        .filter(|f| truth.contains(&i32::try_from(f.point).unwrap_or(-1)))
+                        .count();
+                }
+                let secs = t.elapsed().as_secs_f64();
+                if secs < total {
+                    (lat, hits, total) = (pass_lat, pass_hits, secs);
+                }
             }
-            let total = t.elapsed().as_secs_f64();
             lat.sort();
             let recall = hits as f64 / (nq * k) as f64;
             let qps = nq as f64 / total;

@@ -96,6 +96,11 @@ pub struct FlatHnsw {
     nodes: Vec<Node>,
     /// Entry point and top level.
     entry: RwLock<Option<(u32, u8)>>,
+    /// Level-0 links copied into one array once a batch is inserted: `stride` slots per node,
+    /// a count then the links. Searches read it without locks; it is rebuilt after every
+    /// insert (which takes `&mut self`, so no search runs meanwhile).
+    frozen: Vec<u32>,
+    stride: usize,
 }
 
 impl std::fmt::Debug for FlatHnsw {
@@ -141,6 +146,8 @@ impl FlatHnsw {
             ids: Vec::new(),
             nodes: Vec::new(),
             entry: RwLock::new(None),
+            frozen: Vec::new(),
+            stride: params.m * 2 + 1,
         })
     }
 
@@ -149,6 +156,31 @@ impl FlatHnsw {
         let mut g = FlatHnsw::new(params, dim)?;
         g.insert(points);
         Ok(g)
+    }
+
+    /// Copy the level-0 links into the lock-free array.
+    fn freeze(&mut self) {
+        let stride = self.params.m * 2 + 1;
+        let mut frozen = vec![0u32; self.nodes.len() * stride];
+        for (i, node) in self.nodes.iter().enumerate() {
+            if let Some(l) = node.links.first() {
+                let l = read(l);
+                let row = &mut frozen[i * stride..(i + 1) * stride];
+                let n = l.len().min(stride - 1);
+                row[0] = u32::try_from(n).unwrap_or(0);
+                row[1..=n].copy_from_slice(&l[..n]);
+            }
+        }
+        self.frozen = frozen;
+        self.stride = stride;
+    }
+
+    /// Level-0 links of a node from the frozen array, when it covers the node.
+    #[inline]
+    fn frozen_links(&self, i: u32) -> Option<&[u32]> {
+        let row = self.frozen.get(i as usize * self.stride..(i as usize + 1) * self.stride)?;
+        let n = *row.first()? as usize;
+        row.get(1..=n)
     }
 
     fn max_links(&self, level: usize) -> usize {
@@ -171,16 +203,18 @@ impl FlatHnsw {
         let mut d = self.dist(q, cur);
         loop {
             let mut moved = false;
-            let links =
-                self.nodes.get(cur as usize).and_then(|n| n.links.get(level)).map(|l| read(l).clone());
-            for &n in links.iter().flatten() {
-                let dn = self.dist(q, n);
-                if dn < d {
-                    d = dn;
-                    cur = n;
-                    moved = true;
+            let mut next = cur;
+            if let Some(l) = self.nodes.get(cur as usize).and_then(|n| n.links.get(level)) {
+                for &n in read(l).iter() {
+                    let dn = self.dist(q, n);
+                    if dn < d {
+                        d = dn;
+                        next = n;
+                        moved = true;
+                    }
                 }
             }
+            cur = next;
             if !moved {
                 return cur;
             }
@@ -210,18 +244,37 @@ impl FlatHnsw {
                 results.push(Near(d0, start));
             }
             let mut buf: Vec<u32> = Vec::with_capacity(self.max_links(level));
+            let mut fresh: Vec<u32> = Vec::with_capacity(self.max_links(level));
             while let Some(std::cmp::Reverse(Near(d, c))) = candidates.pop() {
                 if results.len() >= ef && results.peek().is_some_and(|w| d > w.0) {
                     break;
                 }
-                buf.clear();
-                if let Some(l) = self.nodes.get(c as usize).and_then(|n| n.links.get(level)) {
-                    buf.extend_from_slice(&read(l));
+                // The next candidate's links will be read soon: start loading them.
+                if let Some(std::cmp::Reverse(next)) = candidates.peek()
+                    && let Some(row) = self.frozen.get(next.1 as usize * self.stride..)
+                {
+                    prefetch_u32(row);
                 }
-                for &n in &buf {
-                    if !visited.insert(n) {
-                        continue;
+                buf.clear();
+                let links: &[u32] = match (level, self.frozen_links(c)) {
+                    (0, Some(f)) => f,
+                    _ => {
+                        if let Some(l) = self.nodes.get(c as usize).and_then(|n| n.links.get(level)) {
+                            buf.extend_from_slice(&read(l));
+                        }
+                        &buf
                     }
+                };
+                // Mark the unvisited neighbours and start loading their vectors, then score
+                // them: the loads overlap instead of stalling one after another.
+                fresh.clear();
+                for &n in links {
+                    if visited.insert(n) {
+                        prefetch(self.vector(n));
+                        fresh.push(n);
+                    }
+                }
+                for &n in &fresh {
                     let dn = self.dist(q, n);
                     let worst = results.peek().map_or(f32::INFINITY, |w| w.0);
                     if results.len() < ef || dn < worst {
@@ -370,6 +423,7 @@ impl FlatHnsw {
         if r.at != bytes.len() {
             return Err(bad("trailing bytes"));
         }
+        g.freeze();
         if n > 0 {
             if ep as usize >= n || top as usize > MAX_LEVEL {
                 return Err(bad("entry point out of range"));
@@ -378,6 +432,44 @@ impl FlatHnsw {
         }
         Ok(g)
     }
+}
+
+/// Ask the CPU to start loading a vector we are about to read.
+#[inline(always)]
+fn prefetch(v: &[f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: SSE is part of the x86-64 baseline, and a prefetch never faults, whatever
+        // the address. Measured in docs/index.md: prefetching the neighbours' vectors before
+        // scoring them raised single-thread QPS by about 30% on 100k 384-d vectors.
+        #[allow(unsafe_code)]
+        unsafe {
+            let p = v.as_ptr().cast::<i8>();
+            _mm_prefetch::<_MM_HINT_T0>(p);
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(128));
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(192));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = v;
+}
+
+/// Prefetch the start of a `u32` slice (a links row).
+#[inline(always)]
+fn prefetch_u32(v: &[u32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: as in `prefetch`: SSE is baseline on x86-64 and prefetches never fault.
+        #[allow(unsafe_code)]
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(v.as_ptr().cast::<i8>());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = v;
 }
 
 struct Reader<'a> {
@@ -422,6 +514,7 @@ impl VectorIndex for FlatHnsw {
             let this = &*self;
             rest.par_iter().with_min_len(64).for_each(|&i| this.link(i));
         }
+        self.freeze();
     }
 
     fn search(

@@ -1,6 +1,6 @@
 //! Publishing, reloading without a rebuild, catching up, and refusing damaged files.
 
-use mnemon_index::{IndexOptions, Manifest, Mode, Query, SearchPath};
+use mnemon_index::{Engine, IndexOptions, Manifest, Mode, Query, SearchPath};
 use mnemon_storage::*;
 
 use crate::common::*;
@@ -20,6 +20,12 @@ fn top_ids(
 
 #[test]
 fn a_published_index_is_reloaded_not_rebuilt_and_catches_up() {
+    for engine in [Engine::Mnemon, Engine::HnswRs] {
+        reload_with(engine);
+    }
+}
+
+fn reload_with(engine: Engine) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("p.redb");
     let idx_dir = IndexOptions::dir_beside(&db);
@@ -28,18 +34,22 @@ fn a_published_index_is_reloaded_not_rebuilt_and_catches_up() {
     let ns = Namespace::new("p").unwrap();
     let data = clustered(3_000, 24, 12, 11);
     load(&store, &ns, &data, |_| Vec::new());
-    let first = index(&store, Some(idx_dir.clone()));
+    let with =
+        |opts: IndexOptions| mnemon_index::VectorIndexes::new(store.clone(), IndexOptions { engine, ..opts });
+    let first = with(options(Some(idx_dir.clone())));
     let report = first.build(SPACE, &ns).unwrap();
     assert_eq!((report.graph_points, report.generation), (3_000, Some(1)));
+    // The graph file(s) and the points file.
     let files: Vec<_> = std::fs::read_dir(&idx_dir).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(files.len(), 3, "{files:?}");
+    let per_publish = files.len();
+    assert_eq!(per_publish, if engine == Engine::Mnemon { 2 } else { 3 }, "{files:?}");
     drop(first);
 
     // Records written after the publish: searched exactly until added to the graph.
     let late = clustered(50, 24, 12, 12);
     let late_ids = load(&store, &ns, &late, |_| Vec::new());
 
-    let second = index(&store, Some(idx_dir.clone()));
+    let second = with(options(Some(idx_dir.clone())));
     let status = second.open_segment(SPACE, &ns).unwrap().unwrap();
     assert_eq!(status.load_note, None);
     assert_eq!((status.generation, status.graph_points), (1, 3_000), "the graph was not reloaded");
@@ -59,7 +69,7 @@ fn a_published_index_is_reloaded_not_rebuilt_and_catches_up() {
     // Maintenance publishes the next generation and removes the old files.
     let mut opts = options(Some(idx_dir.clone()));
     opts.tail_max = 10;
-    let third = mnemon_index::VectorIndexes::new(store.clone(), opts);
+    let third = with(opts);
     third.open_segment(SPACE, &ns).unwrap();
     let reports = third.maintain().unwrap();
     assert_eq!(reports[0].generation, Some(2));
@@ -68,7 +78,7 @@ fn a_published_index_is_reloaded_not_rebuilt_and_catches_up() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into())
         .collect();
-    assert_eq!(files.len(), 3, "{files:?}");
+    assert_eq!(files.len(), per_publish, "{files:?}");
     assert!(files.iter().all(|f| f.contains(".g2.")), "{files:?}");
 }
 
@@ -85,7 +95,7 @@ fn damaged_or_mismatched_index_files_are_rebuilt_never_trusted() {
     let graph_file = std::fs::read_dir(&idx_dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().ends_with(".hnsw.graph"))
+        .find(|p| p.to_string_lossy().ends_with(".mnhnsw"))
         .unwrap();
 
     // One flipped byte.

@@ -1,6 +1,6 @@
 //! Recall, filtered search at several selectivities, namespaces and time travel.
 
-use mnemon_index::{Mode, Query, SearchPath};
+use mnemon_index::{Engine, IndexOptions, Mode, Query, SearchPath};
 use mnemon_storage::body::Learning;
 use mnemon_storage::*;
 
@@ -12,12 +12,18 @@ fn ids(found: &mnemon_index::Found) -> Vec<RecordId> {
 
 #[test]
 fn graph_recall_against_the_exact_scan() {
+    for engine in [Engine::Mnemon, Engine::HnswRs] {
+        recall_with(engine);
+    }
+}
+
+fn recall_with(engine: Engine) {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir.path().join("r.redb"));
     let ns = Namespace::new("recall").unwrap();
     let data = clustered(8_000, 48, 40, 42);
     load(&store, &ns, &data, |_| Vec::new());
-    let index = index(&store, None);
+    let index = mnemon_index::VectorIndexes::new(store.clone(), IndexOptions { engine, ..options(None) });
     let report = index.build(SPACE, &ns).unwrap();
     assert_eq!(report.graph_points, 8_000);
     let snap = store.snapshot().unwrap();
@@ -37,7 +43,7 @@ fn graph_recall_against_the_exact_scan() {
         // Scores are cosine similarities, best first.
         assert!(approx.hits.windows(2).all(|w| w[0].score >= w[1].score));
     }
-    assert!(misses * 100 <= total * 5, "recall@10 below 0.95: {misses} misses of {total}");
+    assert!(misses * 100 <= total * 5, "{engine:?}: recall@10 below 0.95: {misses} misses of {total}");
 }
 
 #[test]
