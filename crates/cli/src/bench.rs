@@ -4,11 +4,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use mnemon::index::exact::scan_all;
+use mnemon::index::exact::{scan_all, scan_points};
 use mnemon::index::fvecs::{encode_fvecs, encode_ivecs, read_fvecs, read_ivecs};
 use mnemon::index::kernel::dot;
 use mnemon::index::synth::{self, Shape};
-use mnemon::index::{Engine, HnswParams};
+use mnemon::index::{Engine, HnswParams, VectorIndex};
 use serde_json::json;
 
 use crate::cli::BenchCmd;
@@ -115,6 +115,7 @@ fn ann(
     let mut rows = Vec::new();
     let mut results = Vec::new();
     let mut builds = Vec::new();
+    let mut crossover_graph = None;
     for &engine in engines {
         let t = Instant::now();
         let graph = engine.build(params, dim, &points)?;
@@ -162,7 +163,15 @@ fn ann(
             ]);
             results.push(json!({"engine": engine.name(), "ef": ef, "recall": recall, "qps": qps, "p50_us": p50.as_secs_f64() * 1e6, "p99_us": p99.as_secs_f64() * 1e6}));
         }
+        if crossover_graph.is_none() {
+            crossover_graph = Some(graph);
+        }
     }
+
+    let cross = match crossover_graph {
+        Some(g) => crossover(g.as_ref(), &base_flat, dim, &query_flat, k, nq.min(200)),
+        None => Vec::new(),
+    };
 
     // The exact scan: the oracle and the small-set path (all cores, as the database runs it).
     let exact_q = nq.min(200);
@@ -186,6 +195,11 @@ fn ann(
             "builds": builds, "ef": results,
             "exact": {"qps": exact_qps, "recall": exact_recall, "scan_gb_per_s": scanned_gbs, "threads": threads},
             "memory_gb_per_s": {"one_thread": bw1, "all_threads": bwn},
+            "filtered": cross.iter().map(|c| json!({
+                "selectivity": c.selectivity, "candidates": c.candidates, "exact_us": c.exact_us,
+                "graph_filtered_us": c.filtered_us, "graph_filtered_recall": c.filtered_recall,
+                "overfetch_us": c.overfetch_us, "overfetch_recall": c.overfetch_recall,
+            })).collect::<Vec<_>>(),
         }))?;
         return Ok(());
     }
@@ -199,10 +213,102 @@ fn ann(
         out.line(&r[0])?;
     }
     out.line(table(&["engine", "ef", &format!("recall@{k}"), "QPS (1 thread)", "p50 µs", "p99 µs"], &rows))?;
+    if !cross.is_empty() {
+        let rows: Vec<Vec<String>> = cross
+            .iter()
+            .map(|c| {
+                vec![
+                    format!("{:.3}", c.selectivity),
+                    c.candidates.to_string(),
+                    format!("{:.0}", c.exact_us),
+                    format!("{:.0}", c.filtered_us),
+                    format!("{:.4}", c.filtered_recall),
+                    format!("{:.0}", c.overfetch_us),
+                    format!("{:.4}", c.overfetch_recall),
+                ]
+            })
+            .collect();
+        out.line(format!("filtered search, k={k}, ef 64 (the planner's crossover; first engine):"))?;
+        out.line(table(
+            &["selectivity", "candidates", "exact µs", "filtered µs", "recall", "over-fetch µs", "recall"],
+            &rows,
+        ))?;
+    }
     out.line(format!(
         "exact scan: {exact_qps:.0} QPS on {threads} thread(s), recall {exact_recall:.4}, {scanned_gbs:.1} GB/s of vectors scanned; memory read bandwidth {bw1:.1} GB/s (1 thread), {bwn:.1} GB/s (all)"
     ))?;
     Ok(())
+}
+
+struct Cross {
+    selectivity: f64,
+    candidates: usize,
+    exact_us: f64,
+    filtered_us: f64,
+    filtered_recall: f64,
+    overfetch_us: f64,
+    overfetch_recall: f64,
+}
+
+/// Time the exact scan of a candidate subset against the graph with the subset as a filter
+/// (inside the search, and by over-fetching then filtering), at several selectivities.
+#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn crossover(
+    g: &dyn VectorIndex,
+    base: &[f32],
+    dim: usize,
+    queries: &[f32],
+    k: usize,
+    nq: usize,
+) -> Vec<Cross> {
+    let n = base.len() / dim;
+    let mut out = Vec::new();
+    for sel in [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5] {
+        // A fixed pseudo-random subset.
+        let member: Vec<bool> = (0..n as u64)
+            .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as f64 / (1u64 << 24) as f64 <= sel)
+            .collect();
+        let cands: Vec<u32> = (0..n).filter(|&i| member[i]).filter_map(|i| u32::try_from(i).ok()).collect();
+        if cands.len() < k {
+            continue;
+        }
+        let keep = |p: u32| member.get(p as usize).copied().unwrap_or(false);
+        let real_sel = cands.len() as f64 / n as f64;
+        let fetch = ((k as f64 / real_sel) * 1.2).ceil() as usize + k;
+        let (mut te, mut tf, mut to) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        let (mut hf, mut ho) = (0usize, 0usize);
+        for i in 0..nq {
+            let q = &queries[i * dim..(i + 1) * dim];
+            let t = Instant::now();
+            let truth: Vec<u32> = scan_points(base, dim, q, k, &cands).iter().map(|s| s.point).collect();
+            te += t.elapsed();
+            let t = Instant::now();
+            let f = g.search(q, k, 64, Some(&keep));
+            tf += t.elapsed();
+            hf += f.iter().filter(|s| truth.contains(&s.point)).count();
+            let t = Instant::now();
+            let o: Vec<u32> = g
+                .search(q, fetch, fetch.max(64), None)
+                .into_iter()
+                .filter(|s| keep(s.point))
+                .take(k)
+                .map(|s| s.point)
+                .collect();
+            to += t.elapsed();
+            ho += o.iter().filter(|p| truth.contains(p)).count();
+        }
+        let us = |d: Duration| d.as_secs_f64() * 1e6 / nq as f64;
+        out.push(Cross {
+            selectivity: real_sel,
+            candidates: cands.len(),
+            exact_us: us(te),
+            filtered_us: us(tf),
+            filtered_recall: hf as f64 / (nq * k) as f64,
+            overfetch_us: us(to),
+            overfetch_recall: ho as f64 / (nq * k) as f64,
+        });
+    }
+    out
 }
 
 #[allow(clippy::cast_precision_loss)]

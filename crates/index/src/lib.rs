@@ -153,7 +153,7 @@ impl Default for IndexOptions {
             params: HnswParams::default(),
             graph_min: 5_000,
             exact_max: 5_000,
-            overfetch_min_selectivity: 0.25,
+            overfetch_min_selectivity: 0.5,
             rebuild_tombstones: 0.2,
             tail_max: 2_000,
             dir: None,
