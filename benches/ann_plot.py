@@ -14,7 +14,8 @@ def load(mnemon_path, baseline_path):
     with open(mnemon_path) as f:
         doc = json.loads(f.readline())
     for r in doc["ef"]:
-        series.setdefault("mnemon (" + r["engine"] + ")", []).append((r["recall"], r["qps"], r["ef"]))
+        name = "mnemon graph" if r["engine"] == "mnemon" else r["engine"] + " (through mnemon)"
+        series.setdefault(name, []).append((r["recall"], r["qps"], r["ef"]))
     with open(baseline_path) as f:
         for line in f:
             if line.startswith("{"):
