@@ -440,3 +440,159 @@ fn readers_share_the_file_and_a_writer_waits_its_turn() {
     e.add("decision", r#"{"title":"y"}"#, &[]);
     assert_eq!(e.run(&["--json", "list"]).json_lines().len(), 2);
 }
+
+#[test]
+fn vectors_put_search_explain_index_and_bench() {
+    let env = Env::new();
+    env.init();
+    let a = env.add("learning", r#"{"text":"bounded queues"}"#, &[]);
+    let b = env.add("learning", r#"{"text":"retry with jitter"}"#, &["--tag", "net"]);
+    env.run(&["vector", "put", &a, "--space", "toy", "--vector", "[1, 0, 0.1]"]).ok();
+    let put = env.run(&["--json", "vector", "put", &b, "--space", "toy", "--vector", "[0, 1, 0.2]"]).json();
+    assert_eq!(put["rev"], 0);
+
+    let found = env
+        .run(&[
+            "--json",
+            "vector",
+            "search",
+            "--space",
+            "toy",
+            "--vector",
+            "[0.9, 0.1, 0]",
+            "-k",
+            "1",
+            "--explain",
+        ])
+        .json();
+    assert_eq!(found["hits"][0]["record"]["id"], a.as_str());
+    assert_eq!(found["plan"]["path"], "exact");
+    let tagged = env
+        .run(&["--json", "vector", "search", "--space", "toy", "--vector", "[0.9, 0.1, 0]", "--tag", "net"])
+        .json();
+    assert_eq!(tagged["hits"].as_array().unwrap().len(), 1);
+    assert_eq!(tagged["hits"][0]["record"]["id"], b.as_str());
+    let text = env
+        .run(&["vector", "search", "--space", "toy", "--vector", "[0.9, 0.1, 0]", "--explain"])
+        .ok()
+        .to_string();
+    assert!(text.contains("answered by the exact path"), "{text}");
+
+    // Time travel: retired now, still found as of before.
+    let before = env.run(&["--json", "get", &a]).json()["recorded_at"].as_str().unwrap().to_string();
+    env.run(&["retire", &a]).ok();
+    let now =
+        env.run(&["--json", "vector", "search", "--space", "toy", "--vector", "[1, 0, 0]", "-k", "1"]).json();
+    assert_eq!(now["hits"][0]["record"]["id"], b.as_str());
+    let then = env
+        .run(&[
+            "--json",
+            "vector",
+            "search",
+            "--space",
+            "toy",
+            "--vector",
+            "[1, 0, 0]",
+            "-k",
+            "1",
+            "--as-of",
+            &before,
+        ])
+        .json();
+    assert_eq!(then["hits"][0]["record"]["id"], a.as_str());
+
+    // Bad vectors: usage errors (exit 2), one line, nothing written.
+    env.run(&["vector", "put", &b, "--space", "toy", "--vector", "[1, 2]"]).fails(2, "dimension mismatch");
+    env.run(&["vector", "put", &b, "--space", "toy", "--vector", "[0, 0, 0]"]).fails(2, "zero vector");
+    env.run(&["vector", "put", &b, "--space", "toy", "--vector", "[1, \"x\", 0]"])
+        .fails(2, "component 1 is not a number");
+    env.run(&["vector", "put", &b, "--space", "toy", "--vector", "[1, 0"]).fails(2, "not valid JSON");
+    env.run(&["vector", "search", "--space", "toy", "--vector", "[1, 0]"])
+        .fails(2, "dimension 2 does not match");
+    env.run(&["vector", "search", "--space", "toy", "--vector", "[1,0,0]", "--mode", "fast"])
+        .fails(2, "unknown mode");
+    let unknown = "0190f3a2-0000-7000-8000-000000000000";
+    env.run(&["vector", "put", unknown, "--space", "toy", "--vector", "[1, 0, 0]"]).fails(1, "no record");
+
+    // Index status and build (two vectors: the graph is tiny but real), then check.
+    env.run(&["index", "build", "--space", "toy"]).ok();
+    let status = env.run(&["--json", "index", "status"]).json_lines();
+    assert_eq!(status[0]["generation"], 1);
+    assert_eq!(status[0]["vectors"], 2);
+    assert!(env.db().with_file_name("m.redb.index").is_dir());
+    let found = env
+        .run(&[
+            "--json",
+            "vector",
+            "search",
+            "--space",
+            "toy",
+            "--vector",
+            "[0, 1, 0]",
+            "--mode",
+            "graph",
+            "--explain",
+        ])
+        .json();
+    assert_eq!(found["hits"][0]["record"]["id"], b.as_str());
+    assert_eq!(found["plan"]["path"], "graph");
+    env.run(&["check"]).ok();
+
+    // The ANN benchmark on a small generated data set.
+    let data = env.dir.path().join("ann");
+    let d = data.to_str().unwrap();
+    env.run(&[
+        "bench",
+        "ann-data",
+        "--out",
+        d,
+        "--n",
+        "500",
+        "--dim",
+        "16",
+        "--queries",
+        "20",
+        "--clusters",
+        "5",
+        "--gt-k",
+        "10",
+    ])
+    .ok();
+    let report = env
+        .run(&[
+            "--json",
+            "bench",
+            "ann",
+            "--base",
+            &format!("{d}/base.fvecs"),
+            "--queries",
+            &format!("{d}/queries.fvecs"),
+            "--gt",
+            &format!("{d}/gt.ivecs"),
+            "--ef",
+            "16,64",
+            "--m",
+            "8",
+            "--ef-construction",
+            "50",
+        ])
+        .json();
+    assert_eq!(report["ef"].as_array().unwrap().len(), 4, "{report}");
+    assert!(report["ef"][1]["recall"].as_f64().unwrap() > 0.9, "{report}");
+    assert!(report["exact"]["recall"].as_f64().unwrap() > 0.999);
+    env.run(&["bench", "ann", "--base", "/nonexistent.fvecs", "--queries", "q", "--gt", "g"])
+        .fails(1, "nonexistent");
+    env.run(&[
+        "bench",
+        "ann",
+        "--base",
+        &format!("{d}/base.fvecs"),
+        "--queries",
+        &format!("{d}/queries.fvecs"),
+        "--gt",
+        &format!("{d}/gt.ivecs"),
+        "--m",
+        "300",
+    ])
+    .fails(2, "m must be 2 to 256");
+}
