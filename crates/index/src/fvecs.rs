@@ -49,28 +49,25 @@ pub fn read_ivecs(path: &Path) -> Result<(usize, Vec<Vec<i32>>), IndexError> {
     parse(path, &read(path)?, i32::from_le_bytes)
 }
 
-/// Encode vectors as `.fvecs`.
-pub fn encode_fvecs(vectors: &[Vec<f32>]) -> Vec<u8> {
+fn encode<T: Copy>(vectors: &[Vec<T>], le: fn(T) -> [u8; 4]) -> Vec<u8> {
     let mut out = Vec::new();
     for v in vectors {
         out.extend_from_slice(&i32::try_from(v.len()).unwrap_or(i32::MAX).to_le_bytes());
         for x in v {
-            out.extend_from_slice(&x.to_le_bytes());
+            out.extend_from_slice(&le(*x));
         }
     }
     out
 }
 
+/// Encode vectors as `.fvecs`.
+pub fn encode_fvecs(vectors: &[Vec<f32>]) -> Vec<u8> {
+    encode(vectors, f32::to_le_bytes)
+}
+
 /// Encode vectors as `.ivecs`.
 pub fn encode_ivecs(vectors: &[Vec<i32>]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for v in vectors {
-        out.extend_from_slice(&i32::try_from(v.len()).unwrap_or(i32::MAX).to_le_bytes());
-        for x in v {
-            out.extend_from_slice(&x.to_le_bytes());
-        }
-    }
-    out
+    encode(vectors, i32::to_le_bytes)
 }
 
 #[cfg(test)]
