@@ -20,6 +20,8 @@ def load(mnemon_path, baseline_path):
         for line in f:
             if line.startswith("{"):
                 r = json.loads(line)
+                if r["ef"] == 0:
+                    continue
                 series.setdefault(r["lib"], []).append((r["recall"], r["qps"], r["ef"]))
     return doc, series
 

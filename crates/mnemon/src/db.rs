@@ -79,9 +79,8 @@ impl DbBuilder {
         let read_only = self.options.read_only;
         let store = Store::open(&self.path, self.options)?;
         let opts = self.index.unwrap_or_else(|| IndexOptions {
-            dir: Some(IndexOptions::dir_beside(&self.path)),
             auto_maintain: !read_only,
-            ..IndexOptions::default()
+            ..Db::default_index_options(&self.path)
         });
         let index = Arc::new(VectorIndexes::new(store.clone(), opts));
         Ok(Db { store, index })
@@ -100,6 +99,16 @@ impl Db {
     /// A builder for the database at `path`.
     pub fn builder(path: impl AsRef<Path>) -> DbBuilder {
         DbBuilder { path: path.as_ref().to_path_buf(), options: StoreOptions::default(), index: None }
+    }
+
+    /// The vector index options a database at `path` gets by default: files in
+    /// `<path>.index`, graphs built and published in the background.
+    pub fn default_index_options(path: &Path) -> IndexOptions {
+        IndexOptions {
+            dir: Some(IndexOptions::dir_beside(path)),
+            auto_maintain: true,
+            ..IndexOptions::default()
+        }
     }
 
     /// Open an existing database.
