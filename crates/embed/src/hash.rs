@@ -1,0 +1,165 @@
+//! The offline default embedder: feature hashing.
+
+use crate::{EmbedError, Embedder, unit};
+
+/// Feature hashing of word unigrams (weight 1), word bigrams (0.7) and character trigrams of
+/// each word with boundary marks (0.4) into `dimension` signed buckets, L2-normalised. Words
+/// are lower-cased runs of letters and digits (any script); identifiers are also split at
+/// `snake_case` and `camelCase` boundaries, keeping the whole identifier too.
+#[derive(Clone, Debug)]
+pub struct HashEmbedder {
+    dimension: usize,
+    id: String,
+}
+
+impl Default for HashEmbedder {
+    fn default() -> Self {
+        HashEmbedder::new(384)
+    }
+}
+
+/// 64-bit FNV-1a, then a finaliser that spreads the bits (stable across platforms).
+fn hash(parts: &[&str], salt: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ salt;
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            h ^= 0x1f;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        for b in p.bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h
+}
+
+/// Lower-cased words, with identifier parts split out (the whole identifier is kept too).
+pub(crate) fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+        if raw.is_empty() {
+            continue;
+        }
+        let parts: Vec<String> = split_identifier(raw);
+        let whole = raw.trim_matches('_').to_lowercase();
+        if parts.len() > 1 && !whole.is_empty() {
+            out.push(whole);
+        }
+        out.extend(parts);
+    }
+    out
+}
+
+/// `parseHTTPResponse_v2` -> parse, http, response, v2.
+fn split_identifier(raw: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    for piece in raw.split('_').filter(|p| !p.is_empty()) {
+        let chars: Vec<char> = piece.chars().collect();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (prev, cur) = (chars[i - 1], chars[i]);
+            let next_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
+            let boundary = (prev.is_lowercase() && cur.is_uppercase())
+                || (prev.is_uppercase() && cur.is_uppercase() && next_lower);
+            if boundary {
+                parts.push(chars[start..i].iter().collect::<String>().to_lowercase());
+                start = i;
+            }
+        }
+        parts.push(chars[start..].iter().collect::<String>().to_lowercase());
+    }
+    parts
+}
+
+impl HashEmbedder {
+    /// A hashing embedder of the given dimension.
+    pub fn new(dimension: usize) -> Self {
+        HashEmbedder { dimension: dimension.max(1), id: format!("mnemon-hash-v1-{}", dimension.max(1)) }
+    }
+
+    fn add(&self, v: &mut [f32], h: u64, w: f32) {
+        let i = usize::try_from(h % self.dimension as u64).unwrap_or(0);
+        let sign = if h >> 63 == 1 { -1.0 } else { 1.0 };
+        v[i] += sign * w;
+    }
+
+    fn one(&self, text: &str) -> Option<Vec<f32>> {
+        let words = words(text);
+        let mut v = vec![0f32; self.dimension];
+        for w in &words {
+            self.add(&mut v, hash(&[w], 1), 1.0);
+            let marked: Vec<char> =
+                std::iter::once('#').chain(w.chars()).chain(std::iter::once('#')).collect();
+            for t in marked.windows(3) {
+                let tri: String = t.iter().collect();
+                self.add(&mut v, hash(&[&tri], 3), 0.4);
+            }
+        }
+        for pair in words.windows(2) {
+            self.add(&mut v, hash(&[&pair[0], &pair[1]], 2), 0.7);
+        }
+        unit(v)
+    }
+}
+
+impl Embedder for HashEmbedder {
+    fn model_id(&self) -> &str {
+        &self.id
+    }
+
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        texts.iter().enumerate().map(|(index, t)| self.one(t).ok_or(EmbedError::Empty { index })).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cos(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    #[test]
+    fn deterministic_unit_and_lexically_similar() {
+        let e = HashEmbedder::default();
+        let v = e
+            .embed(&[
+                "Use exponential backoff for retries",
+                "retries need exponential backoff",
+                "the cat sat on the mat",
+            ])
+            .unwrap();
+        assert_eq!(
+            v,
+            e.embed(&[
+                "Use exponential backoff for retries",
+                "retries need exponential backoff",
+                "the cat sat on the mat"
+            ])
+            .unwrap()
+        );
+        for x in &v {
+            assert!((cos(x, x) - 1.0).abs() < 1e-5);
+        }
+        assert!(cos(&v[0], &v[1]) > 0.4, "{}", cos(&v[0], &v[1]));
+        assert!(cos(&v[0], &v[2]) < 0.2, "{}", cos(&v[0], &v[2]));
+        assert!(matches!(e.embed(&["ok", " -- "]), Err(EmbedError::Empty { index: 1 })));
+        assert_eq!(e.model_id(), "mnemon-hash-v1-384");
+    }
+
+    #[test]
+    fn words_split_identifiers_and_unicode() {
+        assert_eq!(words("parseHTTPResponse"), vec!["parsehttpresponse", "parse", "http", "response"]);
+        assert_eq!(words("max_retry_count=3"), vec!["max_retry_count", "max", "retry", "count", "3"]);
+        assert_eq!(words("Grüße, ВОДА!"), vec!["grüße", "вода"]);
+    }
+}

@@ -1,0 +1,111 @@
+//! mnemon's embedders: text in, unit vectors out.
+//!
+//! * [`HashEmbedder`], the offline default: feature hashing of word unigrams, word bigrams and
+//!   character trigrams into a fixed dimension, L2-normalised. No download, no key, no
+//!   network; deterministic on every machine. It captures shared words and word pieces (so
+//!   "retry" finds "retries"), not meaning.
+//! * [`HttpEmbedder`]: any server speaking the OpenAI embeddings API (`POST {base}/embeddings`),
+//!   with batching, timeouts, and retries with exponential backoff and jitter on 429, 5xx and
+//!   connection failures (honouring `Retry-After`), and no retry on other 4xx.
+//!
+//! ```
+//! use mnemon_embed::{Embedder, HashEmbedder};
+//!
+//! let e = HashEmbedder::default();
+//! let v = e.embed(&["retry with exponential backoff", "retries use backoff"])?;
+//! assert_eq!((v.len(), v[0].len()), (2, 384));
+//! let cos: f32 = v[0].iter().zip(&v[1]).map(|(a, b)| a * b).sum();
+//! assert!(cos > 0.3);
+//! # Ok::<(), mnemon_embed::EmbedError>(())
+//! ```
+
+#![deny(missing_docs)]
+
+mod hash;
+mod http;
+
+pub use hash::HashEmbedder;
+pub use http::{HttpConfig, HttpEmbedder};
+
+/// What can go wrong while embedding.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EmbedError {
+    /// A text with nothing to embed (no letters or digits).
+    #[error("nothing to embed in text {index} of the batch (no letters or digits)")]
+    Empty {
+        /// Its position in the batch.
+        index: usize,
+    },
+    /// The server answered with an error status.
+    #[error("embedding request to {url} failed with HTTP {status}: {body}")]
+    Status {
+        /// The status code.
+        status: u16,
+        /// The URL.
+        url: String,
+        /// The start of the response body.
+        body: String,
+    },
+    /// The request timed out.
+    #[error("embedding request to {url} timed out after {secs:.1} s")]
+    Timeout {
+        /// The URL.
+        url: String,
+        /// The timeout.
+        secs: f64,
+    },
+    /// The server could not be reached.
+    #[error("cannot reach the embedding server at {url}: {reason}")]
+    Connect {
+        /// The URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The response was not what the API promises.
+    #[error("malformed embedding response from {url}: {reason}")]
+    Malformed {
+        /// The URL.
+        url: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// A configuration that cannot work.
+    #[error("invalid embedder configuration: {0}")]
+    Config(String),
+}
+
+impl EmbedError {
+    /// Whether retrying the same request may succeed (429, 5xx, timeouts, connection errors).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            EmbedError::Status { status, .. } => *status == 429 || *status >= 500,
+            EmbedError::Timeout { .. } | EmbedError::Connect { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+/// Turns texts into unit vectors of a fixed dimension.
+pub trait Embedder: Send + Sync {
+    /// The model id: also the vector space the vectors are stored in. Two embedders with the
+    /// same id must produce the same vectors.
+    fn model_id(&self) -> &str;
+    /// The dimension of every vector.
+    fn dimension(&self) -> usize;
+    /// One unit vector per text, in order.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// Scale to unit length (`None` for the zero vector or non-finite input).
+pub(crate) fn unit(mut v: Vec<f32>) -> Option<Vec<f32>> {
+    let n = v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+    if n == 0.0 || !n.is_finite() {
+        return None;
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    let inv = (1.0 / n) as f32;
+    v.iter_mut().for_each(|x| *x *= inv);
+    Some(v)
+}
