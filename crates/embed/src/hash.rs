@@ -37,44 +37,6 @@ fn hash(parts: &[&str], salt: u64) -> u64 {
     h
 }
 
-/// Lower-cased words, with identifier parts split out (the whole identifier is kept too).
-pub(crate) fn words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-        if raw.is_empty() {
-            continue;
-        }
-        let parts: Vec<String> = split_identifier(raw);
-        let whole = raw.trim_matches('_').to_lowercase();
-        if parts.len() > 1 && !whole.is_empty() {
-            out.push(whole);
-        }
-        out.extend(parts);
-    }
-    out
-}
-
-/// `parseHTTPResponse_v2` -> parse, http, response, v2.
-fn split_identifier(raw: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    for piece in raw.split('_').filter(|p| !p.is_empty()) {
-        let chars: Vec<char> = piece.chars().collect();
-        let mut start = 0;
-        for i in 1..chars.len() {
-            let (prev, cur) = (chars[i - 1], chars[i]);
-            let next_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
-            let boundary = (prev.is_lowercase() && cur.is_uppercase())
-                || (prev.is_uppercase() && cur.is_uppercase() && next_lower);
-            if boundary {
-                parts.push(chars[start..i].iter().collect::<String>().to_lowercase());
-                start = i;
-            }
-        }
-        parts.push(chars[start..].iter().collect::<String>().to_lowercase());
-    }
-    parts
-}
-
 impl HashEmbedder {
     /// A hashing embedder of the given dimension.
     pub fn new(dimension: usize) -> Self {
@@ -88,7 +50,7 @@ impl HashEmbedder {
     }
 
     fn one(&self, text: &str) -> Option<Vec<f32>> {
-        let words = words(text);
+        let words = mnemon_storage::tokens::tokenize(text);
         let mut v = vec![0f32; self.dimension];
         for w in &words {
             self.add(&mut v, hash(&[w], 1), 1.0);
@@ -154,12 +116,5 @@ mod tests {
         assert!(cos(&v[0], &v[2]) < 0.2, "{}", cos(&v[0], &v[2]));
         assert!(matches!(e.embed(&["ok", " -- "]), Err(EmbedError::Empty { index: 1 })));
         assert_eq!(e.model_id(), "mnemon-hash-v1-384");
-    }
-
-    #[test]
-    fn words_split_identifiers_and_unicode() {
-        assert_eq!(words("parseHTTPResponse"), vec!["parsehttpresponse", "parse", "http", "response"]);
-        assert_eq!(words("max_retry_count=3"), vec!["max_retry_count", "max", "retry", "count", "3"]);
-        assert_eq!(words("Grüße, ВОДА!"), vec!["grüße", "вода"]);
     }
 }

@@ -57,6 +57,7 @@ mod tables;
 mod text;
 mod time;
 mod timeline;
+pub mod tokens;
 mod vector;
 mod write;
 

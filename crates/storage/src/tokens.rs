@@ -1,0 +1,56 @@
+//! The tokenizer shared by the lexical index and the hashing embedder.
+//!
+//! Tokens are lower-cased runs of letters, digits and underscores (any script). An identifier
+//! is also split at `snake_case` and `camelCase` boundaries, and the whole identifier is kept
+//! as well, so `parseHTTPResponse` matches a search for "parse", "response" or the identifier.
+
+/// The tokens of a text, in order (identifier parts after the whole identifier).
+pub fn tokenize(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+        if raw.is_empty() {
+            continue;
+        }
+        let parts: Vec<String> = split_identifier(raw);
+        let whole = raw.trim_matches('_').to_lowercase();
+        if parts.len() > 1 && !whole.is_empty() {
+            out.push(whole);
+        }
+        out.extend(parts);
+    }
+    out
+}
+
+/// `parseHTTPResponse_v2` -> parse, http, response, v2.
+fn split_identifier(raw: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    for piece in raw.split('_').filter(|p| !p.is_empty()) {
+        let chars: Vec<char> = piece.chars().collect();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (prev, cur) = (chars[i - 1], chars[i]);
+            let next_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
+            let boundary = (prev.is_lowercase() && cur.is_uppercase())
+                || (prev.is_uppercase() && cur.is_uppercase() && next_lower);
+            if boundary {
+                parts.push(chars[start..i].iter().collect::<String>().to_lowercase());
+                start = i;
+            }
+        }
+        parts.push(chars[start..].iter().collect::<String>().to_lowercase());
+    }
+    parts
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_split_identifiers_and_unicode() {
+        assert_eq!(tokenize("parseHTTPResponse"), vec!["parsehttpresponse", "parse", "http", "response"]);
+        assert_eq!(tokenize("max_retry_count=3"), vec!["max_retry_count", "max", "retry", "count", "3"]);
+        assert_eq!(tokenize("Grüße, ВОДА!"), vec!["grüße", "вода"]);
+    }
+}
