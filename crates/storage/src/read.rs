@@ -640,6 +640,35 @@ impl Snapshot {
         })())
     }
 
+    /// The `k` records whose text best matches `query` by BM25, among those the list query
+    /// selects (kinds, tags, agent, task) as of its time. Records are matched by the text of
+    /// the revision visible then; forgotten records are gone from the index.
+    pub fn lexical_search(
+        &self,
+        ns: &Namespace,
+        query: &str,
+        filter: &ListQuery,
+        k: usize,
+    ) -> Result<Vec<crate::lexical::LexicalHit>, Error> {
+        self.ctx((|| {
+            let (Some(postings), Some(texts)) =
+                (self.open_optional(tables::POSTINGS)?, self.open_optional(tables::TEXTS)?)
+            else {
+                return Ok(Vec::new());
+            };
+            let stats = match self.open_optional(tables::LEXSTATS)? {
+                Some(t) => {
+                    t.get(ns.as_str())?.map(|v| crate::lexical::decode_stats(v.value())).unwrap_or((0, 0))
+                }
+                None => (0, 0),
+            };
+            let resolve = |id: RecordId| -> Result<Option<Record>, Error> {
+                Ok(self.get(ns, id, filter.as_of)?.filter(|r| crate::lexical::matches(r, filter)))
+            };
+            crate::lexical::search(&postings, &texts, stats, ns, query, k, &resolve)
+        })())
+    }
+
     /// An auxiliary row (see [`crate::WriteOp::PutAux`]).
     pub fn aux(&self, key: &str) -> Result<Option<Vec<u8>>, Error> {
         self.ctx((|| {

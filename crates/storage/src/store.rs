@@ -362,6 +362,7 @@ fn check_meta(path: &Path, txn: &redb::ReadTransaction) -> Result<u32, Error> {
 
 /// Upgrade a file of an older format in one transaction (format 1 lacks the vector tables).
 fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
+    use redb::ReadableTable;
     if version >= format::FORMAT_VERSION {
         return Ok(());
     }
@@ -370,6 +371,34 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
         txn.open_table(tables::VECTORS)?;
         txn.open_table(tables::VECTOR_SPACES)?;
         txn.open_table(tables::AUX)?;
+        // Index the text of every stored revision (format 1 had no lexical index).
+        let revisions = txn.open_table(tables::REVISIONS)?;
+        let mut lexical = crate::lexical::LexicalWriter {
+            postings: txn.open_table(tables::POSTINGS)?,
+            texts: txn.open_table(tables::TEXTS)?,
+            stats: txn.open_table(tables::LEXSTATS)?,
+        };
+        let mut prev: Option<crate::record::Record> = None;
+        for r in revisions.iter()? {
+            let (k, v) = r?;
+            let (ns, id, rec, rev) = k.value();
+            let namespace = crate::id::Namespace::new(ns).map_err(|e| Error::Inconsistent {
+                namespace: ns.to_string(),
+                detail: format!("stored revision under a bad namespace: {e}"),
+            })?;
+            let record = crate::record::decode_revision(
+                &namespace,
+                crate::id::RecordId::from_u128(id),
+                rev,
+                Timestamp::from_micros(rec),
+                v.value(),
+            )
+            .map_err(|e| Error::Codec { table: tables::names::REVISIONS, source: e })?;
+            let same = prev.as_ref().filter(|p| p.namespace == record.namespace && p.id == record.id);
+            lexical.write(same, &record)?;
+            prev = Some(record);
+        }
+        drop((revisions, lexical));
         let mut meta = txn.open_table(tables::META)?;
         format::upgrade(&mut meta)?;
     }
@@ -393,6 +422,9 @@ fn init_tables(db: &Database, now: Timestamp) -> Result<(), Error> {
         txn.open_table(tables::VECTORS)?;
         txn.open_table(tables::VECTOR_SPACES)?;
         txn.open_table(tables::AUX)?;
+        txn.open_table(tables::POSTINGS)?;
+        txn.open_table(tables::TEXTS)?;
+        txn.open_table(tables::LEXSTATS)?;
     }
     txn.commit()?;
     Ok(())
@@ -492,6 +524,11 @@ fn commit(
             vectors: txn.open_table(tables::VECTORS)?,
             vector_spaces: txn.open_table(tables::VECTOR_SPACES)?,
             aux: txn.open_table(tables::AUX)?,
+            lexical: crate::lexical::LexicalWriter {
+                postings: txn.open_table(tables::POSTINGS)?,
+                texts: txn.open_table(tables::TEXTS)?,
+                stats: txn.open_table(tables::LEXSTATS)?,
+            },
             known_namespaces: std::collections::HashSet::new(),
         };
         for job in jobs {

@@ -58,6 +58,18 @@ pub(crate) const VECTOR_SPACES: TableDefinition<&str, &[u8]> = TableDefinition::
 /// the embedder record), written through the same commits as the records.
 pub(crate) const AUX: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemon.aux");
 
+/// `(namespace, term, id, from_rev) -> [1][tf u32][doc length u32]`: the lexical index's
+/// postings (see `lexical.rs`).
+pub(crate) const POSTINGS: TableDefinition<(&str, &str, u128, u32), &[u8]> =
+    TableDefinition::new("mnemon.postings");
+
+/// `(namespace, id, from_rev) -> [1][0 u32][doc length u32]`: the revisions that start a new
+/// text of a record.
+pub(crate) const TEXTS: TableDefinition<(&str, u128, u32), &[u8]> = TableDefinition::new("mnemon.texts");
+
+/// `namespace -> [1][texts u64][total length u64]`: BM25's collection statistics.
+pub(crate) const LEXSTATS: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemon.lexstats");
+
 /// Table names, for error messages.
 pub(crate) mod names {
     pub(crate) const REVISIONS: &str = "mnemon.revisions";

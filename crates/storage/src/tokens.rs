@@ -42,7 +42,6 @@ fn split_identifier(raw: &str) -> Vec<String> {
     parts
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -307,6 +307,7 @@ pub(crate) struct WriteTables<'txn> {
     pub(crate) vectors: Table<'txn, (&'static str, &'static str, u128, u32), &'static [u8]>,
     pub(crate) vector_spaces: Table<'txn, &'static str, &'static [u8]>,
     pub(crate) aux: Table<'txn, &'static str, &'static [u8]>,
+    pub(crate) lexical: crate::lexical::LexicalWriter<'txn>,
     /// Namespaces known to exist in this commit.
     pub(crate) known_namespaces: std::collections::HashSet<String>,
 }
@@ -880,6 +881,7 @@ impl WriteTables<'_> {
                     .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
                 let new_vis = new.visible();
                 self.revisions.insert((ns, id, new.recorded_at.as_micros(), new.rev), bytes.as_slice())?;
+                self.lexical.write(old.as_deref(), &new)?;
                 if old.is_none() {
                     self.register_namespace(ns, commit_tx)?;
                 }
@@ -929,6 +931,7 @@ impl WriteTables<'_> {
                     self.release_identity(latest)?;
                 }
                 self.forget_vectors(ns, key)?;
+                self.lexical.forget(ns, key, &all)?;
                 Ok(Some((ns.to_string(), key)))
             }
             Change::Vector { namespace, id, space, from_rev, vector } => {

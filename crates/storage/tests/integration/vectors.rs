@@ -102,16 +102,25 @@ fn aux_rows_are_written_in_commits() {
 fn a_format_1_file_is_read_and_upgraded() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("old.redb");
-    drop(Store::open(&path, StoreOptions { create: true, ..Default::default() }).unwrap());
+    let old_ns = Namespace::new("p").unwrap();
+    {
+        let store = Store::open(&path, StoreOptions { create: true, ..Default::default() }).unwrap();
+        let rec = NewRecord::new(old_ns.clone(), learning("written by format one"));
+        store.write(vec![WriteOp::Insert(rec)]).unwrap();
+    }
     // Make it look like format 1: no vector tables, version 1.
     {
         let db = redb::Database::open(&path).unwrap();
         let txn = db.begin_write().unwrap();
         let vectors = redb::TableDefinition::<(&str, &str, u128, u32), &[u8]>::new("mnemon.vectors");
         assert!(txn.delete_table(vectors).unwrap());
-        for t in ["mnemon.vector_spaces", "mnemon.aux"] {
+        for t in ["mnemon.vector_spaces", "mnemon.aux", "mnemon.lexstats"] {
             assert!(txn.delete_table(redb::TableDefinition::<&str, &[u8]>::new(t)).unwrap());
         }
+        let postings = redb::TableDefinition::<(&str, &str, u128, u32), &[u8]>::new("mnemon.postings");
+        assert!(txn.delete_table(postings).unwrap());
+        let texts = redb::TableDefinition::<(&str, u128, u32), &[u8]>::new("mnemon.texts");
+        assert!(txn.delete_table(texts).unwrap());
         {
             let mut meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
             meta.insert("format_version", 1u32.to_le_bytes().as_slice()).unwrap();
@@ -120,8 +129,14 @@ fn a_format_1_file_is_read_and_upgraded() {
     }
     let ro = Store::open(&path, StoreOptions { read_only: true, ..Default::default() }).unwrap();
     assert!(ro.snapshot().unwrap().vector_spaces().unwrap().is_empty());
+    assert!(
+        ro.snapshot().unwrap().lexical_search(&old_ns, "format", &ListQuery::new(), 5).unwrap().is_empty()
+    );
     drop(ro);
     let store = Store::open(&path, StoreOptions::default()).unwrap();
+    // The upgrade indexed the text written under format 1.
+    let hits = store.snapshot().unwrap().lexical_search(&old_ns, "format", &ListQuery::new(), 5).unwrap();
+    assert_eq!(hits.len(), 1);
     let ns = Namespace::new("p").unwrap();
     let rec = NewRecord::new(ns.clone(), learning("x"));
     let id = rec.id;
