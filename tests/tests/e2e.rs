@@ -151,7 +151,7 @@ fn vectors_through_the_facade_build_in_the_background_and_reload() {
         assert!(std::time::Instant::now() < deadline, "the background build never published: {status:?}");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let found = ns.vector_search("toy-8", &vector(5), 3).run().unwrap();
+    let found = ns.vector_search("toy-8", &vector(5), 10).run().unwrap();
     assert_eq!(found.plan.path, mnemon::SearchPath::Graph, "{:?}", found.plan);
     assert!(found.hits.iter().any(|h| h.record.id == ids[5]));
     drop((ns, db));
@@ -162,4 +162,60 @@ fn vectors_through_the_facade_build_in_the_background_and_reload() {
     assert_eq!((status[0].graph_points, status[0].load_note.clone()), (400, None));
     let found = ro.ns("agent").unwrap().vector_search("toy-8", &vector(5), 3).run().unwrap();
     assert_eq!(found.plan.path, mnemon::SearchPath::Graph);
+}
+
+#[test]
+fn records_are_embedded_on_write_failures_are_backfilled_and_the_embedder_is_remembered() {
+    use mnemon::embed::{HashEmbedder, HttpConfig, HttpEmbedder};
+    use mnemon::{Error, TextMode};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("e.redb");
+    // An HTTP embedder whose server is down: every embedding fails (a real refused connection).
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let down = HttpEmbedder::new(HttpConfig {
+        base_url: format!("http://127.0.0.1:{port}/v1"),
+        dimension: Some(384),
+        max_retries: 0,
+        ..HttpConfig::default()
+    })
+    .unwrap();
+    let db = Db::builder(&path).create(true).embedder(Arc::new(down)).open().unwrap();
+    let ns = db.ns("p").unwrap();
+    let a = ns.add(Learning { text: "Retry with exponential backoff".into(), ..Default::default() }).unwrap();
+    assert_eq!(db.embed_stats().failures, 1, "the record is stored, without a vector");
+    assert!(ns.get(a).unwrap().is_some());
+    // Search still covers it lexically; vector search has nothing.
+    let hits = ns.search("backoff").run().unwrap();
+    assert_eq!(hits[0].record.id, a);
+    assert!(ns.search("backoff").mode(TextMode::Vector).run().is_err());
+    drop((ns, db));
+
+    // Another embedder is refused unless a reindex is asked for.
+    let err = Db::builder(&path).embedder(Arc::new(HashEmbedder::default())).open().unwrap_err();
+    assert!(matches!(err, Error::EmbedderMismatch { .. }) && err.to_string().contains("reindex"), "{err}");
+    let db = Db::builder(&path).embedder(Arc::new(HashEmbedder::default())).reembed(true).open().unwrap();
+    let backfilled = db.reindex(None, 16, |_, _| {}).unwrap();
+    assert_eq!(backfilled.misses, 1);
+    let ns = db.ns("p").unwrap();
+    let b =
+        ns.add(Learning { text: "Bounded queues keep memory flat".into(), ..Default::default() }).unwrap();
+    // The same text again comes from the cache.
+    let c =
+        ns.add(Learning { text: "Bounded queues keep memory flat".into(), ..Default::default() }).unwrap();
+    assert!(db.embed_stats().hits >= 1);
+    let vec_hits = ns.search("exponential backoff retry").mode(TextMode::Vector).run().unwrap();
+    assert_eq!(vec_hits[0].record.id, a);
+    // Revising the text re-embeds it in the same commit.
+    ns.revise_json(b, &serde_json::json!({"text": "Use exponential backoff on 429"})).unwrap();
+    let fused = ns.search("exponential backoff").limit(2).run().unwrap();
+    let ids: Vec<_> = fused.iter().map(|h| h.record.id).collect();
+    assert!(ids.contains(&a) && ids.contains(&b), "{ids:?}");
+    assert!(!ids.contains(&c));
+    assert!(fused.iter().all(|h| h.lexical.is_some() && h.vector.is_some()));
+    drop((ns, db));
+    // Reopened without naming an embedder: the recorded one (hash) is used.
+    let db = Db::open(&path).unwrap();
+    assert_eq!(db.embedder().model_id(), "mnemon-hash-v1-384");
 }

@@ -18,6 +18,10 @@ pub struct Cli {
     /// Machine output: one JSON document per command, JSON lines for lists.
     #[arg(long, global = true)]
     pub json: bool,
+    /// The embedder: hash (offline, the default) or http (an OpenAI-compatible server from
+    /// MNEMON_EMBED_URL, MNEMON_EMBED_MODEL, MNEMON_EMBED_KEY). Remembered by the database.
+    #[arg(long, global = true, env = "MNEMON_EMBEDDER", value_parser = ["hash", "http"])]
+    pub embedder: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -185,6 +189,38 @@ pub enum Command {
     Check,
     /// A guided demo on a temporary database: run this first.
     Tour,
+    /// Search records by text: lexical (BM25) and vector, fused.
+    Search {
+        /// The query (omit with --batch).
+        query: Option<String>,
+        #[arg(long = "kind", value_parser = kind)]
+        kinds: Vec<Kind>,
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        #[arg(long, value_name = "AGENT")]
+        agent: Option<String>,
+        #[arg(long, value_name = "TASK")]
+        task: Option<String>,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        /// hybrid, vector, lexical or exact.
+        #[arg(long, default_value = "hybrid")]
+        mode: mnemon::TextMode,
+        #[command(flatten)]
+        as_of: AsOfArgs,
+        /// Queries from a JSON-lines file: {"namespace","query","limit","kinds","mode"} each.
+        #[arg(long, value_name = "FILE")]
+        batch: Option<PathBuf>,
+    },
+    /// Embed every record that has no vector for the database's embedder (after a failure, or
+    /// with --embedder to switch embedders).
+    Reindex {
+        /// Only this namespace (default: all).
+        #[arg(long)]
+        only_ns: Option<String>,
+        #[arg(long, default_value_t = 64)]
+        batch: usize,
+    },
     /// Store and search embedding vectors.
     #[command(subcommand)]
     Vector(VectorCmd),

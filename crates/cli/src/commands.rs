@@ -77,12 +77,24 @@ fn check_id_form(s: &str) -> Result<()> {
 }
 
 pub(crate) fn open(cli: &Cli) -> Result<Db> {
-    Ok(Db::open(&cli.db)?)
+    Ok(with_embedder(cli, Db::builder(&cli.db))?.open()?)
 }
 
 /// Open for reading: several readers (other `mnemon` calls) may share the file.
 pub(crate) fn open_read(cli: &Cli) -> Result<Db> {
-    Ok(Db::open_read_only(&cli.db)?)
+    Ok(with_embedder(cli, Db::builder(&cli.db).read_only(true))?.open()?)
+}
+
+/// The embedder asked for with `--embedder` (else the database's recorded one).
+pub(crate) fn with_embedder(cli: &Cli, b: mnemon::DbBuilder) -> Result<mnemon::DbBuilder> {
+    Ok(match cli.embedder.as_deref() {
+        Some("http") => {
+            let e = mnemon::embed::HttpEmbedder::new(mnemon::embed::HttpConfig::from_env())?;
+            b.embedder(std::sync::Arc::new(e))
+        }
+        Some(_) => b.embedder(std::sync::Arc::new(mnemon::embed::HashEmbedder::default())),
+        None => b,
+    })
 }
 
 fn namespace(cli: &Cli) -> Result<Namespace> {
@@ -179,6 +191,19 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Import { file, partial } => import(&cli, &mut out, file, *partial)?,
         Command::Stats => stats(&cli, &mut out)?,
         Command::Check => check(&cli, &mut out)?,
+        Command::Search { query, kinds, tags, agent, task, limit, mode, as_of: a, batch } => {
+            let filter = crate::search::Filter {
+                kinds: kinds.clone(),
+                tags: tags.clone(),
+                agent: agent.clone(),
+                task: task.clone(),
+                as_of: as_of(*a),
+            };
+            crate::search::run(&cli, &mut out, query.as_deref(), &filter, *limit, *mode, batch.as_deref())?
+        }
+        Command::Reindex { only_ns, batch } => {
+            crate::search::reindex(&cli, &mut out, only_ns.as_deref(), *batch)?
+        }
         Command::Vector(cmd) => crate::vectors::run_vector(&cli, &mut out, cmd)?,
         Command::Index(cmd) => crate::vectors::run_index(&cli, &mut out, cmd)?,
         Command::Bench(cmd) => crate::bench::run(&mut out, cmd)?,
@@ -189,11 +214,12 @@ pub fn run(cli: Cli) -> Result<()> {
 
 fn init(cli: &Cli, out: &mut Out) -> Result<()> {
     let existed = cli.db.exists();
-    let db = Db::create(&cli.db)?;
+    let db = with_embedder(cli, Db::builder(&cli.db).create(true))?.open()?;
     let path = db.path().display().to_string();
+    let embedder = db.embedder().model_id().to_string();
     drop(db);
     if out.json {
-        out.json_line(&json!({"db": path, "created": !existed}))?;
+        out.json_line(&json!({"db": path, "created": !existed, "embedder": embedder}))?;
     } else if existed {
         out.line(format!("{path} is already a mnemon database"))?;
     } else {

@@ -8,6 +8,7 @@ mod bench;
 mod cli;
 mod commands;
 mod output;
+mod search;
 mod tour;
 mod vectors;
 

@@ -517,8 +517,12 @@ fn vectors_put_search_explain_index_and_bench() {
     // Index status and build (two vectors: the graph is tiny but real), then check.
     env.run(&["index", "build", "--space", "toy"]).ok();
     let status = env.run(&["--json", "index", "status"]).json_lines();
-    assert_eq!(status[0]["generation"], 1);
-    assert_eq!(status[0]["vectors"], 2);
+    let toy = status.iter().find(|s| s["space"] == "toy").unwrap();
+    assert_eq!(toy["generation"], 1);
+    assert_eq!(toy["vectors"], 2);
+    // Every record was also embedded with the default (offline) embedder as it was written.
+    let hash = status.iter().find(|s| s["space"] == "mnemon-hash-v1-384").unwrap();
+    assert_eq!(hash["vectors"], 2);
     assert!(env.db().with_file_name("m.redb.index").is_dir());
     let found = env
         .run(&[

@@ -9,17 +9,29 @@ use mnemon_storage::{
 };
 use serde_json::Value;
 
+use mnemon_embed::{Embedder, HashEmbedder};
 use mnemon_index::{BuildReport, Found, IndexOptions, Mode, Query, SegmentStatus, VectorIndexes};
+
+use crate::embedding::{EmbedStats, EmbedderRecord, Embedding, MODEL_KEY};
 
 use crate::error::{Error, Result};
 use crate::json;
+use crate::search::TextSearch;
 
 /// Configure, then open, a database.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct DbBuilder {
     path: PathBuf,
     options: StoreOptions,
     index: Option<IndexOptions>,
+    embedder: Option<Arc<dyn Embedder>>,
+    reembed: bool,
+}
+
+impl std::fmt::Debug for DbBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbBuilder").field("path", &self.path).field("options", &self.options).finish()
+    }
 }
 
 impl DbBuilder {
@@ -68,6 +80,21 @@ impl DbBuilder {
         self
     }
 
+    /// The embedder that turns record text into vectors (default: the offline
+    /// [`HashEmbedder`]). A database remembers the embedder it was first written with;
+    /// opening it with another is an error unless [`DbBuilder::reembed`] is set.
+    pub fn embedder(mut self, e: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(e);
+        self
+    }
+
+    /// Accept an embedder other than the recorded one and record it instead (then run
+    /// [`Db::reindex`] to embed the existing records with it).
+    pub fn reembed(mut self, yes: bool) -> Self {
+        self.reembed = yes;
+        self
+    }
+
     /// Open it.
     pub fn open(self) -> Result<Db> {
         if self.options.create
@@ -83,7 +110,31 @@ impl DbBuilder {
             ..Db::default_index_options(&self.path)
         });
         let index = Arc::new(VectorIndexes::new(store.clone(), opts));
-        Ok(Db { store, index })
+        let recorded: Option<EmbedderRecord> =
+            store.snapshot()?.aux(MODEL_KEY)?.and_then(|b| serde_json::from_slice(&b).ok());
+        let embedder = match (self.embedder, &recorded) {
+            (Some(e), _) => e,
+            (None, Some(r)) => embedder_for(r)?,
+            (None, None) => Arc::new(HashEmbedder::default()),
+        };
+        let embedding = Arc::new(Embedding::new(embedder));
+        let wanted = embedding.record();
+        match recorded {
+            Some(r) if r == wanted => {}
+            Some(r) if !self.reembed => {
+                return Err(Error::EmbedderMismatch {
+                    path: self.path,
+                    recorded: r.model,
+                    configured: wanted.model,
+                });
+            }
+            _ if read_only => {}
+            _ => {
+                let value = serde_json::to_vec(&wanted).map_err(|e| crate::error::invalid(e.to_string()))?;
+                store.write(vec![WriteOp::PutAux { key: MODEL_KEY.into(), value: Some(value) }])?;
+            }
+        }
+        Ok(Db { store, index, embedding })
     }
 }
 
@@ -93,12 +144,19 @@ impl DbBuilder {
 pub struct Db {
     store: Store,
     index: Arc<VectorIndexes>,
+    embedding: Arc<Embedding>,
 }
 
 impl Db {
     /// A builder for the database at `path`.
     pub fn builder(path: impl AsRef<Path>) -> DbBuilder {
-        DbBuilder { path: path.as_ref().to_path_buf(), options: StoreOptions::default(), index: None }
+        DbBuilder {
+            path: path.as_ref().to_path_buf(),
+            options: StoreOptions::default(),
+            index: None,
+            embedder: None,
+            reembed: false,
+        }
     }
 
     /// The vector index options a database at `path` gets by default: files in
@@ -164,6 +222,112 @@ impl Db {
     /// Make every earlier commit durable.
     pub fn sync(&self) -> Result<()> {
         Ok(self.store.sync()?)
+    }
+
+    /// The embedder records are embedded with.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedding.embedder
+    }
+
+    /// The embedding cache's hits and misses, and failed embeddings, since opening.
+    pub fn embed_stats(&self) -> EmbedStats {
+        self.embedding.stats()
+    }
+
+    /// The vector space of the embedder (its model id).
+    pub fn space(&self) -> &str {
+        self.embedding.space()
+    }
+
+    /// Embed every record whose latest revision has no vector in the embedder's space (all
+    /// namespaces, or one), in batches of `batch`; `progress` is called after each batch with
+    /// (done, total). Records whose embedding fails stay without a vector.
+    pub fn reindex(
+        &self,
+        ns: Option<&str>,
+        batch: usize,
+        mut progress: impl FnMut(usize, usize),
+    ) -> Result<EmbedStats> {
+        let before = self.embedding.stats();
+        let snap = self.snapshot()?;
+        let namespaces = match ns {
+            Some(n) => vec![Namespace::new(n)?],
+            None => snap.namespaces()?,
+        };
+        let space = self.space().to_string();
+        let mut todo: Vec<Pending> = Vec::new();
+        for n in &namespaces {
+            let mut last: Option<Record> = None;
+            let check = |r: Option<Record>, todo: &mut Vec<Pending>| -> Result<()> {
+                if let Some(r) = r {
+                    let text = r.body.text();
+                    if !text.trim().is_empty() && snap.vector_for(&space, n, r.id, r.rev)?.is_none() {
+                        todo.push((n.clone(), r.id, text));
+                    }
+                }
+                Ok(())
+            };
+            let mut pending: Vec<Record> = Vec::new();
+            snap.for_each_revision(Some(n), |r| {
+                if last.as_ref().is_some_and(|l| l.id != r.id) {
+                    pending.extend(last.take());
+                }
+                last = Some(r);
+                Ok(())
+            })?;
+            pending.extend(last.take());
+            for r in pending {
+                check(Some(r), &mut todo)?;
+            }
+        }
+        let total = todo.len();
+        let mut done = 0;
+        for chunk in todo.chunks(batch.max(1)) {
+            let snap = self.snapshot()?;
+            let mut jobs = Vec::new();
+            for (n, group) in group_by_ns(chunk) {
+                let items: Vec<(RecordId, String)> =
+                    group.iter().map(|(_, id, t)| (*id, t.clone())).collect();
+                let ops = self.embedding.ops_for(&snap, &n, &items);
+                if !ops.is_empty() {
+                    jobs.push(ops);
+                }
+            }
+            for r in self.store.write_many(jobs, Durability::Eventual) {
+                // A record forgotten meanwhile is not an error for a backfill.
+                match r {
+                    Ok(_) | Err(mnemon_storage::Error::NotFound { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            done += chunk.len();
+            progress(done, total);
+        }
+        self.sync()?;
+        let after = self.embedding.stats();
+        Ok(EmbedStats {
+            hits: after.hits - before.hits,
+            misses: after.misses - before.misses,
+            failures: after.failures - before.failures,
+        })
+    }
+
+    /// Vector operations for new record texts (used by every write that creates or changes
+    /// text).
+    pub(crate) fn embed_ops(&self, ns: &Namespace, items: &[(RecordId, String)]) -> Result<Vec<WriteOp>> {
+        if items.iter().all(|(_, t)| t.trim().is_empty()) {
+            return Ok(Vec::new());
+        }
+        Ok(self.embedding.ops_for(&self.snapshot()?, ns, items))
+    }
+
+    /// The vector of a search text.
+    pub(crate) fn query_vector(
+        &self,
+        snap: &Snapshot,
+        text: &str,
+    ) -> std::result::Result<Vec<f32>, mnemon_embed::EmbedError> {
+        self.embedding.query(snap, text)
     }
 
     /// The vector indexes.
@@ -234,10 +398,22 @@ impl Ns {
             .ok_or_else(|| crate::error::invalid("the writer returned no outcome"))
     }
 
-    /// Insert a fully described record.
+    /// Insert a fully described record (embedding its text in the same commit).
     pub fn insert(&self, mut record: NewRecord) -> Result<Outcome> {
         record.namespace = self.ns.clone();
-        self.one(WriteOp::Insert(record))
+        let embed = self.db.embed_ops(&self.ns, &[(record.id, record.body.text())])?;
+        self.first(vec![WriteOp::Insert(record)], embed)
+    }
+
+    /// Write `ops` then `embed` (vectors and cache rows) as one job; the first outcome.
+    fn first(&self, mut ops: Vec<WriteOp>, embed: Vec<WriteOp>) -> Result<Outcome> {
+        ops.extend(embed);
+        let receipt = self.db.write(ops)?;
+        receipt
+            .outcomes
+            .into_iter()
+            .next()
+            .ok_or_else(|| crate::error::invalid("the writer returned no outcome"))
     }
 
     /// The record as valid now.
@@ -286,7 +462,13 @@ impl Ns {
                 valid_until: (next.valid_until != latest.valid_until).then_some(next.valid_until),
                 expires_at: (next.expires_at != latest.expires_at).then_some(next.expires_at),
             };
-            match self.one(WriteOp::Revise(revise)) {
+            let text = revise.body.as_ref().map(Body::text).unwrap_or_default();
+            let embed = if text != latest.body.text() {
+                self.db.embed_ops(&self.ns, &[(id, text)])?
+            } else {
+                Vec::new()
+            };
+            match self.first(vec![WriteOp::Revise(revise)], embed) {
                 Err(Error::Storage(mnemon_storage::Error::RevisionConflict { .. })) => continue,
                 other => return other,
             }
@@ -338,7 +520,8 @@ impl Ns {
     /// Replace `old` by `new` (from `new.valid_from`, default now); returns the new id.
     pub fn supersede_with(&self, old: RecordId, mut new: NewRecord) -> Result<RecordId> {
         new.namespace = self.ns.clone();
-        self.one(WriteOp::Supersede { old, new }).map(|o| o.id())
+        let embed = self.db.embed_ops(&self.ns, &[(new.id, new.body.text())])?;
+        self.first(vec![WriteOp::Supersede { old, new }], embed).map(|o| o.id())
     }
 
     /// Erase every revision of the record; returns how many there were.
@@ -370,6 +553,12 @@ impl Ns {
     /// The records nearest to `vector` in space `space`; refine, then [`VectorSearch::run`].
     pub fn vector_search<'a>(&'a self, space: &'a str, vector: &'a [f32], k: usize) -> VectorSearch<'a> {
         VectorSearch { ns: self, query: Query::new(space, &self.ns, vector, k) }
+    }
+
+    /// Search the namespace's records by text: hybrid (lexical and vector, fused) by default;
+    /// refine, then [`TextSearch::run`].
+    pub fn search(&self, text: &str) -> TextSearch<'_> {
+        TextSearch::new(self, text)
     }
 
     /// The supersession chain through the record, oldest first.
@@ -567,4 +756,37 @@ impl VectorSearch<'_> {
         let snap = self.ns.db.snapshot()?;
         Ok(self.ns.db.index.search(&snap, &self.query)?)
     }
+}
+
+/// The embedder a database records, rebuilt: the hashing embedder of that dimension, or the
+/// HTTP embedder of that model configured from the environment (`MNEMON_EMBED_URL`,
+/// `MNEMON_EMBED_KEY` / `OPENAI_API_KEY`).
+pub fn embedder_for(r: &EmbedderRecord) -> Result<Arc<dyn Embedder>> {
+    if let Some(d) = r.model.strip_prefix("mnemon-hash-v1-").and_then(|d| d.parse::<usize>().ok()) {
+        return Ok(Arc::new(HashEmbedder::new(d)));
+    }
+    if let Some(model) = r.model.strip_prefix("openai-compatible:") {
+        let config = mnemon_embed::HttpConfig {
+            model: model.to_string(),
+            dimension: Some(r.dimension),
+            ..mnemon_embed::HttpConfig::from_env()
+        };
+        return Ok(Arc::new(mnemon_embed::HttpEmbedder::new(config)?));
+    }
+    Err(crate::error::invalid(format!("the database records an unknown embedder {:?}", r.model)))
+}
+
+/// A record's text waiting to be embedded.
+type Pending = (Namespace, RecordId, String);
+
+/// Consecutive items of the same namespace.
+fn group_by_ns(items: &[Pending]) -> Vec<(Namespace, Vec<&Pending>)> {
+    let mut out: Vec<(Namespace, Vec<&Pending>)> = Vec::new();
+    for it in items {
+        match out.last_mut() {
+            Some((n, v)) if *n == it.0 => v.push(it),
+            _ => out.push((it.0.clone(), vec![it])),
+        }
+    }
+    out
 }

@@ -45,6 +45,21 @@ pub enum Error {
     /// From the vector index.
     #[error(transparent)]
     Index(#[from] mnemon_index::IndexError),
+    /// Embedding a text failed.
+    #[error(transparent)]
+    Embed(#[from] mnemon_embed::EmbedError),
+    /// The database was set up with another embedder.
+    #[error(
+        "{path} was written with embedder {recorded:?}, not {configured:?}: use the same embedder, or ask for a reindex (`mnemon reindex`, `DbBuilder::reembed`)"
+    )]
+    EmbedderMismatch {
+        /// The database file.
+        path: PathBuf,
+        /// The embedder it records.
+        recorded: String,
+        /// The one configured now.
+        configured: String,
+    },
     /// A record changed concurrently too often for a read-modify-write to succeed.
     #[error("record {id} kept changing concurrently; gave up after {attempts} attempts")]
     Contended {
@@ -61,6 +76,7 @@ impl Error {
         match self {
             Error::Storage(e) => e.is_input(),
             Error::Index(e) => e.is_input(),
+            Error::EmbedderMismatch { .. } => true,
             Error::InvalidImport { .. } => true,
             _ => false,
         }

@@ -40,13 +40,18 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod db;
+mod embedding;
 mod error;
 pub mod json;
+pub mod search;
 mod stats;
 pub mod transfer;
 
-pub use db::{Db, DbBuilder, Ns, RecordBuilder, VectorSearch, check_integrity, loose_form};
+pub use db::{Db, DbBuilder, Ns, RecordBuilder, VectorSearch, check_integrity, embedder_for, loose_form};
+pub use embedding::{EmbedStats, EmbedderRecord};
 pub use error::{Error, LineError, Result};
+/// Embedders (offline hashing default, OpenAI-compatible HTTP).
+pub use mnemon_embed as embed;
 /// The vector index (exact scan, HNSW, planner, persistence).
 pub use mnemon_index as index;
 pub use mnemon_index::{Found, Hit, IndexOptions, Mode as SearchMode, Plan, SearchPath};
@@ -59,4 +64,5 @@ pub use mnemon_storage::{
     Outcome, Receipt, Record, RecordId, Revise, Snapshot, Status, SystemClock, Text, TimeError, Timestamp,
     VectorSpace, Visible, WriteOp, normalise,
 };
+pub use search::{SearchHit, TextMode, TextSearch, Weights};
 pub use stats::{NamespaceStats, Stats, stats};

@@ -1,0 +1,182 @@
+//! `mnemon search` (one query, or a batch file) and `mnemon reindex`.
+
+use std::io::BufRead;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use mnemon::json::RecordView;
+use mnemon::{AsOf, Kind, SearchHit, TextMode};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::cli::Cli;
+use crate::commands::{open, open_read, usage};
+use crate::output::{Out, cut, short, table};
+
+pub struct Filter {
+    pub kinds: Vec<Kind>,
+    pub tags: Vec<String>,
+    pub agent: Option<String>,
+    pub task: Option<String>,
+    pub as_of: AsOf,
+}
+
+fn search(
+    db: &mnemon::Db,
+    ns: &str,
+    query: &str,
+    f: &Filter,
+    limit: usize,
+    mode: TextMode,
+) -> mnemon::Result<Vec<SearchHit>> {
+    let ns = db.ns(ns)?;
+    let mut s = ns.search(query).limit(limit).mode(mode).kinds(f.kinds.iter().copied()).as_of(f.as_of);
+    for t in &f.tags {
+        s = s.tag(t.clone());
+    }
+    if let Some(a) = &f.agent {
+        s = s.source(a.clone());
+    }
+    if let Some(t) = &f.task {
+        s = s.task(t.clone());
+    }
+    s.run()
+}
+
+fn hit_json(h: &SearchHit, at: mnemon::Timestamp) -> Value {
+    let view = serde_json::to_value(RecordView::new(&h.record, at)).unwrap_or(Value::Null);
+    json!({
+        "id": h.record.id,
+        "score": h.score,
+        "kind": h.record.kind().to_string(),
+        "text": h.record.body.text(),
+        "metadata": h.record.envelope.metadata.value(),
+        "lexical_rank": h.lexical.map(|l| l.0),
+        "vector_rank": h.vector.map(|v| v.0),
+        "record": view,
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchLine {
+    #[serde(default)]
+    namespace: Option<String>,
+    query: String,
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    kinds: Vec<String>,
+    #[serde(default)]
+    mode: Option<String>,
+}
+
+pub fn run(
+    cli: &Cli,
+    out: &mut Out,
+    query: Option<&str>,
+    f: &Filter,
+    limit: usize,
+    mode: TextMode,
+    batch: Option<&Path>,
+) -> Result<()> {
+    let db = open_read(cli)?;
+    let at = f.as_of.valid.unwrap_or_else(|| db.now());
+    if let Some(path) = batch {
+        if query.is_some() {
+            return Err(usage("give either a query or --batch, not both"));
+        }
+        let file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+        for line in std::io::BufReader::new(file).lines() {
+            let line = line.with_context(|| format!("cannot read {}", path.display()))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let doc = match serde_json::from_str::<BatchLine>(&line) {
+                Err(e) => json!({"error": format!("invalid query line: {e}")}),
+                Ok(b) => {
+                    let kinds: Result<Vec<Kind>, String> =
+                        b.kinds.iter().map(|k| k.parse::<Kind>().map_err(|e| e.to_string())).collect();
+                    let m: Result<TextMode, String> = b.mode.as_deref().map_or(Ok(mode), str::parse);
+                    match (kinds, m) {
+                        (Err(e), _) | (_, Err(e)) => json!({"error": e}),
+                        (Ok(kinds), Ok(m)) => {
+                            let filter = Filter {
+                                kinds,
+                                tags: f.tags.clone(),
+                                agent: f.agent.clone(),
+                                task: f.task.clone(),
+                                as_of: f.as_of,
+                            };
+                            let ns = b.namespace.unwrap_or_else(|| cli.ns.clone());
+                            match search(&db, &ns, &b.query, &filter, b.limit.unwrap_or(limit), m) {
+                                Ok(hits) => {
+                                    json!({"results": hits.iter().map(|h| hit_json(h, at)).collect::<Vec<_>>()})
+                                }
+                                Err(e) => json!({"error": e.to_string()}),
+                            }
+                        }
+                    }
+                }
+            };
+            out.json_line(&doc)?;
+        }
+        return Ok(());
+    }
+    let query = query.ok_or_else(|| usage("give a query, or --batch FILE"))?;
+    let hits = search(&db, &cli.ns, query, f, limit, mode)?;
+    if out.json {
+        for h in &hits {
+            out.json_line(&hit_json(h, at))?;
+        }
+        return Ok(());
+    }
+    if hits.is_empty() {
+        out.line(format!("nothing matches {query:?} in namespace {}", cli.ns))?;
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = hits
+        .iter()
+        .map(|h| {
+            vec![
+                format!("{:.4}", h.score),
+                short(h.record.id),
+                h.record.kind().to_string(),
+                h.lexical.map_or_else(|| "-".into(), |l| l.0.to_string()),
+                h.vector.map_or_else(|| "-".into(), |v| v.0.to_string()),
+                cut(&h.record.body.title(), 60),
+            ]
+        })
+        .collect();
+    out.line(table(&["score", "id", "kind", "lex", "vec", "record"], &rows))?;
+    Ok(())
+}
+
+pub fn reindex(cli: &Cli, out: &mut Out, only: Option<&str>, batch: usize) -> Result<()> {
+    let db = if cli.embedder.is_some() {
+        crate::commands::with_embedder(cli, mnemon::Db::builder(&cli.db).reembed(true))?.open()?
+    } else {
+        open(cli)?
+    };
+    let bar = indicatif::ProgressBar::hidden();
+    let mut shown = false;
+    let stats = db.reindex(only, batch, |done, total| {
+        if !shown && total > 1_000 && !out.json {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            bar.set_length(total as u64);
+            shown = true;
+        }
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    let model = db.embedder().model_id().to_string();
+    if out.json {
+        out.json_line(&json!({"embedder": model, "embedded": stats.misses, "from_cache": stats.hits, "failed": stats.failures}))?;
+    } else {
+        out.line(format!(
+            "reindexed with {model}: {} embedded, {} from the cache, {} failed",
+            stats.misses, stats.hits, stats.failures
+        ))?;
+    }
+    Ok(())
+}

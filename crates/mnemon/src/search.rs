@@ -1,0 +1,214 @@
+//! Hybrid search: BM25 over the lexical index and nearest vectors of the query's embedding,
+//! fused by reciprocal rank, optionally weighted by importance, confidence and recency.
+
+use mnemon_index::{Mode, Query};
+use mnemon_storage::{AsOf, Kind, ListQuery, Record, Timestamp};
+use serde::Serialize;
+
+use crate::db::Ns;
+use crate::error::{Error, Result};
+
+/// Which evidence a search uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TextMode {
+    /// Lexical and vector, fused (the default).
+    #[default]
+    Hybrid,
+    /// Nearest vectors only (the planner picks exact scan or graph).
+    Vector,
+    /// BM25 only.
+    Lexical,
+    /// Nearest vectors by the exact scan only (the oracle).
+    Exact,
+}
+
+impl std::str::FromStr for TextMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "hybrid" => Ok(TextMode::Hybrid),
+            "vector" => Ok(TextMode::Vector),
+            "lexical" => Ok(TextMode::Lexical),
+            "exact" => Ok(TextMode::Exact),
+            other => Err(format!("unknown search mode {other:?} (hybrid, vector, lexical, exact)")),
+        }
+    }
+}
+
+/// Optional weighting of fused scores (0 turns a factor off).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Weights {
+    /// How much importance (1-5; 3 when unset) moves a score: `1 + w (importance/5 - 0.5)`.
+    pub importance: f64,
+    /// How much confidence (0-1; 0.5 when unset) moves a score: `1 + w (confidence - 0.5)`.
+    pub confidence: f64,
+    /// Halve the recency bonus every this many days since the record became valid:
+    /// `0.5 + 0.5 * 0.5^(age / half_life)`.
+    pub recency_half_life_days: Option<f64>,
+}
+
+/// One result.
+#[derive(Clone, Debug)]
+pub struct SearchHit {
+    /// The record, as of the search's time.
+    pub record: Record,
+    /// The fused (and weighted) score: higher is better.
+    pub score: f64,
+    /// Rank (from 1) and BM25 score in the lexical results, if there.
+    pub lexical: Option<(usize, f64)>,
+    /// Rank (from 1) and cosine similarity in the vector results, if there.
+    pub vector: Option<(usize, f32)>,
+}
+
+/// Reciprocal-rank fusion's constant (the usual 60).
+const RRF_K: f64 = 60.0;
+
+/// A text search being described; see [`Ns::search`].
+#[derive(Clone, Debug)]
+pub struct TextSearch<'a> {
+    ns: &'a Ns,
+    text: String,
+    limit: usize,
+    mode: TextMode,
+    filter: ListQuery,
+    weights: Option<Weights>,
+}
+
+impl<'a> TextSearch<'a> {
+    pub(crate) fn new(ns: &'a Ns, text: &str) -> Self {
+        TextSearch {
+            ns,
+            text: text.to_string(),
+            limit: 10,
+            mode: TextMode::Hybrid,
+            filter: ListQuery::new(),
+            weights: None,
+        }
+    }
+
+    /// At most this many results (default 10).
+    pub fn limit(mut self, n: usize) -> Self {
+        self.limit = n;
+        self
+    }
+
+    /// Hybrid (default), vector, lexical or exact.
+    pub fn mode(mut self, m: TextMode) -> Self {
+        self.mode = m;
+        self
+    }
+
+    /// Only these kinds.
+    pub fn kinds(mut self, kinds: impl IntoIterator<Item = Kind>) -> Self {
+        self.filter.kinds = kinds.into_iter().collect();
+        self
+    }
+
+    /// Only records carrying this tag (repeat for all of several).
+    pub fn tag(mut self, t: impl Into<String>) -> Self {
+        self.filter.tags.push(t.into());
+        self
+    }
+
+    /// Only records from this agent.
+    pub fn source(mut self, s: impl Into<String>) -> Self {
+        self.filter.source = Some(s.into());
+        self
+    }
+
+    /// Only records of this task.
+    pub fn task(mut self, t: impl Into<String>) -> Self {
+        self.filter.task = Some(t.into());
+        self
+    }
+
+    /// As valid at, and known at, this time (default now).
+    pub fn as_of(mut self, a: impl Into<AsOf>) -> Self {
+        self.filter.as_of = a.into();
+        self
+    }
+
+    /// Weigh the fused scores.
+    pub fn weigh(mut self, w: Weights) -> Self {
+        self.weights = Some(w);
+        self
+    }
+
+    /// Run it.
+    pub fn run(self) -> Result<Vec<SearchHit>> {
+        let db = self.ns.db();
+        let snap = db.snapshot()?;
+        let fetch = (self.limit * 3).max(30);
+        let mut hits: Vec<SearchHit> = Vec::new();
+        fn slot(hits: &mut Vec<SearchHit>, rec: Record) -> usize {
+            match hits.iter().position(|h| h.record.id == rec.id) {
+                Some(i) => i,
+                None => {
+                    hits.push(SearchHit { record: rec, score: 0.0, lexical: None, vector: None });
+                    hits.len() - 1
+                }
+            }
+        }
+        if matches!(self.mode, TextMode::Hybrid | TextMode::Lexical) {
+            for (rank, h) in
+                snap.lexical_search(self.ns.name(), &self.text, &self.filter, fetch)?.into_iter().enumerate()
+            {
+                let score = h.score;
+                let i = slot(&mut hits, h.record);
+                hits[i].lexical = Some((rank + 1, score));
+            }
+        }
+        if matches!(self.mode, TextMode::Hybrid | TextMode::Vector | TextMode::Exact) {
+            match db.query_vector(&snap, &self.text) {
+                Ok(v) => {
+                    let mut q = Query::new(db.space(), self.ns.name(), &v, fetch);
+                    q.as_of = self.filter.as_of;
+                    q.kinds.clone_from(&self.filter.kinds);
+                    q.tags.clone_from(&self.filter.tags);
+                    q.source.clone_from(&self.filter.source);
+                    q.task.clone_from(&self.filter.task);
+                    q.mode = if self.mode == TextMode::Exact { Mode::Exact } else { Mode::Auto };
+                    let found = db.index().search(&snap, &q)?;
+                    for (rank, h) in found.hits.into_iter().enumerate() {
+                        let score = h.score;
+                        let i = slot(&mut hits, h.record);
+                        hits[i].vector = Some((rank + 1, score));
+                    }
+                }
+                // Hybrid search still answers lexically when the query cannot be embedded.
+                Err(_) if self.mode == TextMode::Hybrid => {}
+                Err(e) => return Err(Error::Embed(e)),
+            }
+        }
+        let now = snap.now();
+        for h in &mut hits {
+            h.score = match self.mode {
+                TextMode::Lexical => h.lexical.map_or(0.0, |l| l.1),
+                TextMode::Vector | TextMode::Exact => h.vector.map_or(0.0, |v| f64::from(v.1)),
+                TextMode::Hybrid => {
+                    h.lexical.map_or(0.0, |(r, _)| 1.0 / (RRF_K + r as f64))
+                        + h.vector.map_or(0.0, |(r, _)| 1.0 / (RRF_K + r as f64))
+                }
+            };
+            if let Some(w) = &self.weights {
+                h.score *= weight(w, &h.record, now);
+            }
+        }
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.record.id.cmp(&b.record.id)));
+        hits.truncate(self.limit);
+        Ok(hits)
+    }
+}
+
+fn weight(w: &Weights, r: &Record, now: Timestamp) -> f64 {
+    let importance = f64::from(r.envelope.importance.unwrap_or(3)) / 5.0;
+    let confidence = f64::from(r.envelope.confidence.unwrap_or(0.5));
+    let mut f = (1.0 + w.importance * (importance - 0.5)) * (1.0 + w.confidence * (confidence - 0.5));
+    if let Some(h) = w.recency_half_life_days.filter(|h| *h > 0.0) {
+        #[allow(clippy::cast_precision_loss)]
+        let age_days = (now.as_micros() - r.valid_from.as_micros()).max(0) as f64 / 86_400e6;
+        f *= 0.5 + 0.5 * 0.5f64.powf(age_days / h);
+    }
+    f.max(0.0)
+}
