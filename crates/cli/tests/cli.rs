@@ -600,3 +600,41 @@ fn vectors_put_search_explain_index_and_bench() {
     ])
     .fails(2, "m must be 2 to 256");
 }
+
+#[test]
+fn search_hybrid_lexical_batch_and_reindex() {
+    let env = Env::new();
+    env.init();
+    let a = env.add("learning", r#"{"text":"Retry with exponential backoff and jitter"}"#, &[]);
+    let b = env.add(
+        "gotcha",
+        r#"{"title":"parseHTTPResponse drops chunked bodies","problem":"chunked","solution":"buffer"}"#,
+        &["--tag", "http"],
+    );
+    env.add("decision", r#"{"title":"Use bounded queues","rationale":"avoid memory blowups"}"#, &[]);
+    let hits = env.run(&["--json", "search", "backoff retry"]).json_lines();
+    assert_eq!(hits[0]["id"], a.as_str());
+    assert_eq!(hits[0]["lexical_rank"], 1);
+    let lex = env.run(&["--json", "search", "response", "--mode", "lexical"]).json_lines();
+    assert_eq!(lex.len(), 1);
+    assert_eq!(lex[0]["id"], b.as_str());
+    let tagged = env.run(&["--json", "search", "chunked backoff", "--tag", "http"]).json_lines();
+    assert!(tagged.iter().all(|h| h["id"] == b.as_str()));
+    let text = env.run(&["search", "bounded queues", "--kind", "decision"]).ok().to_string();
+    assert!(text.contains("Use bounded queues"), "{text}");
+    env.run(&["search", "x", "--mode", "fuzzy"]).fails(2, "unknown search mode");
+    env.run(&["search"]).fails(2, "give a query");
+
+    let batch = env.dir.path().join("q.jsonl");
+    std::fs::write(&batch, "{\"query\":\"backoff\",\"limit\":1}\nnot json\n{\"query\":\"queues\",\"kinds\":[\"nope\"]}\n{\"query\":\"queues\",\"mode\":\"lexical\"}\n").unwrap();
+    let out = env.run(&["--json", "search", "--batch", batch.to_str().unwrap()]).json_lines();
+    assert_eq!(out.len(), 4, "one line per query, in order");
+    assert_eq!(out[0]["results"].as_array().unwrap().len(), 1);
+    assert_eq!(out[0]["results"][0]["id"], a.as_str());
+    assert!(out[1]["error"].is_string() && out[2]["error"].as_str().unwrap().contains("unknown kind"));
+    assert_eq!(out[3]["results"][0]["kind"], "decision");
+
+    let r = env.run(&["--json", "reindex"]).json();
+    assert_eq!(r["embedded"], 0, "everything was embedded on write: {r}");
+    assert_eq!(r["embedder"], "mnemon-hash-v1-384");
+}
