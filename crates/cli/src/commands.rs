@@ -425,15 +425,18 @@ fn import(cli: &Cli, out: &mut Out, file: &Path, partial: bool) -> Result<()> {
             "restored": report.restored,
             "unchanged": report.unchanged,
             "failed": report.failed.len(),
+            "embedded": report.embedded,
+            "embed_failed": report.embed_failed,
         }))?;
     } else {
         out.line(format!(
-            "imported {} line(s): {} created, {} revision(s) restored, {} already present, {} failed",
+            "imported {} line(s): {} created, {} revision(s) restored, {} already present, {} failed; {} record(s) embedded",
             report.lines,
             report.created,
             report.restored,
             report.unchanged,
-            report.failed.len()
+            report.failed.len(),
+            report.embedded
         ))?;
     }
     if !report.failed.is_empty() {

@@ -69,6 +69,10 @@ pub struct ImportReport {
     pub unchanged: u64,
     /// Lines that could not be imported.
     pub failed: Vec<LineError>,
+    /// Imported records embedded afterwards (in batches, from the cache where it could).
+    pub embedded: u64,
+    /// Imported records whose embedding failed (`reindex` retries them).
+    pub embed_failed: u64,
 }
 
 /// Parse one line into an operation.
@@ -126,6 +130,17 @@ pub fn import(
     }
     let total = ops.len() as u64;
     let mut done = 0u64;
+    let mut touched: Vec<String> = Vec::new();
+    for (_, op) in &ops {
+        let ns = match op {
+            WriteOp::Insert(n) => n.namespace.as_str(),
+            WriteOp::Restore(r) => r.namespace.as_str(),
+            _ => continue,
+        };
+        if !touched.iter().any(|t| t == ns) {
+            touched.push(ns.to_string());
+        }
+    }
     progress(0, total);
     let chunk = options.chunk.max(1);
     while !ops.is_empty() {
@@ -155,5 +170,11 @@ pub fn import(
         progress(done, total);
     }
     db.sync()?;
+    // Embed what was imported, in batches (records already embedded are skipped).
+    for ns in &touched {
+        let e = db.reindex(Some(ns), 64, |_, _| {})?;
+        report.embedded += e.hits + e.misses;
+        report.embed_failed += e.failures;
+    }
     Ok(report)
 }
