@@ -27,6 +27,7 @@ pub fn run(out: &mut Out, cmd: &BenchCmd) -> Result<()> {
             let params = HnswParams { m: *m, ef_construction: *ef_construction, ef_search: 64 };
             ann(out, base, queries, gt, *k, ef, params, *limit, &engines)
         }
+        BenchCmd::Search { records, queries, seed } => crate::evaluate::run(out, *records, *queries, *seed),
         BenchCmd::AnnData { out: dir, n, dim, queries, clusters, gt_k, seed } => {
             ann_data(out, dir, *n, *dim, *queries, *clusters, *gt_k, *seed)
         }

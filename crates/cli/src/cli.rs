@@ -314,6 +314,16 @@ pub enum BenchCmd {
         #[arg(long, value_delimiter = ',', default_value = "mnemon,hnsw_rs")]
         engine: Vec<String>,
     },
+    /// Retrieval quality (recall@5/10) and latency of lexical, vector and hybrid search on a
+    /// reproducible synthetic corpus of engineering memories.
+    Search {
+        #[arg(long, default_value_t = 10_000)]
+        records: usize,
+        #[arg(long, default_value_t = 300)]
+        queries: usize,
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+    },
     /// Write a seeded clustered data set with its exact cosine ground truth (TEXMEX format).
     AnnData {
         #[arg(long)]

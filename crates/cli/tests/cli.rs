@@ -634,6 +634,11 @@ fn search_hybrid_lexical_batch_and_reindex() {
     assert!(out[1]["error"].is_string() && out[2]["error"].as_str().unwrap().contains("unknown kind"));
     assert_eq!(out[3]["results"][0]["kind"], "decision");
 
+    let eval = env.run(&["--json", "bench", "search", "--records", "300", "--queries", "30"]).json();
+    let modes = eval["modes"].as_array().unwrap();
+    assert_eq!(modes.len(), 3);
+    assert!(modes.iter().all(|m| m["recall_at_10"].as_f64().unwrap() > 0.3), "{eval}");
+
     let r = env.run(&["--json", "reindex"]).json();
     assert_eq!(r["embedded"], 0, "everything was embedded on write: {r}");
     assert_eq!(r["embedder"], "mnemon-hash-v1-384");

@@ -61,8 +61,8 @@ pub struct SearchHit {
     pub vector: Option<(usize, f32)>,
 }
 
-/// Reciprocal-rank fusion's constant (the usual 60).
-const RRF_K: f64 = 60.0;
+/// The lexical side's share of a fused score.
+const FUSION_LEXICAL: f64 = 0.3;
 
 /// A text search being described; see [`Ns::search`].
 #[derive(Clone, Debug)]
@@ -182,13 +182,23 @@ impl<'a> TextSearch<'a> {
             }
         }
         let now = snap.now();
+        // Score fusion: each side's scores scaled to [0, 1] by its best (cosine from the
+        // lowest cosine fetched, so that the last vector hit counts for nothing), then mixed.
+        let lex_max =
+            hits.iter().filter_map(|h| h.lexical.map(|l| l.1)).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
+        let vecs: Vec<f64> = hits.iter().filter_map(|h| h.vector.map(|v| f64::from(v.1))).collect();
+        let vec_max = vecs.iter().copied().fold(f64::MIN, f64::max);
+        let vec_floor = vecs.iter().copied().fold(f64::MAX, f64::min).min(vec_max - 1e-9);
         for h in &mut hits {
             h.score = match self.mode {
                 TextMode::Lexical => h.lexical.map_or(0.0, |l| l.1),
                 TextMode::Vector | TextMode::Exact => h.vector.map_or(0.0, |v| f64::from(v.1)),
                 TextMode::Hybrid => {
-                    h.lexical.map_or(0.0, |(r, _)| 1.0 / (RRF_K + r as f64))
-                        + h.vector.map_or(0.0, |(r, _)| 1.0 / (RRF_K + r as f64))
+                    let lex = h.lexical.map_or(0.0, |(_, s)| s / lex_max);
+                    let vec = h
+                        .vector
+                        .map_or(0.0, |(_, s)| (f64::from(s) - vec_floor).max(0.0) / (vec_max - vec_floor));
+                    FUSION_LEXICAL * lex + (1.0 - FUSION_LEXICAL) * vec
                 }
             };
             if let Some(w) = &self.weights {

@@ -184,14 +184,22 @@ pub(crate) fn search(
     for ((id, rev), s) in scores {
         by_id.entry(id).or_default().push((rev, s));
     }
-    let mut hits = Vec::new();
-    for (id, revs) in by_id {
+    // Resolve records in order of their best score (an upper bound of the score they can
+    // have as of the asked time) and stop once k are found and no bound can beat them.
+    let mut order: Vec<(u128, f64)> =
+        by_id.iter().map(|(id, revs)| (*id, revs.iter().map(|r| r.1).fold(f64::MIN, f64::max))).collect();
+    order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut hits: Vec<LexicalHit> = Vec::new();
+    for (id, bound) in order {
+        if hits.len() >= k && hits.iter().map(|h| h.score).fold(f64::MAX, f64::min) >= bound {
+            break;
+        }
         let Some(rec) = resolve(RecordId::from_u128(id))? else { continue };
         // The text serving the visible revision: the latest text row at or below it.
         let mut cursor = texts.range((ns.as_str(), id, 0u32)..=(ns.as_str(), id, rec.rev))?;
         let Some(row) = cursor.next_back() else { continue };
         let serving = row?.0.value().2;
-        if let Some((_, s)) = revs.iter().find(|(r, _)| *r == serving) {
+        if let Some((_, s)) = by_id.get(&id).and_then(|revs| revs.iter().find(|(r, _)| *r == serving)) {
             hits.push(LexicalHit { record: rec, score: *s });
         }
     }

@@ -1,0 +1,201 @@
+//! `mnemon bench search`: retrieval quality and latency on a reproducible synthetic corpus.
+//!
+//! Each record is an engineering memory: a component, a problem, a condition and a fix
+//! ("The payment gateway times out under heavy load; fixed by adding jittered retries").
+//! Each query asks for one record in other words: the same component, and the problem,
+//! condition and fix each in a variant wording that shares some words or word pieces with
+//! the record's and not others ("payment gateway timeouts when heavily loaded, jitter
+//! retrying"). The record it was made from is the one relevant record.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use mnemon::body::Learning;
+use mnemon::index::synth::Rng;
+use mnemon::{Db, TextMode};
+use serde_json::json;
+
+use crate::output::{Out, table};
+
+const COMPONENTS_A: [&str; 10] =
+    ["payment", "auth", "search", "cache", "queue", "index", "upload", "report", "email", "session"];
+const COMPONENTS_B: [&str; 6] = ["service", "worker", "gateway", "client", "store", "scheduler"];
+/// (as written in the record, as asked in the query)
+const PROBLEMS: [(&str, &str); 20] = [
+    ("times out", "timeouts"),
+    ("retries forever", "endless retrying"),
+    ("leaks memory", "memory leaking"),
+    ("deadlocks", "deadlocking"),
+    ("crashes on startup", "startup crash"),
+    ("drops connections", "dropped connection"),
+    ("returns stale data", "staleness of data"),
+    ("corrupts records", "record corruption"),
+    ("rejects valid tokens", "valid token rejected"),
+    ("duplicates messages", "duplicated message"),
+    ("loses writes", "lost write"),
+    ("spikes cpu", "cpu spiking"),
+    ("fills the disk", "disk filling"),
+    ("blocks the event loop", "event loop blocked"),
+    ("misorders events", "event misordering"),
+    ("overflows its buffer", "buffer overflowing"),
+    ("throttles requests", "request throttling"),
+    ("skips migrations", "skipped migration"),
+    ("mislabels metrics", "metric mislabeling"),
+    ("hangs on shutdown", "shutdown hanging"),
+];
+const CONDITIONS: [(&str, &str); 15] = [
+    ("under heavy load", "heavily loaded"),
+    ("after a deploy", "deployment"),
+    ("at midnight", "midnight"),
+    ("during failover", "failing over"),
+    ("with large payloads", "large payload"),
+    ("when the network partitions", "network partition"),
+    ("on cold start", "cold starts"),
+    ("behind the proxy", "proxied"),
+    ("with unicode input", "unicode inputs"),
+    ("during backups", "backup running"),
+    ("across time zones", "timezone"),
+    ("with expired certificates", "certificate expiry"),
+    ("when the cache is empty", "empty cache"),
+    ("on retries", "retried"),
+    ("in batch mode", "batching"),
+];
+const FIXES: [(&str, &str); 20] = [
+    ("adding jittered retries", "jitter retrying"),
+    ("bounding the queue", "bounded queues"),
+    ("pooling connections", "connection pool"),
+    ("raising the timeout", "higher timeouts"),
+    ("streaming the payload", "payload streaming"),
+    ("pinning the dependency", "pinned dependencies"),
+    ("adding an index", "indexing"),
+    ("sharding the table", "table shards"),
+    ("caching the lookups", "lookup cache"),
+    ("rotating the keys", "key rotation"),
+    ("batching the writes", "write batches"),
+    ("normalising the input", "input normalisation"),
+    ("serialising the access", "serialized access"),
+    ("debouncing the events", "event debounce"),
+    ("compacting the log", "log compaction"),
+    ("pre-warming the workers", "worker prewarm"),
+    ("idempotency keys", "idempotent keys"),
+    ("backpressure", "back pressure"),
+    ("circuit breakers", "circuit breaking"),
+    ("rate limiting", "rate limits"),
+];
+
+fn pick<T: Copy>(rng: &mut Rng, xs: &[T]) -> T {
+    xs[usize::try_from(rng.next_u64() % xs.len() as u64).unwrap_or(0)]
+}
+
+struct Item {
+    record: String,
+    query: String,
+}
+
+const VERBS: [&str; 12] =
+    ["flush", "load", "parse", "sync", "merge", "emit", "fetch", "build", "drain", "apply", "route", "scan"];
+const NOUNS: [&str; 16] = [
+    "Ledger", "Batch", "Token", "Cursor", "Shard", "Frame", "Bucket", "Lease", "Digest", "Hook", "Span",
+    "Quota", "Slot", "Delta", "Epoch", "Chunk",
+];
+const NOISE: [&str; 8] = [
+    "failing again in the service",
+    "broken after the deploy",
+    "error in production",
+    "keeps failing",
+    "fix for the worker",
+    "problem with the store",
+    "issue on the gateway",
+    "fails under load",
+];
+
+fn corpus(n: usize, seed: u64) -> Vec<Item> {
+    let mut rng = Rng::new(seed);
+    (0..n)
+        .map(|_| {
+            let (a, b) = (pick(&mut rng, &COMPONENTS_A), pick(&mut rng, &COMPONENTS_B));
+            let (p, pq) = pick(&mut rng, &PROBLEMS);
+            let (c, cq) = pick(&mut rng, &CONDITIONS);
+            let (f, fq) = pick(&mut rng, &FIXES);
+            let ident =
+                format!("{}{}{}", pick(&mut rng, &VERBS), pick(&mut rng, &NOUNS), pick(&mut rng, &NOUNS));
+            let by_ident = rng.next_u64().is_multiple_of(2);
+            let query = if by_ident {
+                format!("{ident} {}", pick(&mut rng, &NOISE))
+            } else {
+                format!("{a} {b} {pq} {cq} {fq}")
+            };
+            Item { record: format!("The {a} {b} {p} {c} in {ident}; fixed by {f}."), query }
+        })
+        .collect()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)].as_secs_f64() * 1e6
+}
+
+#[allow(clippy::cast_precision_loss)]
+pub fn run(out: &mut Out, records: usize, queries: usize, seed: u64) -> Result<()> {
+    let items = corpus(records, seed);
+    let dir = tempfile::tempdir()?;
+    let db = Db::create(dir.path().join("eval.redb"))?;
+    let ns = db.ns("eval")?;
+    let t = Instant::now();
+    let mut ids = Vec::with_capacity(records);
+    for it in &items {
+        ids.push(ns.add(Learning { text: it.record.clone(), ..Default::default() })?);
+    }
+    let load = t.elapsed();
+    // Queries for records spread over the corpus.
+    let step = (records / queries.max(1)).max(1);
+    let asked: Vec<usize> = (0..records).step_by(step).take(queries).collect();
+    let mut rows = Vec::new();
+    let mut docs = Vec::new();
+    for mode in [TextMode::Lexical, TextMode::Vector, TextMode::Hybrid] {
+        let (mut at5, mut at10) = (0usize, 0usize);
+        let mut lat = Vec::with_capacity(asked.len());
+        for &i in &asked {
+            let s = Instant::now();
+            let hits = ns.search(&items[i].query).limit(10).mode(mode).run()?;
+            lat.push(s.elapsed());
+            if let Some(pos) = hits.iter().position(|h| h.record.id == ids[i]) {
+                at10 += 1;
+                if pos < 5 {
+                    at5 += 1;
+                }
+            }
+        }
+        lat.sort();
+        let n = asked.len().max(1) as f64;
+        let name = format!("{mode:?}").to_lowercase();
+        rows.push(vec![
+            name.clone(),
+            format!("{:.3}", at5 as f64 / n),
+            format!("{:.3}", at10 as f64 / n),
+            format!("{:.0}", percentile(&lat, 0.5)),
+            format!("{:.0}", percentile(&lat, 0.99)),
+        ]);
+        docs.push(json!({"mode": name, "recall_at_5": at5 as f64 / n, "recall_at_10": at10 as f64 / n,
+            "p50_us": percentile(&lat, 0.5), "p99_us": percentile(&lat, 0.99)}));
+    }
+    if out.json {
+        out.json_line(
+            &json!({"records": records, "queries": asked.len(), "embedder": db.embedder().model_id(),
+            "load_secs": load.as_secs_f64(), "modes": docs}),
+        )?;
+        return Ok(());
+    }
+    out.line(format!(
+        "{records} records loaded in {:.1} s ({}), {} queries, one relevant record each",
+        load.as_secs_f64(),
+        db.embedder().model_id(),
+        asked.len()
+    ))?;
+    out.line(table(&["mode", "recall@5", "recall@10", "p50 µs", "p99 µs"], &rows))?;
+    Ok(())
+}
