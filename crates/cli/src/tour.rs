@@ -120,6 +120,24 @@ pub fn run(out: &mut Out) -> Result<()> {
     say(out, &format!("8. Every revision of the SQLite decision:   mnemon history {}", short(sqlite)))?;
     say(out, &indent(&history_table(&ns.history(sqlite)?)))?;
     say(out, "")?;
+
+    say(out, "9. Search by words and by similarity (offline embedder, BM25 + vectors):")?;
+    say(out, "   mnemon search \"which database stores the memory\"")?;
+    let hits = ns.search("which database stores the memory").limit(3).run()?;
+    let rows: Vec<Vec<String>> = hits
+        .iter()
+        .map(|h| {
+            vec![
+                format!("{:.3}", h.score),
+                short(h.record.id),
+                h.lexical.map_or_else(|| "-".into(), |l| l.0.to_string()),
+                h.vector.map_or_else(|| "-".into(), |v| v.0.to_string()),
+                h.record.body.title(),
+            ]
+        })
+        .collect();
+    say(out, &indent(&crate::output::table(&["SCORE", "ID", "LEX", "VEC", "TITLE"], &rows)))?;
+    say(out, "")?;
     say(out, "Your turn:")?;
     say(out, "   mnemon init")?;
     say(
@@ -127,6 +145,7 @@ pub fn run(out: &mut Out) -> Result<()> {
         "   mnemon add decision --data '{\"title\":\"Use redb\",\"rationale\":\"fast\"}' --tag storage",
     )?;
     say(out, "   mnemon list decision --as-of 2024-05-07")?;
+    say(out, "   mnemon search \"redb\"")?;
     say(out, "   mnemon --help")?;
     drop(db);
     Ok(())
