@@ -15,7 +15,7 @@ use redb::{ReadableTable, Table};
 use crate::error::Error;
 use crate::id::{Namespace, RecordId};
 use crate::record::Record;
-use crate::tokens::tokenize;
+use crate::tokens::{is_stopword, tokenize};
 
 const POSTING_VERSION: u8 = 1;
 const STATS_VERSION: u8 = 1;
@@ -32,7 +32,7 @@ pub(crate) fn term_counts(text: &str) -> (BTreeMap<String, u32>, u32) {
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     let tokens = tokenize(text);
     for t in &tokens {
-        if t.len() <= 64 {
+        if t.len() <= 64 && !is_stopword(t) {
             *counts.entry(t.clone()).or_insert(0) += 1;
         }
     }
@@ -151,7 +151,7 @@ pub(crate) fn search(
     k: usize,
     resolve: &dyn Fn(RecordId) -> Result<Option<Record>, Error>,
 ) -> Result<Vec<LexicalHit>, Error> {
-    let mut terms: Vec<String> = tokenize(query);
+    let mut terms: Vec<String> = tokenize(query).into_iter().filter(|t| !is_stopword(t)).collect();
     terms.sort();
     terms.dedup();
     let (docs, total) = stats;

@@ -4,6 +4,19 @@
 //! is also split at `snake_case` and `camelCase` boundaries, and the whole identifier is kept
 //! as well, so `parseHTTPResponse` matches a search for "parse", "response" or the identifier.
 
+/// English function words the lexical index leaves out: nearly every text has them, so their
+/// BM25 weight is close to zero while their posting lists are the longest.
+const STOPWORDS: [&str; 36] = [
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "in", "into", "is", "it",
+    "its", "of", "on", "or", "so", "that", "the", "their", "then", "there", "these", "this", "to", "was",
+    "were", "when", "which", "will", "with", "we",
+];
+
+/// Whether the lexical index leaves this (lower-cased) token out.
+pub fn is_stopword(token: &str) -> bool {
+    STOPWORDS.contains(&token)
+}
+
 /// The tokens of a text, in order (identifier parts after the whole identifier).
 pub fn tokenize(text: &str) -> Vec<String> {
     let mut out = Vec::new();
