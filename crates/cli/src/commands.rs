@@ -456,6 +456,12 @@ fn stats(cli: &Cli, out: &mut Out) -> Result<()> {
     out.line(format!("database    {}", s.path))?;
     out.line(format!("size        {:.1} MiB", s.file_bytes as f64 / 1_048_576.0))?;
     out.line(format!("format      version {}", s.format_version))?;
+    out.line(format!("embedder    {}", s.embedder))?;
+    let spaces: Vec<String> = s.vector_spaces.iter().map(|(n, d)| format!("{n} ({d}-d)")).collect();
+    out.line(format!(
+        "vectors     {}",
+        if spaces.is_empty() { "none".to_string() } else { spaces.join(", ") }
+    ))?;
     out.line(format!(
         "commits     {} (last {})",
         s.commits,

@@ -38,6 +38,10 @@ pub struct Stats {
     pub namespaces: Vec<NamespaceStats>,
     /// Row counts of the internal tables.
     pub tables: BTreeMap<&'static str, u64>,
+    /// The embedder (model id) records are embedded with.
+    pub embedder: String,
+    /// Vector spaces and their dimensions.
+    pub vector_spaces: Vec<(String, u32)>,
 }
 
 /// Compute the statistics.
@@ -66,5 +70,7 @@ pub fn stats(db: &Db) -> Result<Stats> {
         last_commit: (meta.commit_seq > 0).then_some(meta.last_tx),
         namespaces,
         tables: snap.table_sizes()?,
+        embedder: db.embedder().model_id().to_string(),
+        vector_spaces: snap.vector_spaces()?.into_iter().map(|v| (v.name, v.dimension)).collect(),
     })
 }

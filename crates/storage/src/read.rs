@@ -447,6 +447,10 @@ impl Snapshot {
             let meta = self.txn.open_table(tables::META)?;
             let log = meta.range(write::commit_key(0).as_str()..="log/~")?.count() as u64;
             out.insert("commit_log", log);
+            out.insert("vectors", self.open_optional(tables::VECTORS)?.map_or(Ok(0), |t| t.len())?);
+            out.insert("postings", self.open_optional(tables::POSTINGS)?.map_or(Ok(0), |t| t.len())?);
+            let aux = self.open_optional(tables::AUX)?.map_or(Ok(0), |t| t.len())?;
+            out.insert("aux (index manifests, embedding cache)", aux);
             Ok(out)
         })())
     }
