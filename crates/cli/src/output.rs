@@ -191,3 +191,21 @@ pub fn history_table(revs: &[Record]) -> String {
         .collect();
     table(&["REV", "OP", "RECORDED", "REPLACED", "VALID FROM", "VALID UNTIL", "TITLE"], &rows)
 }
+
+/// Search results: score, id, kind, lexical and vector ranks, title.
+pub fn hits_table(hits: &[mnemon::SearchHit]) -> String {
+    let rows: Vec<Vec<String>> = hits
+        .iter()
+        .map(|h| {
+            vec![
+                format!("{:.4}", h.score),
+                short(h.record.id),
+                h.record.kind().to_string(),
+                h.lexical.map_or_else(|| "-".into(), |l| l.0.to_string()),
+                h.vector.map_or_else(|| "-".into(), |v| v.0.to_string()),
+                cut(&h.record.body.title(), 60),
+            ]
+        })
+        .collect();
+    table(&["SCORE", "ID", "KIND", "LEX", "VEC", "RECORD"], &rows)
+}

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::cli::Cli;
 use crate::commands::{open, open_read, usage};
-use crate::output::{Out, cut, short, table};
+use crate::output::{Out, hits_table};
 
 pub struct Filter {
     pub kinds: Vec<Kind>,
@@ -135,20 +135,7 @@ pub fn run(
         out.line(format!("nothing matches {query:?} in namespace {}", cli.ns))?;
         return Ok(());
     }
-    let rows: Vec<Vec<String>> = hits
-        .iter()
-        .map(|h| {
-            vec![
-                format!("{:.4}", h.score),
-                short(h.record.id),
-                h.record.kind().to_string(),
-                h.lexical.map_or_else(|| "-".into(), |l| l.0.to_string()),
-                h.vector.map_or_else(|| "-".into(), |v| v.0.to_string()),
-                cut(&h.record.body.title(), 60),
-            ]
-        })
-        .collect();
-    out.line(table(&["score", "id", "kind", "lex", "vec", "record"], &rows))?;
+    out.line(hits_table(&hits))?;
     Ok(())
 }
 

@@ -124,19 +124,7 @@ pub fn run(out: &mut Out) -> Result<()> {
     say(out, "9. Search by words and by similarity (offline embedder, BM25 + vectors):")?;
     say(out, "   mnemon search \"which database stores the memory\"")?;
     let hits = ns.search("which database stores the memory").limit(3).run()?;
-    let rows: Vec<Vec<String>> = hits
-        .iter()
-        .map(|h| {
-            vec![
-                format!("{:.3}", h.score),
-                short(h.record.id),
-                h.lexical.map_or_else(|| "-".into(), |l| l.0.to_string()),
-                h.vector.map_or_else(|| "-".into(), |v| v.0.to_string()),
-                h.record.body.title(),
-            ]
-        })
-        .collect();
-    say(out, &indent(&crate::output::table(&["SCORE", "ID", "LEX", "VEC", "TITLE"], &rows)))?;
+    say(out, &indent(&crate::output::hits_table(&hits)))?;
     say(out, "")?;
     say(out, "Your turn:")?;
     say(out, "   mnemon init")?;

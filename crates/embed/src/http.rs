@@ -145,6 +145,15 @@ impl HttpEmbedder {
         &self.url
     }
 
+    /// A failure below HTTP: a timeout, or the server could not be reached or hung up.
+    fn transport_error(&self, e: &reqwest::Error) -> EmbedError {
+        if e.is_timeout() {
+            EmbedError::Timeout { url: self.url.clone(), secs: self.config.timeout.as_secs_f64() }
+        } else {
+            EmbedError::Connect { url: self.url.clone(), reason: root_cause(e) }
+        }
+    }
+
     /// One request, retried on transient failures.
     fn request(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut attempt = 0u32;
@@ -171,14 +180,7 @@ impl HttpEmbedder {
         if let Some(k) = &self.config.key {
             req = req.bearer_auth(k);
         }
-        let resp = req.send().map_err(|e| {
-            let err = if e.is_timeout() {
-                EmbedError::Timeout { url: url.clone(), secs: self.config.timeout.as_secs_f64() }
-            } else {
-                EmbedError::Connect { url: url.clone(), reason: root_cause(&e) }
-            };
-            (err, None)
-        })?;
+        let resp = req.send().map_err(|e| (self.transport_error(&e), None))?;
         let status = resp.status();
         let retry_after = resp
             .headers()
@@ -187,14 +189,7 @@ impl HttpEmbedder {
             .and_then(|v| v.trim().parse::<f64>().ok())
             .filter(|s| s.is_finite() && *s >= 0.0)
             .map(Duration::from_secs_f64);
-        let body = resp.text().map_err(|e| {
-            let err = if e.is_timeout() {
-                EmbedError::Timeout { url: url.clone(), secs: self.config.timeout.as_secs_f64() }
-            } else {
-                EmbedError::Connect { url: url.clone(), reason: root_cause(&e) }
-            };
-            (err, None)
-        })?;
+        let body = resp.text().map_err(|e| (self.transport_error(&e), None))?;
         if !status.is_success() {
             return Err((
                 EmbedError::Status { status: status.as_u16(), url: url.clone(), body: truncate(&body, 200) },
