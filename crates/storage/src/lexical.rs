@@ -8,7 +8,7 @@
 //! row: a search resolves each matching record to its revision visible at the asked time and
 //! counts only the postings of the text serving that revision. `forget` removes all of them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use redb::{ReadableTable, Table};
 
@@ -158,49 +158,75 @@ pub(crate) fn search(
     let n = docs.max(1) as f64;
     let avgdl = if docs == 0 { 1.0 } else { total as f64 / docs as f64 };
     // (id, from_rev) -> score
-    let mut scores: HashMap<(u128, u32), f64> = HashMap::new();
+    // Every posting's contribution, then summed per (record, text revision) by sorting: no
+    // hashing in the loop.
+    let mut contributions: Vec<(u128, u32, f64)> = Vec::new();
     for term in &terms {
-        let mut list: Vec<(u128, u32, u32, u32)> = Vec::new();
+        let start = contributions.len();
+        let mut df = 0usize;
+        let mut last: Option<u128> = None;
         for r in postings.range(
             (ns.as_str(), term.as_str(), 0u128, 0u32)..=(ns.as_str(), term.as_str(), u128::MAX, u32::MAX),
         )? {
             let (key, v) = r?;
             let (_, _, id, rev) = key.value();
             if let Some((tf, len)) = decode_posting(v.value()) {
-                list.push((id, rev, tf, len));
+                if last != Some(id) {
+                    df += 1;
+                    last = Some(id);
+                }
+                // The term's weight without its IDF (known once the list is read).
+                let tf = f64::from(tf);
+                contributions.push((
+                    id,
+                    rev,
+                    tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * f64::from(len) / avgdl)),
+                ));
             }
         }
-        let mut ids: Vec<u128> = list.iter().map(|p| p.0).collect();
-        ids.dedup();
-        let df = ids.len() as f64;
+        let df = df as f64;
         let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-        for (id, rev, tf, len) in list {
-            let tf = f64::from(tf);
-            let s = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * f64::from(len) / avgdl));
-            *scores.entry((id, rev)).or_insert(0.0) += s;
+        for c in &mut contributions[start..] {
+            c.2 *= idf;
         }
     }
-    let mut by_id: HashMap<u128, Vec<(u32, f64)>> = HashMap::new();
-    for ((id, rev), s) in scores {
-        by_id.entry(id).or_default().push((rev, s));
+    contributions.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    let mut scored: Vec<(u128, u32, f64)> = Vec::with_capacity(contributions.len());
+    for (id, rev, s) in contributions {
+        match scored.last_mut() {
+            Some(l) if l.0 == id && l.1 == rev => l.2 += s,
+            _ => scored.push((id, rev, s)),
+        }
     }
-    // Resolve records in order of their best score (an upper bound of the score they can
-    // have as of the asked time) and stop once k are found and no bound can beat them.
-    let mut order: Vec<(u128, f64)> =
-        by_id.iter().map(|(id, revs)| (*id, revs.iter().map(|r| r.1).fold(f64::MIN, f64::max))).collect();
-    order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    // Per record: its text revisions' scores (a run of `scored`) and the best of them, an
+    // upper bound of the score it can have as of the asked time. Resolve records best-first
+    // and stop once k are found and no bound can beat them.
+    let mut runs: Vec<(f64, usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < scored.len() {
+        let mut j = i;
+        let mut best = f64::MIN;
+        while j < scored.len() && scored[j].0 == scored[i].0 {
+            best = best.max(scored[j].2);
+            j += 1;
+        }
+        runs.push((best, i, j));
+        i = j;
+    }
+    runs.sort_by(|a, b| b.0.total_cmp(&a.0).then(scored[a.1].0.cmp(&scored[b.1].0)));
     let mut hits: Vec<LexicalHit> = Vec::new();
-    for (id, bound) in order {
+    for (bound, from, to) in runs {
         if hits.len() >= k && hits.iter().map(|h| h.score).fold(f64::MAX, f64::min) >= bound {
             break;
         }
+        let id = scored[from].0;
         let Some(rec) = resolve(RecordId::from_u128(id))? else { continue };
         // The text serving the visible revision: the latest text row at or below it.
         let mut cursor = texts.range((ns.as_str(), id, 0u32)..=(ns.as_str(), id, rec.rev))?;
         let Some(row) = cursor.next_back() else { continue };
         let serving = row?.0.value().2;
-        if let Some((_, s)) = by_id.get(&id).and_then(|revs| revs.iter().find(|(r, _)| *r == serving)) {
-            hits.push(LexicalHit { record: rec, score: *s });
+        if let Some(&(_, _, s)) = scored[from..to].iter().find(|(_, r, _)| *r == serving) {
+            hits.push(LexicalHit { record: rec, score: s });
         }
     }
     hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.record.id.cmp(&b.record.id)));
