@@ -190,7 +190,7 @@ pub(crate) fn search(
             c.2 *= idf;
         }
     }
-    contributions.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    contributions.sort_unstable_by_key(|c| (c.0, c.1));
     let mut scored: Vec<(u128, u32, f64)> = Vec::with_capacity(contributions.len());
     for (id, rev, s) in contributions {
         match scored.last_mut() {
