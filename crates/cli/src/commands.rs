@@ -386,7 +386,7 @@ fn import(cli: &Cli, out: &mut Out, file: &Path, partial: bool) -> Result<()> {
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
-            "{spinner} importing [{bar:40}] {pos}/{len} lines ({per_sec}, eta {eta})",
+            "{spinner} importing [{bar:40}] {pos}/{len} lines, then records to embed ({per_sec}, eta {eta})",
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );

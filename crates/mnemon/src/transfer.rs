@@ -90,7 +90,8 @@ pub fn parse_line(line: &str, default_ns: &Namespace) -> Result<WriteOp> {
 }
 
 /// Import JSON lines from `input` (named `source` in messages). `progress(done, total)` is
-/// called as lines are committed. Every line is validated before anything is written; with
+/// called as lines are committed, then as the imported records are embedded (the total then
+/// grows by the records to embed). Every line is validated before anything is written; with
 /// `partial` the valid lines are imported and the others reported, otherwise an invalid line
 /// fails the whole import with [`Error::InvalidImport`] and nothing is written.
 pub fn import(
@@ -170,9 +171,10 @@ pub fn import(
         progress(done, total);
     }
     db.sync()?;
-    // Embed what was imported, in batches (records already embedded are skipped).
+    // Embed what was imported, in batches (records already embedded are skipped); progress
+    // goes on counting past the lines, one step per record embedded.
     for ns in &touched {
-        let e = db.reindex(Some(ns), 64, |_, _| {})?;
+        let e = db.reindex(Some(ns), 64, |d, t| progress(total + d as u64, total + t as u64))?;
         report.embedded += e.hits + e.misses;
         report.embed_failed += e.failures;
     }
