@@ -79,14 +79,26 @@ pub(crate) struct LexicalWriter<'txn> {
     pub(crate) postings: Table<'txn, PostingKey, &'static [u8]>,
     pub(crate) texts: Table<'txn, TextKey, &'static [u8]>,
     pub(crate) stats: Table<'txn, &'static str, &'static [u8]>,
+    /// Changes to the namespace totals, written once per commit by [`Self::flush`].
+    pub(crate) pending: BTreeMap<String, (i64, i64)>,
 }
 
 impl LexicalWriter<'_> {
     fn bump(&mut self, ns: &str, docs: i64, len: i64) -> Result<(), Error> {
-        let (d, t) = self.stats.get(ns)?.map(|v| decode_stats(v.value())).unwrap_or((0, 0));
-        let d = d.saturating_add_signed(docs);
-        let t = t.saturating_add_signed(len);
-        self.stats.insert(ns, encode_stats(d, t).as_slice())?;
+        let e = self.pending.entry(ns.to_string()).or_insert((0, 0));
+        e.0 += docs;
+        e.1 += len;
+        Ok(())
+    }
+
+    /// Write the namespace totals changed by this commit.
+    pub(crate) fn flush(&mut self) -> Result<(), Error> {
+        for (ns, (docs, len)) in std::mem::take(&mut self.pending) {
+            let (d, t) = self.stats.get(ns.as_str())?.map(|v| decode_stats(v.value())).unwrap_or((0, 0));
+            let d = d.saturating_add_signed(docs);
+            let t = t.saturating_add_signed(len);
+            self.stats.insert(ns.as_str(), encode_stats(d, t).as_slice())?;
+        }
         Ok(())
     }
 

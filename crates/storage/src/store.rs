@@ -377,6 +377,7 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
             postings: txn.open_table(tables::POSTINGS)?,
             texts: txn.open_table(tables::TEXTS)?,
             stats: txn.open_table(tables::LEXSTATS)?,
+            pending: std::collections::BTreeMap::new(),
         };
         let mut prev: Option<crate::record::Record> = None;
         for r in revisions.iter()? {
@@ -398,6 +399,7 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
             lexical.write(same, &record)?;
             prev = Some(record);
         }
+        lexical.flush()?;
         drop((revisions, lexical));
         let mut meta = txn.open_table(tables::META)?;
         format::upgrade(&mut meta)?;
@@ -528,6 +530,7 @@ fn commit(
                 postings: txn.open_table(tables::POSTINGS)?,
                 texts: txn.open_table(tables::TEXTS)?,
                 stats: txn.open_table(tables::LEXSTATS)?,
+                pending: std::collections::BTreeMap::new(),
             },
             known_namespaces: std::collections::HashSet::new(),
         };

@@ -838,6 +838,7 @@ impl WriteTables<'_> {
     /// End of a commit at transaction time `now`: maintain the timeline and sweep the current
     /// table.
     pub(crate) fn finish(&mut self, now: i64) -> Result<(), Error> {
+        self.lexical.flush()?;
         self.timeline.finish(now)?;
         self.sweep(now)?;
         Ok(())
