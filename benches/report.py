@@ -21,6 +21,8 @@ ROWS = [
     ("get latest revision, 1M revisions", "get_1000k/mnemon", "get_1000k/sqlite", None),
     ("durable single insert", "insert_durable_single/mnemon", "insert_durable_single/sqlite", 1),
     ("batched insert (1,000 per commit)", "insert_batched_1000/mnemon", "insert_batched_1000/sqlite", 1000),
+    ("durable single insert, SQLite with FTS5", "insert_durable_single/mnemon", "insert_durable_single/sqlite_fts5", 1),
+    ("batched insert, SQLite with FTS5", "insert_batched_1000/mnemon", "insert_batched_1000/sqlite_fts5", 1000),
     ("durable writes, 1 thread", "group_commit_durable/mnemon/1", "group_commit_durable/sqlite/1", 200),
     ("durable writes, 4 threads", "group_commit_durable/mnemon/4", "group_commit_durable/sqlite/4", 800),
     ("durable writes, 16 threads", "group_commit_durable/mnemon/16", "group_commit_durable/sqlite/16", 3200),

@@ -37,6 +37,15 @@ fn inserts(c: &mut Criterion) {
             sql.insert_one(&record_of(r));
         })
     });
+    // SQLite with an FTS5 index of the text: the counterpart of mnemon's lexical index.
+    let fts = Sqlite::open(&dir.path().join("ins_fts.sqlite"));
+    fts.enable_fts();
+    g.bench_function("sqlite_fts5", |b| {
+        b.iter(|| {
+            let i = COUNTER.fetch_add(1, Ordering::Relaxed);
+            fts.insert_one_fts(&record_of(small_record(i)));
+        })
+    });
     g.finish();
 
     let mut g = c.benchmark_group("insert_batched_1000");
@@ -56,6 +65,15 @@ fn inserts(c: &mut Criterion) {
                 sql.insert_one(&record_of(small_record(COUNTER.fetch_add(1, Ordering::Relaxed))));
             }
             sql.conn.execute_batch("COMMIT").unwrap();
+        })
+    });
+    g.bench_function("sqlite_fts5", |b| {
+        b.iter(|| {
+            fts.conn.execute_batch("BEGIN").unwrap();
+            for _ in 0..1000 {
+                fts.insert_one_fts(&record_of(small_record(COUNTER.fetch_add(1, Ordering::Relaxed))));
+            }
+            fts.conn.execute_batch("COMMIT").unwrap();
         })
     });
     g.finish();

@@ -180,6 +180,26 @@ impl Sqlite {
         self.insert_row(r, OPEN);
     }
 
+    /// Add a full-text index (FTS5) of the records' text, the counterpart of mnemon's
+    /// lexical index, for a fair write comparison.
+    pub fn enable_fts(&self) {
+        self.conn
+            .execute_batch("CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(id UNINDEXED, body)")
+            .unwrap();
+    }
+
+    /// Insert one record and its text into the FTS5 index (one transaction unless inside one).
+    pub fn insert_one_fts(&self, r: &Record) {
+        self.conn.execute_batch("SAVEPOINT one").unwrap();
+        self.insert_row(r, OPEN);
+        self.conn
+            .prepare_cached("INSERT INTO texts (id, body) VALUES (?1, ?2)")
+            .unwrap()
+            .execute(params![r.id.as_u128().to_be_bytes().as_slice(), r.body.text()])
+            .unwrap();
+        self.conn.execute_batch("RELEASE one").unwrap();
+    }
+
     fn insert_row(&self, r: &Record, replaced_at: i64) {
         let json = serde_json::to_string(&mnemon::json::RecordJson::from_record(r)).unwrap();
         self.conn
