@@ -201,6 +201,9 @@ pub enum Command {
         agent: Option<String>,
         #[arg(long, value_name = "TASK")]
         task: Option<String>,
+        /// Search these namespaces too (besides --ns).
+        #[arg(long = "in", value_name = "NAMESPACE")]
+        also: Vec<String>,
         #[arg(long, default_value_t = 10)]
         limit: usize,
         /// hybrid, vector, lexical or exact.

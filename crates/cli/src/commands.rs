@@ -191,12 +191,13 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Import { file, partial } => import(&cli, &mut out, file, *partial)?,
         Command::Stats => stats(&cli, &mut out)?,
         Command::Check => check(&cli, &mut out)?,
-        Command::Search { query, kinds, tags, agent, task, limit, mode, as_of: a, batch } => {
+        Command::Search { query, kinds, tags, agent, task, also, limit, mode, as_of: a, batch } => {
             let filter = crate::search::Filter {
                 kinds: kinds.clone(),
                 tags: tags.clone(),
                 agent: agent.clone(),
                 task: task.clone(),
+                also: also.clone(),
                 as_of: as_of(*a),
             };
             crate::search::run(&cli, &mut out, query.as_deref(), &filter, *limit, *mode, batch.as_deref())?

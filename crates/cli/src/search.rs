@@ -18,6 +18,7 @@ pub struct Filter {
     pub tags: Vec<String>,
     pub agent: Option<String>,
     pub task: Option<String>,
+    pub also: Vec<String>,
     pub as_of: AsOf,
 }
 
@@ -40,6 +41,9 @@ fn search(
     if let Some(t) = &f.task {
         s = s.task(t.clone());
     }
+    for n in &f.also {
+        s = s.also_in(n.clone());
+    }
     s.run()
 }
 
@@ -47,6 +51,7 @@ fn hit_json(h: &SearchHit, at: mnemon::Timestamp) -> Value {
     let view = serde_json::to_value(RecordView::new(&h.record, at)).unwrap_or(Value::Null);
     json!({
         "id": h.record.id,
+        "namespace": h.record.namespace.as_str(),
         "score": h.score,
         "kind": h.record.kind().to_string(),
         "text": h.record.body.text(),
@@ -106,6 +111,7 @@ pub fn run(
                                 tags: f.tags.clone(),
                                 agent: f.agent.clone(),
                                 task: f.task.clone(),
+                                also: f.also.clone(),
                                 as_of: f.as_of,
                             };
                             let ns = b.namespace.unwrap_or_else(|| cli.ns.clone());

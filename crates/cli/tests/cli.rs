@@ -623,6 +623,16 @@ fn search_hybrid_lexical_batch_and_reindex() {
     let text = env.run(&["search", "bounded queues", "--kind", "decision"]).ok().to_string();
     assert!(text.contains("Use bounded queues"), "{text}");
     env.run(&["search", "x", "--mode", "fuzzy"]).fails(2, "unknown search mode");
+    // Another namespace is searched only when asked for.
+    env.run(&["--ns", "other", "add", "learning", "--data", r#"{"text":"backoff in the other project"}"#])
+        .ok();
+    let here = env.run(&["--json", "search", "backoff"]).json_lines();
+    assert!(here.iter().all(|h| h["namespace"] == "default"));
+    let both = env.run(&["--json", "search", "backoff", "--in", "other"]).json_lines();
+    assert!(
+        both.iter().any(|h| h["namespace"] == "other") && both.iter().any(|h| h["namespace"] == "default")
+    );
+    env.run(&["search", "backoff", "--in", " bad"]).fails(2, "invalid namespace");
     env.run(&["search"]).fails(2, "give a query");
 
     let batch = env.dir.path().join("q.jsonl");

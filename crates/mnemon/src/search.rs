@@ -2,7 +2,7 @@
 //! fused by reciprocal rank, optionally weighted by importance, confidence and recency.
 
 use mnemon_index::{Mode, Query};
-use mnemon_storage::{AsOf, Kind, ListQuery, Record, Timestamp};
+use mnemon_storage::{AsOf, Kind, ListQuery, Namespace, Record, Timestamp};
 use serde::Serialize;
 
 use crate::db::Ns;
@@ -73,6 +73,7 @@ pub struct TextSearch<'a> {
     mode: TextMode,
     filter: ListQuery,
     weights: Option<Weights>,
+    also: Vec<String>,
 }
 
 impl<'a> TextSearch<'a> {
@@ -84,6 +85,7 @@ impl<'a> TextSearch<'a> {
             mode: TextMode::Hybrid,
             filter: ListQuery::new(),
             weights: None,
+            also: Vec::new(),
         }
     }
 
@@ -129,6 +131,12 @@ impl<'a> TextSearch<'a> {
         self
     }
 
+    /// Search this namespace too (repeat for several); results from all are fused together.
+    pub fn also_in(mut self, ns: impl Into<String>) -> Self {
+        self.also.push(ns.into());
+        self
+    }
+
     /// Weigh the fused scores.
     pub fn weigh(mut self, w: Weights) -> Self {
         self.weights = Some(w);
@@ -142,7 +150,7 @@ impl<'a> TextSearch<'a> {
         let fetch = (self.limit * 3).max(30);
         let mut hits: Vec<SearchHit> = Vec::new();
         fn slot(hits: &mut Vec<SearchHit>, rec: Record) -> usize {
-            match hits.iter().position(|h| h.record.id == rec.id) {
+            match hits.iter().position(|h| h.record.id == rec.id && h.record.namespace == rec.namespace) {
                 Some(i) => i,
                 None => {
                     hits.push(SearchHit { record: rec, score: 0.0, lexical: None, vector: None });
@@ -150,19 +158,38 @@ impl<'a> TextSearch<'a> {
                 }
             }
         }
-        if matches!(self.mode, TextMode::Hybrid | TextMode::Lexical) {
-            for (rank, h) in
-                snap.lexical_search(self.ns.name(), &self.text, &self.filter, fetch)?.into_iter().enumerate()
-            {
-                let score = h.score;
-                let i = slot(&mut hits, h.record);
-                hits[i].lexical = Some((rank + 1, score));
+        let mut namespaces = vec![self.ns.name().clone()];
+        for n in &self.also {
+            let n = Namespace::new(n.as_str())?;
+            if !namespaces.contains(&n) {
+                namespaces.push(n);
             }
         }
-        if matches!(self.mode, TextMode::Hybrid | TextMode::Vector | TextMode::Exact) {
+        if matches!(self.mode, TextMode::Hybrid | TextMode::Lexical) {
+            for ns in &namespaces {
+                for (rank, h) in
+                    snap.lexical_search(ns, &self.text, &self.filter, fetch)?.into_iter().enumerate()
+                {
+                    let score = h.score;
+                    let i = slot(&mut hits, h.record);
+                    hits[i].lexical = Some((rank + 1, score));
+                }
+            }
+        }
+        let vector = if matches!(self.mode, TextMode::Hybrid | TextMode::Vector | TextMode::Exact) {
             match db.query_vector(&snap, &self.text) {
-                Ok(v) => {
-                    let mut q = Query::new(db.space(), self.ns.name(), &v, fetch);
+                Ok(v) => Some(v),
+                // Hybrid search still answers lexically when the query cannot be embedded.
+                Err(_) if self.mode == TextMode::Hybrid => None,
+                Err(e) => return Err(Error::Embed(e)),
+            }
+        } else {
+            None
+        };
+        if let Some(v) = vector {
+            for ns in &namespaces {
+                {
+                    let mut q = Query::new(db.space(), ns, &v, fetch);
                     q.as_of = self.filter.as_of;
                     q.kinds.clone_from(&self.filter.kinds);
                     q.tags.clone_from(&self.filter.tags);
@@ -176,9 +203,6 @@ impl<'a> TextSearch<'a> {
                         hits[i].vector = Some((rank + 1, score));
                     }
                 }
-                // Hybrid search still answers lexically when the query cannot be embedded.
-                Err(_) if self.mode == TextMode::Hybrid => {}
-                Err(e) => return Err(Error::Embed(e)),
             }
         }
         let now = snap.now();
