@@ -236,7 +236,8 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The id a caller usually wants: the new record, the existing one, or the one written.
+    /// The id a caller usually wants: the new record, the existing one, or the one written
+    /// (the nil id for [`Outcome::AuxWritten`], which concerns no record).
     pub fn id(&self) -> RecordId {
         match *self {
             Outcome::Written { id, .. }
