@@ -718,17 +718,27 @@ impl VectorIndexes {
         Ok(Found { hits, plan })
     }
 
-    fn needs_maintenance(&self, s: &Segment) -> bool {
+    /// Whether the segment needs a (new) graph: big enough without one, or too many dead or
+    /// forgotten points in it.
+    fn needs_rebuild(&self, s: &Segment) -> bool {
         match &s.graph {
             None => s.live >= self.opts.graph_min,
             Some(_) => {
-                let tomb = s.tombstones();
-                tomb as f64 > self.opts.rebuild_tombstones * s.graph_points as f64
+                s.tombstones() as f64 > self.opts.rebuild_tombstones * s.graph_points as f64
                     || (0..s.slots.len()).any(|i| s.in_graph[i] && s.state[i] == GONE)
-                    || s.tail().len() > self.opts.tail_max
-                    || (s.dirty && self.opts.dir.is_some())
             }
         }
+    }
+
+    /// Whether the graph has too many live points outside it.
+    fn needs_extend(&self, s: &Segment) -> bool {
+        s.graph.is_some() && s.tail().len() > self.opts.tail_max
+    }
+
+    fn needs_maintenance(&self, s: &Segment) -> bool {
+        self.needs_rebuild(s)
+            || self.needs_extend(s)
+            || (s.graph.is_some() && s.dirty && self.opts.dir.is_some())
     }
 
     /// Run [`Self::maintain`] on a background thread unless one is running. The thread holds
@@ -772,15 +782,7 @@ impl VectorIndexes {
         for seg in segs {
             let (needs, rebuild, extend) = {
                 let s = read(&seg);
-                let rebuild = match &s.graph {
-                    None => s.live >= self.opts.graph_min,
-                    Some(_) => {
-                        s.tombstones() as f64 > self.opts.rebuild_tombstones * s.graph_points as f64
-                            || (0..s.slots.len()).any(|i| s.in_graph[i] && s.state[i] == GONE)
-                    }
-                };
-                let extend = s.graph.is_some() && s.tail().len() > self.opts.tail_max;
-                (self.needs_maintenance(&s), rebuild, extend)
+                (self.needs_maintenance(&s), self.needs_rebuild(&s), self.needs_extend(&s))
             };
             if !needs {
                 continue;

@@ -111,7 +111,8 @@ fn damaged_or_mismatched_index_files_are_rebuilt_never_trusted() {
     let q = &data[3];
     let found = idx.search(&store.snapshot().unwrap(), &Query::new(SPACE, &ns, q, 1)).unwrap();
     assert_eq!(found.plan.path, SearchPath::Exact);
-    assert_eq!(found.hits[0].score, 1.0f32.min(found.hits[0].score));
+    // The query is a stored vector: it finds itself.
+    assert!(found.hits[0].score > 0.9999, "{:?}", found.hits[0].score);
     let reports = idx.maintain().unwrap();
     assert_eq!(reports[0].generation, Some(2));
 
