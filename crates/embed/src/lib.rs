@@ -7,6 +7,9 @@
 //! * [`HttpEmbedder`]: any server speaking the OpenAI embeddings API (`POST {base}/embeddings`),
 //!   with batching, timeouts, and retries with exponential backoff and jitter on 429, 5xx and
 //!   connection failures (honouring `Retry-After`), and no retry on other 4xx.
+//! * `LocalMiniLm` (cargo feature `local-minilm`): all-MiniLM-L6-v2 run locally with candle,
+//!   from model files fetched once by `scripts/fetch-minilm.sh`; vectors that match
+//!   sentence-transformers' to a cosine above 0.999.
 //!
 //! ```
 //! use mnemon_embed::{Embedder, HashEmbedder};
@@ -23,9 +26,13 @@
 
 mod hash;
 mod http;
+#[cfg(feature = "local-minilm")]
+mod minilm;
 
 pub use hash::HashEmbedder;
 pub use http::{HttpConfig, HttpEmbedder};
+#[cfg(feature = "local-minilm")]
+pub use minilm::{LocalMiniLm, MINILM_MODEL_ID};
 
 /// What can go wrong while embedding.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +81,14 @@ pub enum EmbedError {
     /// A configuration that cannot work.
     #[error("invalid embedder configuration: {0}")]
     Config(String),
+    /// A local model that cannot be loaded or run.
+    #[error("local embedding model {path}: {reason}")]
+    Model {
+        /// The model file (or directory).
+        path: std::path::PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
 }
 
 impl EmbedError {
