@@ -4,7 +4,7 @@
 //! sentence-transformers (its version is in the file) from the same model files that
 //! `scripts/fetch-minilm.sh` installs; the model must be fetched before these tests run.
 #![cfg(feature = "local-minilm")]
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use mnemon_embed::{Embedder, LocalMiniLm};
 
