@@ -15,7 +15,7 @@ use crate::cli::BenchCmd;
 use crate::commands::usage;
 use crate::output::{Out, table};
 
-pub fn run(out: &mut Out, cmd: &BenchCmd) -> Result<()> {
+pub fn run(out: &mut Out, embedder: Option<&str>, cmd: &BenchCmd) -> Result<()> {
     match cmd {
         BenchCmd::Ann { base, queries, gt, k, ef, m, ef_construction, limit, engine } => {
             let engines = engine
@@ -27,7 +27,17 @@ pub fn run(out: &mut Out, cmd: &BenchCmd) -> Result<()> {
             let params = HnswParams { m: *m, ef_construction: *ef_construction, ef_search: 64 };
             ann(out, base, queries, gt, *k, ef, params, *limit, &engines)
         }
-        BenchCmd::Search { records, queries, seed } => crate::evaluate::run(out, *records, *queries, *seed),
+        BenchCmd::Search { records, queries, seed } => {
+            let e = embedder.map(|n| crate::commands::embedder_named(Some(n))).transpose()?;
+            crate::evaluate::run(out, e, *records, *queries, *seed)
+        }
+        BenchCmd::Embed { texts, batch, embedders, write_texts } => {
+            let names: Vec<&str> = match embedder {
+                Some(n) => vec![n],
+                None => embedders.iter().map(String::as_str).collect(),
+            };
+            crate::evaluate::embed_speed(out, &names, *texts, *batch, write_texts.as_deref())
+        }
         BenchCmd::AnnData { out: dir, n, dim, queries, clusters, gt_k, seed } => {
             ann_data(out, dir, *n, *dim, *queries, *clusters, *gt_k, *seed)
         }

@@ -18,13 +18,30 @@ pub struct Cli {
     /// Machine output: one JSON document per command, JSON lines for lists.
     #[arg(long, global = true)]
     pub json: bool,
-    /// The embedder: hash (offline, the default) or http (an OpenAI-compatible server from
-    /// MNEMON_EMBED_URL, MNEMON_EMBED_MODEL, MNEMON_EMBED_KEY). Remembered by the database.
-    #[arg(long, global = true, env = "MNEMON_EMBEDDER", value_parser = ["hash", "http"])]
+    /// The embedder: hash (offline, the default), http (an OpenAI-compatible server from
+    /// MNEMON_EMBED_URL, MNEMON_EMBED_MODEL, MNEMON_EMBED_KEY) or minilm[:DIR] (all-MiniLM-L6-v2
+    /// run locally; a build with the local-minilm feature and the model from
+    /// scripts/fetch-minilm.sh). Remembered by the database.
+    #[arg(long, global = true, env = "MNEMON_EMBEDDER", value_parser = parse_embedder)]
     pub embedder: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// What `bench embed` compares by default: every embedder this build has offline.
+#[cfg(feature = "local-minilm")]
+const DEFAULT_EMBEDDERS: &str = "hash,minilm";
+#[cfg(not(feature = "local-minilm"))]
+const DEFAULT_EMBEDDERS: &str = "hash";
+
+/// Check an `--embedder` value: `hash`, `http`, `minilm` or `minilm:DIR`.
+fn parse_embedder(s: &str) -> Result<String, String> {
+    match s {
+        "hash" | "http" | "minilm" => Ok(s.to_string()),
+        _ if s.strip_prefix("minilm:").is_some_and(|d| !d.is_empty()) => Ok(s.to_string()),
+        _ => Err(format!("unknown embedder {s:?} (hash, http, minilm or minilm:DIR)")),
+    }
 }
 
 /// Parse a time argument: RFC 3339 or a plain date.
@@ -326,6 +343,21 @@ pub enum BenchCmd {
         queries: usize,
         #[arg(long, default_value_t = 7)]
         seed: u64,
+    },
+    /// Embedding throughput (embeddings/s in batches, and the latency of one text) of each
+    /// embedder on the search benchmark's texts; `--embedder` picks one.
+    Embed {
+        #[arg(long, default_value_t = 2_000)]
+        texts: usize,
+        #[arg(long, default_value_t = 32)]
+        batch: usize,
+        /// Embedders to measure side by side (hash, minilm[:DIR], http).
+        #[arg(long, value_delimiter = ',', default_value = DEFAULT_EMBEDDERS)]
+        embedders: Vec<String>,
+        /// Also write the texts as JSON lines `{"text": ...}` (for an outside baseline such as
+        /// benches/embed_baseline.py).
+        #[arg(long)]
+        write_texts: Option<PathBuf>,
     },
     /// Write a seeded clustered data set with its exact cosine ground truth (TEXMEX format).
     AnnData {

@@ -88,13 +88,54 @@ pub(crate) fn open_read(cli: &Cli) -> Result<Db> {
 /// The embedder asked for with `--embedder` (else the database's recorded one).
 pub(crate) fn with_embedder(cli: &Cli, b: mnemon::DbBuilder) -> Result<mnemon::DbBuilder> {
     Ok(match cli.embedder.as_deref() {
-        Some("http") => {
-            let e = mnemon::embed::HttpEmbedder::new(mnemon::embed::HttpConfig::from_env())?;
-            b.embedder(std::sync::Arc::new(e))
-        }
-        Some(_) => b.embedder(std::sync::Arc::new(mnemon::embed::HashEmbedder::default())),
+        Some(name) => b.embedder(embedder_named(Some(name))?),
         None => b,
     })
+}
+
+/// A progress bar on stderr for `len` steps (hidden for `--json` runs).
+pub(crate) fn progress_bar(len: u64, what: &str, hidden: bool) -> indicatif::ProgressBar {
+    if hidden {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{what} [{{bar:40}}] {{pos}}/{{len}} ({{per_sec}}, eta {{eta}})"
+        ))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// The embedder `--embedder` names, built (the hashing default when none is named).
+pub(crate) fn embedder_named(name: Option<&str>) -> Result<std::sync::Arc<dyn mnemon::embed::Embedder>> {
+    Ok(match name {
+        Some("http") => {
+            std::sync::Arc::new(mnemon::embed::HttpEmbedder::new(mnemon::embed::HttpConfig::from_env())?)
+        }
+        Some(m) if m == "minilm" || m.starts_with("minilm:") => local_minilm(m)?,
+        _ => std::sync::Arc::new(mnemon::embed::HashEmbedder::default()),
+    })
+}
+
+/// `minilm[:DIR]`: the local all-MiniLM-L6-v2 from DIR (else its default directory).
+#[cfg(feature = "local-minilm")]
+pub(crate) fn local_minilm(spec: &str) -> Result<std::sync::Arc<dyn mnemon::embed::Embedder>> {
+    use mnemon::embed::LocalMiniLm;
+    let dir = spec.strip_prefix("minilm:").map_or_else(LocalMiniLm::default_dir, std::path::PathBuf::from);
+    Ok(std::sync::Arc::new(LocalMiniLm::open(dir)?))
+}
+
+/// Without the feature: a clear error.
+#[cfg(not(feature = "local-minilm"))]
+pub(crate) fn local_minilm(_spec: &str) -> Result<std::sync::Arc<dyn mnemon::embed::Embedder>> {
+    Err(usage(
+        "this mnemon was built without the local MiniLM embedder: build it with \
+         `cargo build --release -p mnemon-cli --features local-minilm` and fetch the model \
+         with scripts/fetch-minilm.sh",
+    ))
 }
 
 fn namespace(cli: &Cli) -> Result<Namespace> {
@@ -207,7 +248,7 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Vector(cmd) => crate::vectors::run_vector(&cli, &mut out, cmd)?,
         Command::Index(cmd) => crate::vectors::run_index(&cli, &mut out, cmd)?,
-        Command::Bench(cmd) => crate::bench::run(&mut out, cmd)?,
+        Command::Bench(cmd) => crate::bench::run(&mut out, cli.embedder.as_deref(), cmd)?,
     }
     out.flush()?;
     Ok(())

@@ -9,10 +9,13 @@
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use anyhow::Result;
 use mnemon::body::Learning;
+use mnemon::embed::Embedder;
 use mnemon::index::synth::Rng;
-use mnemon::{Db, TextMode};
+use mnemon::{Db, NewRecord, TextMode, WriteOp};
 use serde_json::json;
 
 use crate::output::{Out, table};
@@ -140,15 +143,43 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 }
 
 #[allow(clippy::cast_precision_loss)]
-pub fn run(out: &mut Out, records: usize, queries: usize, seed: u64) -> Result<()> {
+pub fn run(
+    out: &mut Out,
+    embedder: Option<Arc<dyn Embedder>>,
+    records: usize,
+    queries: usize,
+    seed: u64,
+) -> Result<()> {
     let items = corpus(records, seed);
     let dir = tempfile::tempdir()?;
-    let db = Db::create(dir.path().join("eval.redb"))?;
+    let mut builder = Db::builder(dir.path().join("eval.redb")).create(true);
+    if let Some(e) = embedder {
+        builder = builder.embedder(e);
+    }
+    let db = builder.open()?;
     let ns = db.ns("eval")?;
     let t = Instant::now();
+    // Records in large commits, then embedded in batches (as an import does).
     let mut ids = Vec::with_capacity(records);
-    for it in &items {
-        ids.push(ns.add(Learning { text: it.record.clone(), ..Default::default() })?);
+    for chunk in items.chunks(1000) {
+        let ops = chunk
+            .iter()
+            .map(|it| {
+                let r = NewRecord::new(
+                    ns.name().clone(),
+                    Learning { text: it.record.clone(), ..Default::default() },
+                );
+                ids.push(r.id);
+                WriteOp::Insert(r)
+            })
+            .collect();
+        db.write(ops)?;
+    }
+    let bar = crate::commands::progress_bar(records as u64, "embedding", out.json);
+    let stats = db.reindex(Some("eval"), 64, |done, _| bar.set_position(done as u64))?;
+    bar.finish_and_clear();
+    if stats.failures > 0 {
+        anyhow::bail!("{} records could not be embedded", stats.failures);
     }
     let load = t.elapsed();
     // Queries for records spread over the corpus.
@@ -197,5 +228,63 @@ pub fn run(out: &mut Out, records: usize, queries: usize, seed: u64) -> Result<(
         asked.len()
     ))?;
     out.line(table(&["mode", "recall@5", "recall@10", "p50 µs", "p99 µs"], &rows))?;
+    Ok(())
+}
+
+/// `mnemon bench embed`: embeddings per second in batches of `batch`, and the latency of one
+/// text, for each named embedder, on the same texts.
+#[allow(clippy::cast_precision_loss)]
+pub fn embed_speed(
+    out: &mut Out,
+    names: &[&str],
+    texts: usize,
+    batch: usize,
+    write_texts: Option<&std::path::Path>,
+) -> Result<()> {
+    let items = corpus(texts.max(1), 7);
+    let all: Vec<&str> = items.iter().map(|i| i.record.as_str()).collect();
+    if let Some(path) = write_texts {
+        let mut s = String::new();
+        for t in &all {
+            s.push_str(&json!({ "text": t }).to_string());
+            s.push('\n');
+        }
+        std::fs::write(path, s)?;
+    }
+    let mut rows = Vec::new();
+    for name in names {
+        let e = crate::commands::embedder_named(Some(name))?;
+        e.embed(&all[..all.len().min(8)])?; // warm up
+        let t = Instant::now();
+        for chunk in all.chunks(batch.max(1)) {
+            e.embed(chunk)?;
+        }
+        let secs = t.elapsed().as_secs_f64();
+        let mut one: Vec<Duration> = all
+            .iter()
+            .take(200)
+            .map(|text| {
+                let s = Instant::now();
+                e.embed(&[text]).map(|_| s.elapsed())
+            })
+            .collect::<std::result::Result<_, _>>()?;
+        one.sort();
+        let per_sec = all.len() as f64 / secs;
+        if out.json {
+            out.json_line(&json!({"embedder": e.model_id(), "texts": all.len(), "batch": batch,
+                "secs": secs, "per_sec": per_sec, "single_p50_us": percentile(&one, 0.5),
+                "single_p99_us": percentile(&one, 0.99)}))?;
+        }
+        rows.push(vec![
+            e.model_id().to_string(),
+            format!("{:.0}", per_sec),
+            format!("{:.0}", percentile(&one, 0.5)),
+            format!("{:.0}", percentile(&one, 0.99)),
+        ]);
+    }
+    if !out.json {
+        out.line(format!("{} texts of the search benchmark, batches of {batch}", all.len()))?;
+        out.line(table(&["embedder", "embeddings/s", "one text p50 µs", "p99 µs"], &rows))?;
+    }
     Ok(())
 }

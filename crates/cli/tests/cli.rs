@@ -653,3 +653,35 @@ fn search_hybrid_lexical_batch_and_reindex() {
     assert_eq!(r["embedded"], 0, "everything was embedded on write: {r}");
     assert_eq!(r["embedder"], "mnemon-hash-v1-384");
 }
+
+/// Without the local-minilm feature, asking for MiniLM is a clear usage error.
+#[cfg(not(feature = "local-minilm"))]
+#[test]
+fn minilm_needs_the_feature() {
+    let env = Env::new();
+    env.run(&["--embedder", "minilm", "init"]).fails(2, "local-minilm");
+    env.run(&["--embedder", "bert", "init"]).fails(2, "unknown embedder");
+}
+
+/// The local MiniLM end to end: chosen at init, remembered by the database, used by search,
+/// refused when another embedder is asked for, switched with reindex.
+#[cfg(feature = "local-minilm")]
+#[test]
+fn minilm_is_remembered_and_searches_by_meaning() {
+    let env = Env::new();
+    env.run(&["--embedder", "minilm", "init"]).ok();
+    let a =
+        env.add("learning", r#"{"text":"The deploy failed because the database migration timed out"}"#, &[]);
+    env.add("learning", r#"{"text":"My cat likes to sleep in the sun"}"#, &[]);
+    // No shared words: only the meaning connects the query to the record.
+    let hits = env
+        .run(&["--json", "search", "schema change too slow broke release", "--mode", "vector"])
+        .json_lines();
+    assert_eq!(hits[0]["id"], a.as_str(), "{hits:?}");
+    let stats = env.run(&["--json", "stats"]).json();
+    assert!(stats.to_string().contains("all-MiniLM-L6-v2"), "{stats}");
+    env.run(&["--embedder", "hash", "search", "x"]).fails(2, "all-MiniLM-L6-v2");
+    let r = env.run(&["--json", "--embedder", "hash", "reindex"]).json();
+    assert_eq!((r["embedder"].as_str(), r["embedded"].as_u64()), (Some("mnemon-hash-v1-384"), Some(2)));
+    env.run(&["--embedder", "minilm:/nonexistent/dir", "init"]).fails(1, "fetch-minilm.sh");
+}

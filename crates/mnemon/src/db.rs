@@ -758,10 +758,24 @@ impl VectorSearch<'_> {
     }
 }
 
-/// The embedder a database records, rebuilt: the hashing embedder of that dimension, or the
+/// The embedder a database records, rebuilt: the hashing embedder of that dimension, the
 /// HTTP embedder of that model configured from the environment (`MNEMON_EMBED_URL`,
-/// `MNEMON_EMBED_KEY` / `OPENAI_API_KEY`).
+/// `MNEMON_EMBED_KEY` / `OPENAI_API_KEY`), or the local MiniLM from its default directory
+/// (`MNEMON_MINILM_DIR`, else `~/.cache/mnemon/models/all-minilm-l6-v2`; feature
+/// `local-minilm`).
 pub fn embedder_for(r: &EmbedderRecord) -> Result<Arc<dyn Embedder>> {
+    if r.model == "all-MiniLM-L6-v2" {
+        #[cfg(feature = "local-minilm")]
+        {
+            let e = mnemon_embed::LocalMiniLm::open(mnemon_embed::LocalMiniLm::default_dir())?;
+            return Ok(Arc::new(e));
+        }
+        #[cfg(not(feature = "local-minilm"))]
+        return Err(crate::error::invalid(
+            "the database records the local all-MiniLM-L6-v2 embedder, but this build lacks the \
+             local-minilm feature (cargo build --features local-minilm)",
+        ));
+    }
     if let Some(d) = r.model.strip_prefix("mnemon-hash-v1-").and_then(|d| d.parse::<usize>().ok()) {
         return Ok(Arc::new(HashEmbedder::new(d)));
     }
