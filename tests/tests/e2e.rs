@@ -215,6 +215,16 @@ fn records_are_embedded_on_write_failures_are_backfilled_and_the_embedder_is_rem
     assert!(ids.contains(&a) && ids.contains(&b), "{ids:?}");
     assert!(!ids.contains(&c));
     assert!(fused.iter().all(|h| h.lexical.is_some() && h.vector.is_some()));
+    // The lexical share moves the fused order between its two sides' orders.
+    let query = "bounded exponential backoff queues";
+    let order = |hits: Vec<mnemon::SearchHit>| hits.into_iter().map(|h| h.record.id).collect::<Vec<_>>();
+    let lexical = order(ns.search(query).mode(TextMode::Lexical).run().unwrap());
+    let vector = order(ns.search(query).mode(TextMode::Vector).run().unwrap());
+    let all_lexical = order(ns.search(query).lexical_share(1.0).run().unwrap());
+    let all_vector = order(ns.search(query).lexical_share(0.0).run().unwrap());
+    assert_eq!(all_lexical[..lexical.len()], lexical[..]);
+    assert_eq!(all_vector[..vector.len()], vector[..]);
+    assert_eq!(mnemon::default_lexical_share("mnemon-hash-v1-384"), 0.3);
     drop((ns, db));
     // Reopened without naming an embedder: the recorded one (hash) is used.
     let db = Db::open(&path).unwrap();

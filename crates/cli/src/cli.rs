@@ -343,6 +343,10 @@ pub enum BenchCmd {
         queries: usize,
         #[arg(long, default_value_t = 7)]
         seed: u64,
+        /// Also run hybrid search with these lexical shares (comma-separated, in [0, 1]), to
+        /// tune the fusion.
+        #[arg(long, value_delimiter = ',')]
+        lexical_share: Vec<f64>,
     },
     /// Embedding throughput (embeddings/s in batches, and the latency of one text) of each
     /// embedder on the search benchmark's texts; `--embedder` picks one.

@@ -149,6 +149,7 @@ pub fn run(
     records: usize,
     queries: usize,
     seed: u64,
+    shares: &[f64],
 ) -> Result<()> {
     let items = corpus(records, seed);
     let dir = tempfile::tempdir()?;
@@ -187,12 +188,19 @@ pub fn run(
     let asked: Vec<usize> = (0..records).step_by(step).take(queries).collect();
     let mut rows = Vec::new();
     let mut docs = Vec::new();
-    for mode in [TextMode::Lexical, TextMode::Vector, TextMode::Hybrid] {
+    let mut runs: Vec<(TextMode, Option<f64>)> = vec![(TextMode::Lexical, None), (TextMode::Vector, None)];
+    runs.push((TextMode::Hybrid, None));
+    runs.extend(shares.iter().map(|s| (TextMode::Hybrid, Some(*s))));
+    for (mode, share) in runs {
         let (mut at5, mut at10) = (0usize, 0usize);
         let mut lat = Vec::with_capacity(asked.len());
         for &i in &asked {
             let s = Instant::now();
-            let hits = ns.search(&items[i].query).limit(10).mode(mode).run()?;
+            let mut search = ns.search(&items[i].query).limit(10).mode(mode);
+            if let Some(x) = share {
+                search = search.lexical_share(x);
+            }
+            let hits = search.run()?;
             lat.push(s.elapsed());
             if let Some(pos) = hits.iter().position(|h| h.record.id == ids[i]) {
                 at10 += 1;
@@ -203,7 +211,10 @@ pub fn run(
         }
         lat.sort();
         let n = asked.len().max(1) as f64;
-        let name = format!("{mode:?}").to_lowercase();
+        let mut name = format!("{mode:?}").to_lowercase();
+        if let Some(x) = share {
+            name = format!("{name} lexical {x}");
+        }
         rows.push(vec![
             name.clone(),
             format!("{:.3}", at5 as f64 / n),

@@ -64,5 +64,5 @@ pub use mnemon_storage::{
     Outcome, Receipt, Record, RecordId, Revise, Snapshot, Status, SystemClock, Text, TimeError, Timestamp,
     VectorSpace, Visible, WriteOp, normalise,
 };
-pub use search::{SearchHit, TextMode, TextSearch, Weights};
+pub use search::{SearchHit, TextMode, TextSearch, Weights, default_lexical_share};
 pub use stats::{NamespaceStats, Stats, stats};

@@ -61,8 +61,14 @@ pub struct SearchHit {
     pub vector: Option<(usize, f32)>,
 }
 
-/// The lexical side's share of a fused score.
-const FUSION_LEXICAL: f64 = 0.3;
+/// The lexical side's share of a hybrid score when none is asked for, by embedder (the vector
+/// space): 0.3 for the hashing embedder, whose vectors already carry the words and their
+/// pieces, so that the vector side leads; 0.5 for a semantic model (MiniLM, a server's), which
+/// knows meaning but not rare identifiers. Both were chosen on one seed of `mnemon bench
+/// search` and checked on another (docs/search.md).
+pub fn default_lexical_share(space: &str) -> f64 {
+    if space.starts_with("mnemon-hash-") { 0.3 } else { 0.5 }
+}
 
 /// A text search being described; see [`Ns::search`].
 #[derive(Clone, Debug)]
@@ -74,6 +80,7 @@ pub struct TextSearch<'a> {
     filter: ListQuery,
     weights: Option<Weights>,
     also: Vec<String>,
+    lexical_share: Option<f64>,
 }
 
 impl<'a> TextSearch<'a> {
@@ -86,6 +93,7 @@ impl<'a> TextSearch<'a> {
             filter: ListQuery::new(),
             weights: None,
             also: Vec::new(),
+            lexical_share: None,
         }
     }
 
@@ -134,6 +142,13 @@ impl<'a> TextSearch<'a> {
     /// Search this namespace too (repeat for several); results from all are fused together.
     pub fn also_in(mut self, ns: impl Into<String>) -> Self {
         self.also.push(ns.into());
+        self
+    }
+
+    /// The lexical side's share of a hybrid score, in [0, 1] (the vector side has the rest).
+    /// The default depends on the embedder: see [`default_lexical_share`].
+    pub fn lexical_share(mut self, share: f64) -> Self {
+        self.lexical_share = Some(share.clamp(0.0, 1.0));
         self
     }
 
@@ -206,6 +221,7 @@ impl<'a> TextSearch<'a> {
             }
         }
         let now = snap.now();
+        let share = self.lexical_share.unwrap_or_else(|| default_lexical_share(db.space()));
         // Score fusion: each side's scores scaled to [0, 1] by its best (cosine from the
         // lowest cosine fetched, so that the last vector hit counts for nothing), then mixed.
         let lex_max =
@@ -222,7 +238,7 @@ impl<'a> TextSearch<'a> {
                     let vec = h
                         .vector
                         .map_or(0.0, |(_, s)| (f64::from(s) - vec_floor).max(0.0) / (vec_max - vec_floor));
-                    FUSION_LEXICAL * lex + (1.0 - FUSION_LEXICAL) * vec
+                    share * lex + (1.0 - share) * vec
                 }
             };
             if let Some(w) = &self.weights {
