@@ -60,6 +60,15 @@ pub enum Error {
         /// The one configured now.
         configured: String,
     },
+    /// An operation the record's state does not allow (completing a cancelled task, unblocking
+    /// a task that is not blocked, a dependency cycle...).
+    #[error("record {id}: {reason}")]
+    Rule {
+        /// The record.
+        id: mnemon_storage::RecordId,
+        /// Why not.
+        reason: String,
+    },
     /// A record changed concurrently too often for a read-modify-write to succeed.
     #[error("record {id} kept changing concurrently; gave up after {attempts} attempts")]
     Contended {

@@ -40,6 +40,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod db;
+pub mod domain;
 mod embedding;
 mod error;
 pub mod json;
@@ -48,6 +49,10 @@ mod stats;
 pub mod transfer;
 
 pub use db::{Db, DbBuilder, Ns, RecordBuilder, VectorSearch, check_integrity, embedder_for, loose_form};
+pub use domain::{
+    CONVERSATIONS_KEPT, CanStart, Consolidation, Conversations, Decisions, DomainStats, Entities, TaskQuery,
+    Tasks,
+};
 pub use embedding::{EmbedStats, EmbedderRecord};
 pub use error::{Error, LineError, Result};
 /// Embedders (offline hashing default, OpenAI-compatible HTTP).

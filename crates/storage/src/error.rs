@@ -99,6 +99,12 @@ pub enum InputError {
         /// What was given.
         tag: String,
     },
+    /// A merge of a record into itself.
+    #[error("cannot merge record {id} into itself")]
+    SelfMerge {
+        /// The record.
+        id: RecordId,
+    },
     /// A revision or supersession that would change the kind of a record.
     #[error("kind mismatch: record {id} is a {expected}, not a {got}")]
     KindMismatch {

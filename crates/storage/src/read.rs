@@ -149,9 +149,12 @@ impl Snapshot {
         r.map_err(|e| e.with_path(&self.path))
     }
 
-    /// The time now, by the store's clock (what `AsOf::now()` resolves to).
+    /// The time now (what `AsOf::now()` resolves to): the store's clock, but never before the
+    /// last commit this snapshot sees, so that a write is visible "now" to a read that follows
+    /// it even when both fall in one microsecond (the commit's time is then bumped past the
+    /// clock to keep transaction time strictly increasing).
     pub fn now(&self) -> Timestamp {
-        self.clock.now()
+        self.clock.now().max(self.meta.last_tx)
     }
 
     /// The clocks and counters at this snapshot.
@@ -160,7 +163,7 @@ impl Snapshot {
     }
 
     fn resolve(&self, as_of: AsOf) -> (i64, i64) {
-        let v = as_of.valid.unwrap_or_else(|| self.clock.now()).as_micros();
+        let v = as_of.valid.unwrap_or_else(|| self.now()).as_micros();
         // Open transaction-time spans end at i64::MAX (exclusive), so "latest knowledge" is the
         // instant before it.
         let k = as_of.known.map_or(i64::MAX, Timestamp::as_micros).min(i64::MAX - 1);

@@ -155,6 +155,19 @@ pub enum WriteOp {
         /// Its successor (same namespace and kind).
         new: NewRecord,
     },
+    /// End `absorbed` at `at` (default: the commit time) as superseded by `into`, an existing
+    /// live record of the same kind (a merge of duplicates: nothing is erased, the absorbed
+    /// record's chain leads to the survivor and time travel still sees it).
+    MergeInto {
+        /// The namespace.
+        namespace: Namespace,
+        /// The record that ends.
+        absorbed: RecordId,
+        /// The record that stays.
+        into: RecordId,
+        /// When.
+        at: Option<Timestamp>,
+    },
     /// Erase every revision of a record (the one destructive operation).
     Forget {
         /// The namespace.
@@ -427,6 +440,9 @@ impl<'a, 'txn> Planner<'a, 'txn> {
             WriteOp::Revise(r) => self.revise(r),
             WriteOp::Retire { namespace, id, at } => self.retire(&namespace, id, at),
             WriteOp::Expire { namespace, id, at } => self.expire(&namespace, id, at),
+            WriteOp::MergeInto { namespace, absorbed, into, at } => {
+                self.merge_into(&namespace, absorbed, into, at)
+            }
             WriteOp::Forget { namespace, id } => self.forget(namespace, id),
             WriteOp::Restore(r) => self.restore(*r),
             WriteOp::PutVector { namespace, id, space, vector } => {
@@ -704,6 +720,36 @@ impl<'a, 'txn> Planner<'a, 'txn> {
         let rev = new.rev;
         self.push(Some(old), new);
         self.outcomes.push(Outcome::Written { id, rev });
+        Ok(())
+    }
+
+    fn merge_into(
+        &mut self,
+        ns: &Namespace,
+        absorbed: RecordId,
+        into: RecordId,
+        at: Option<Timestamp>,
+    ) -> Result<(), Error> {
+        let keep = self.require(ns, into)?;
+        let old = self.require(ns, absorbed)?;
+        if absorbed == into {
+            return Err(InputError::SelfMerge { id: into }.into());
+        }
+        if keep.kind() != old.kind() {
+            return Err(InputError::KindMismatch { id: into, expected: keep.kind(), got: old.kind() }.into());
+        }
+        if let Some(by) = keep.superseded_by {
+            return Err(Error::AlreadySuperseded { id: into, by });
+        }
+        if let Some(ended) = keep.valid_until {
+            return Err(Error::AlreadyEnded { id: into, at: at.unwrap_or(self.tx), ended });
+        }
+        self.retire(ns, absorbed, at)?;
+        // The retire above planned the absorbed record's last revision: mark it superseded.
+        if let Some(Change::Write { new, .. }) = self.changes.last_mut() {
+            new.op = Op::Superseded;
+            new.superseded_by = Some(into);
+        }
         Ok(())
     }
 
