@@ -200,8 +200,12 @@ pub enum Command {
         #[arg(long)]
         partial: bool,
     },
-    /// Counts per namespace and kind.
-    Stats,
+    /// Counts per namespace and kind (`--domain`: decisions, tasks and entities of the
+    /// namespace by status, priority, type, tag; overdue tasks; most mentioned entities).
+    Stats {
+        #[arg(long)]
+        domain: bool,
+    },
     /// Check every index against the revisions, and the file's integrity.
     Check,
     /// A guided demo on a temporary database: run this first.
@@ -250,6 +254,26 @@ pub enum Command {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCmd),
+    /// Task transitions (with their history), dependencies, overdue tasks, the ordered list.
+    #[command(subcommand)]
+    Task(crate::domain::TaskCmd),
+    /// Decision statuses, supersession with its history chain, links to tasks.
+    #[command(subcommand)]
+    Decision(crate::domain::DecisionCmd),
+    /// Entities found or created by name, mentions, properties, links, merges.
+    #[command(subcommand)]
+    Entity(crate::domain::EntityCmd),
+    /// Conversations: start, add messages, end with a summary, recent ones.
+    #[command(subcommand)]
+    Conversation(crate::domain::ConversationCmd),
+    /// Current records of every kind carrying TAG.
+    Tagged { tag: String },
+    /// Retire cancelled tasks and superseded decisions older than DAYS (hidden from current
+    /// queries, still visible to time travel).
+    Consolidate {
+        #[arg(long, default_value_t = 90)]
+        older_than: u32,
+    },
 }
 
 pub fn mode(s: &str) -> Result<mnemon::SearchMode, String> {

@@ -18,7 +18,7 @@ pub(crate) fn usage(msg: impl Into<String>) -> anyhow::Error {
 }
 
 /// Read `--data`: literal JSON, `-` for standard input, `@FILE` for a file.
-fn read_data(data: &str) -> Result<Value> {
+pub(crate) fn read_data(data: &str) -> Result<Value> {
     read_json(data, "--data")
 }
 
@@ -67,6 +67,12 @@ pub(crate) fn open_with_id(cli: &Cli, id: &str) -> Result<(Db, Ns, RecordId)> {
 }
 
 /// Validate an id argument's form before opening anything.
+/// A record id (or a unique prefix of one) named on the command line, in `--ns`.
+pub(crate) fn resolve(db: &Db, cli: &Cli, s: &str) -> Result<RecordId> {
+    check_id_form(s)?;
+    resolve_id(db, &namespace(cli)?, s)
+}
+
 fn check_id_form(s: &str) -> Result<()> {
     let hex: String = s.chars().filter(|c| *c != '-').collect();
     if RecordId::parse(s).is_ok() || (hex.len() >= 6 && hex.chars().all(|c| c.is_ascii_hexdigit())) {
@@ -230,7 +236,14 @@ pub fn run(cli: Cli) -> Result<()> {
             transfer::export(&db, if *all { None } else { Some(&ns) }, &mut stdout)?;
         }
         Command::Import { file, partial } => import(&cli, &mut out, file, *partial)?,
-        Command::Stats => stats(&cli, &mut out)?,
+        Command::Stats { domain: false } => stats(&cli, &mut out)?,
+        Command::Stats { domain: true } => crate::domain::domain_stats(&cli, &mut out)?,
+        Command::Task(cmd) => crate::domain::task(&cli, &mut out, cmd)?,
+        Command::Decision(cmd) => crate::domain::decision(&cli, &mut out, cmd)?,
+        Command::Entity(cmd) => crate::domain::entity(&cli, &mut out, cmd)?,
+        Command::Conversation(cmd) => crate::domain::conversation(&cli, &mut out, cmd)?,
+        Command::Tagged { tag } => crate::domain::tagged(&cli, &mut out, tag)?,
+        Command::Consolidate { older_than } => crate::domain::consolidate(&cli, &mut out, *older_than)?,
         Command::Check => check(&cli, &mut out)?,
         Command::Search { query, kinds, tags, agent, task, also, limit, mode, as_of: a, batch } => {
             let filter = crate::search::Filter {
@@ -291,7 +304,13 @@ fn add(cli: &Cli, out: &mut Out, kind: mnemon::Kind, new: &NewArgs) -> Result<()
     }
     r.envelope.tags.extend(new.tags.iter().map(|t| mnemon::Text::from(t.as_str())));
     let db = open(cli)?;
-    let o = db.ns(ns.as_str())?.insert(input.record)?;
+    let handle = db.ns(ns.as_str())?;
+    // Tasks go through the task rules (dependencies must exist and not form a cycle).
+    let o = if kind == mnemon::Kind::Task {
+        handle.tasks().insert(input.record)?
+    } else {
+        handle.insert(input.record)?
+    };
     print_outcome(out, &o, false)
 }
 

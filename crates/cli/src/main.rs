@@ -7,6 +7,7 @@ use clap::Parser;
 mod bench;
 mod cli;
 mod commands;
+mod domain;
 mod evaluate;
 mod output;
 mod search;

@@ -685,3 +685,80 @@ fn minilm_is_remembered_and_searches_by_meaning() {
     assert_eq!((r["embedder"].as_str(), r["embedded"].as_u64()), (Some("mnemon-hash-v1-384"), Some(2)));
     env.run(&["--embedder", "minilm:/nonexistent/dir", "init"]).fails(1, "fetch-minilm.sh");
 }
+
+#[test]
+fn task_decision_entity_conversation_groups() {
+    let env = Env::new();
+    env.init();
+    let a = env.add("task", r#"{"title":"schema","priority":"high"}"#, &[]);
+    let b = env.add("task", &format!(r#"{{"title":"api","dependencies":["{a}"]}}"#), &[]);
+    let cs = env.run(&["--json", "task", "can-start", &b]).json();
+    assert_eq!(cs["ready"], false);
+    assert_eq!(cs["waiting_on"][0], a.as_str());
+    // A cycle is refused by `task depend` and by `add task` alike; nothing is written.
+    env.run(&["task", "depend", &a, &b]).fails(1, "cycle");
+    env.run(&[
+        "add",
+        "task",
+        "--data",
+        r#"{"title":"x","dependencies":["01a2028c-9443-7553-877f-ea5942c3d2f4"]}"#,
+    ])
+    .fails(1, "not a task valid now");
+    env.run(&["task", "start", &a]).ok();
+    let blocked = env.run(&["--json", "task", "block", &a, "--reason", "review"]).json();
+    assert_eq!(blocked["body"]["status"], "blocked");
+    let back = env.run(&["--json", "task", "unblock", &a]).json();
+    assert_eq!(back["body"]["status"], "in_progress");
+    assert_eq!(back["body"]["status_history"].as_array().unwrap().len(), 3);
+    env.run(&["task", "unblock", &a]).fails(1, "not blocked");
+    env.run(&["task", "complete", &a]).ok();
+    env.run(&["task", "start", &a]).fails(1, "completed");
+    assert_eq!(env.run(&["--json", "task", "can-start", &b]).json()["ready"], true);
+    let listed = env.run(&["--json", "task", "list"]).json_lines();
+    assert_eq!(listed.len(), 1, "completed tasks only with --all");
+    assert_eq!(env.run(&["--json", "task", "list", "--all"]).json_lines()[0]["body"]["title"], "schema");
+    env.run(&["task", "list", "--status", "nope"]).fails(2, "unknown value");
+
+    let d = env.add("decision", r#"{"title":"Use SQLite"}"#, &["--tag", "storage"]);
+    let n = env.run(&["--json", "decision", "supersede", &d, "--data", r#"{"title":"Use redb"}"#]).json();
+    let new = n["id"].as_str().unwrap().to_string();
+    let chain = env.run(&["--json", "decision", "history", &new]).json_lines();
+    assert_eq!(chain.len(), 2);
+    assert_eq!(chain[0]["body"]["status"], "superseded");
+    env.run(&["decision", "link", &new, &b]).ok();
+    let task = env.run(&["--json", "get", &b]).json();
+    assert_eq!(task["body"]["related_decisions"][0], new.as_str());
+    env.run(&["decision", "accept", &d]).fails(1, "superseded");
+
+    let e = env.run(&["--json", "entity", "ensure", "Postgres", "--type", "technology"]).json();
+    assert_eq!(e["created"], true);
+    let again = env.run(&["--json", "entity", "ensure", "POSTGRES"]).json();
+    assert_eq!((again["id"].clone(), again["created"].clone()), (e["id"].clone(), Value::Bool(false)));
+    let pg = e["id"].as_str().unwrap().to_string();
+    let alias = env.run(&["entity", "ensure", "PG"]).ok().to_string();
+    env.run(&["entity", "mention", &alias, "PG is slow"]).ok();
+    env.run(&["entity", "set", &pg, "version", "16"]).ok();
+    let merged = env.run(&["--json", "entity", "merge", &pg, &alias]).json();
+    assert_eq!(merged["body"]["mentions"].as_array().unwrap().len(), 1);
+    assert_eq!(merged["body"]["properties"]["version"], 16);
+    env.run(&["entity", "find", "pg"]).fails(1, "no entity named");
+    assert_eq!(env.run(&["--json", "entity", "find", "postgres"]).json()["id"], pg.as_str());
+
+    let c = env.run(&["conversation", "start", "planning"]).ok().to_string();
+    env.run(&["conversation", "add", &c, "Should we use redb?"]).ok();
+    env.run(&["conversation", "add", &c, "--role", "assistant", "Yes."]).ok();
+    env.run(&["conversation", "end", &c, "--summary", "chose redb"]).ok();
+    let shown = env.run(&["--json", "conversation", "show", &c]).json_lines();
+    assert_eq!(shown.len(), 3);
+    assert_eq!(shown[0]["body"]["summary"], "chose redb");
+    assert_eq!(shown[2]["body"]["role"], "assistant");
+    env.run(&["conversation", "add", &c, "late"]).fails(1, "ended");
+
+    let tagged = env.run(&["--json", "tagged", "storage"]).json_lines();
+    assert_eq!(tagged.len(), 1);
+    let stats = env.run(&["--json", "stats", "--domain"]).json();
+    assert_eq!(stats["tasks_by_status"]["completed"], 1);
+    assert_eq!(stats["entities_by_type"]["technology"], 1);
+    let r = env.run(&["--json", "consolidate", "--older-than", "0"]).json();
+    assert_eq!(r["decisions_superseded"], 1);
+}

@@ -402,11 +402,17 @@ pub struct Tasks<'a> {
 impl Tasks<'_> {
     /// Record a task; its dependencies must exist and not form a cycle. Returns its id.
     pub fn create(&self, t: Task) -> Result<RecordId> {
-        let id = RecordId::new();
-        self.check_dependencies(id, &t.dependencies)?;
-        let mut rec = NewRecord::new(self.ns.name().clone(), t);
-        rec.id = id;
-        self.ns.insert(rec).map(|o| o.id())
+        self.insert(NewRecord::new(self.ns.name().clone(), t)).map(|o| o.id())
+    }
+
+    /// Insert a fully described task record (tags, valid time...), checking its dependencies
+    /// as [`Tasks::create`] does.
+    pub fn insert(&self, rec: NewRecord) -> Result<mnemon_storage::Outcome> {
+        let Body::Task(t) = &rec.body else {
+            return Err(rule(rec.id, format!("a {} is not a task", rec.body.kind())));
+        };
+        self.check_dependencies(rec.id, &t.dependencies)?;
+        self.ns.insert(rec)
     }
 
     /// Move to in_progress.

@@ -1,0 +1,506 @@
+//! `mnemon task|decision|entity|conversation ...`, `mnemon tagged`, `mnemon consolidate`: the
+//! project-assistant domain of the facade (`mnemon::domain`) on the command line.
+
+use anyhow::Result;
+use clap::Subcommand;
+use mnemon::body::{DecisionStatus, Entity, Priority, Role, TaskStatus};
+use mnemon::{Db, Ns, Record, RecordId, TaskQuery, Timestamp};
+use serde_json::{Value, json};
+
+use crate::cli::Cli;
+use crate::commands::{open, open_read, usage};
+use crate::output::{Out, chain_table, record_detail, records_table, short, table};
+use mnemon::json::RecordView;
+
+/// `mnemon task ...`
+#[derive(Debug, Subcommand)]
+pub enum TaskCmd {
+    /// Move to in_progress.
+    Start { id: String },
+    /// Move to completed.
+    Complete { id: String },
+    /// Move to planned.
+    Plan { id: String },
+    /// Move to blocked, with what blocks it.
+    Block {
+        id: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Back to the status it had before it was blocked.
+    Unblock { id: String },
+    /// Move to cancelled.
+    Cancel {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Make ID depend on ON (refused if it would close a cycle).
+    Depend { id: String, on: String },
+    /// Whether all its dependencies are completed.
+    CanStart { id: String },
+    /// Every current task and what it depends on.
+    Deps,
+    /// Open tasks past their due date.
+    Overdue,
+    /// Current tasks by priority (critical first), then newest first.
+    List {
+        /// Only these statuses (backlog, planned, in_progress, blocked, completed, cancelled).
+        #[arg(long = "status", value_parser = parse_enum::<TaskStatus>)]
+        statuses: Vec<TaskStatus>,
+        /// Only these priorities (critical, high, medium, low).
+        #[arg(long = "priority", value_parser = parse_enum::<Priority>)]
+        priorities: Vec<Priority>,
+        #[arg(long)]
+        assignee: Option<String>,
+        #[arg(long)]
+        tag: Option<String>,
+        /// Include completed and cancelled tasks.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Link the task to a decision (both ways).
+    Link { id: String, decision: String },
+}
+
+/// `mnemon decision ...`
+#[derive(Debug, Subcommand)]
+pub enum DecisionCmd {
+    /// Set the status to accepted.
+    Accept { id: String },
+    /// Set the status to rejected.
+    Reject { id: String },
+    /// Set the status to deprecated.
+    Deprecate { id: String },
+    /// Set the status to proposed.
+    Propose { id: String },
+    /// Replace a decision by a new one (JSON like `mnemon add decision`); prints the new id.
+    Supersede {
+        id: String,
+        #[arg(long)]
+        data: String,
+    },
+    /// The decision's supersession chain, oldest first.
+    History { id: String },
+    /// Accepted decisions valid now.
+    Active,
+    /// Link the decision to a task (both ways).
+    Link { id: String, task: String },
+}
+
+/// `mnemon entity ...`
+#[derive(Debug, Subcommand)]
+pub enum EntityCmd {
+    /// The entity with this name (case-insensitive).
+    Find { name: String },
+    /// The entity with this name, created if there is none; prints its id.
+    Ensure {
+        name: String,
+        /// person, technology, component, service, concept, other, or any.
+        #[arg(long = "type", default_value = "other")]
+        entity_type: String,
+        #[arg(long, default_value = "")]
+        description: String,
+    },
+    /// Record a mention.
+    Mention {
+        id: String,
+        context: String,
+        #[arg(long, default_value = "manual")]
+        source: String,
+    },
+    /// Set a property to a JSON value (`null` removes it).
+    Set { id: String, key: String, value: String },
+    /// Link two entities (both ways).
+    Link { a: String, b: String },
+    /// Merge ABSORB_ID into KEEP_ID: the absorbed entity is superseded by the kept one.
+    Merge { keep: String, absorb: String },
+    /// Current entities of a type, most recently mentioned first.
+    ByType { entity_type: String },
+}
+
+/// `mnemon conversation ...`
+#[derive(Debug, Subcommand)]
+pub enum ConversationCmd {
+    /// Start a conversation; prints its id. Only the last 100 per namespace stay current.
+    Start {
+        #[arg(default_value = "")]
+        title: String,
+    },
+    /// Add a message.
+    Add {
+        id: String,
+        /// user, assistant, system or tool.
+        #[arg(long, value_parser = parse_enum::<Role>, default_value = "user")]
+        role: Role,
+        content: String,
+    },
+    /// End it, with a summary.
+    End {
+        id: String,
+        #[arg(long)]
+        summary: Option<String>,
+    },
+    /// A conversation and its messages.
+    Show { id: String },
+    /// The most recent conversations.
+    Recent {
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+}
+
+/// Parse a snake_case enum value the way the JSON forms spell it.
+fn parse_enum<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
+    serde_json::from_value(Value::String(s.to_string())).map_err(|_| format!("unknown value {s:?}"))
+}
+
+fn ns_of(db: &Db, cli: &Cli) -> Result<Ns> {
+    Ok(db.ns(&cli.ns)?)
+}
+
+fn id_of(db: &Db, cli: &Cli, s: &str) -> Result<RecordId> {
+    crate::commands::resolve(db, cli, s)
+}
+
+fn show(out: &mut Out, r: &Record, at: Timestamp) -> Result<()> {
+    if out.json {
+        out.json_line(&RecordView::new(r, at))?;
+    } else {
+        out.line(record_detail(r, at))?;
+    }
+    Ok(())
+}
+
+fn show_all(out: &mut Out, rs: &[Record], at: Timestamp, empty: &str) -> Result<()> {
+    if out.json {
+        for r in rs {
+            out.json_line(&RecordView::new(r, at))?;
+        }
+    } else if rs.is_empty() {
+        out.line(empty)?;
+    } else {
+        out.line(records_table(rs, at))?;
+    }
+    Ok(())
+}
+
+fn show_id(out: &mut Out, id: RecordId, extra: Value) -> Result<()> {
+    if out.json {
+        let mut doc = json!({ "id": id });
+        if let (Some(d), Value::Object(e)) = (doc.as_object_mut(), extra) {
+            d.extend(e);
+        }
+        out.json_line(&doc)?;
+    } else {
+        out.line(id.to_string())?;
+    }
+    Ok(())
+}
+
+pub fn task(cli: &Cli, out: &mut Out, cmd: &TaskCmd) -> Result<()> {
+    let read_only =
+        matches!(cmd, TaskCmd::CanStart { .. } | TaskCmd::Deps | TaskCmd::Overdue | TaskCmd::List { .. });
+    let db = if read_only { open_read(cli)? } else { open(cli)? };
+    let ns = ns_of(&db, cli)?;
+    let tasks = ns.tasks();
+    let now = db.now();
+    let id = |s: &str| id_of(&db, cli, s);
+    let done = |out: &mut Out, i: RecordId| -> Result<()> {
+        let r = ns.latest(i)?.ok_or_else(|| anyhow::anyhow!("record {i} vanished"))?;
+        show(out, &r, db.now())
+    };
+    match cmd {
+        TaskCmd::Start { id: s } => {
+            let i = id(s)?;
+            tasks.start(i)?;
+            done(out, i)
+        }
+        TaskCmd::Complete { id: s } => {
+            let i = id(s)?;
+            tasks.complete(i)?;
+            done(out, i)
+        }
+        TaskCmd::Plan { id: s } => {
+            let i = id(s)?;
+            tasks.plan(i)?;
+            done(out, i)
+        }
+        TaskCmd::Block { id: s, reason } => {
+            let i = id(s)?;
+            tasks.block(i, reason)?;
+            done(out, i)
+        }
+        TaskCmd::Unblock { id: s } => {
+            let i = id(s)?;
+            tasks.unblock(i)?;
+            done(out, i)
+        }
+        TaskCmd::Cancel { id: s, reason } => {
+            let i = id(s)?;
+            tasks.cancel(i, reason.as_deref())?;
+            done(out, i)
+        }
+        TaskCmd::Depend { id: s, on } => {
+            let (i, o) = (id(s)?, id(on)?);
+            tasks.add_dependency(i, o)?;
+            done(out, i)
+        }
+        TaskCmd::CanStart { id: s } => {
+            let c = tasks.can_start(id(s)?)?;
+            if out.json {
+                out.json_line(&c)?;
+            } else if c.ready {
+                out.line("ready: every dependency is completed")?;
+            } else {
+                let ids: Vec<String> = c.waiting_on.iter().map(|i| short(*i)).collect();
+                out.line(format!("not ready: waiting on {}", ids.join(", ")))?;
+            }
+            Ok(())
+        }
+        TaskCmd::Deps => {
+            let g = tasks.dependency_graph()?;
+            if out.json {
+                for (t, deps) in &g {
+                    out.json_line(&json!({"id": t, "dependencies": deps}))?;
+                }
+            } else {
+                let rows: Vec<Vec<String>> = g
+                    .iter()
+                    .map(|(t, d)| vec![short(*t), d.iter().map(|x| short(*x)).collect::<Vec<_>>().join(", ")])
+                    .collect();
+                out.line(table(&["task", "depends on"], &rows))?;
+            }
+            Ok(())
+        }
+        TaskCmd::Overdue => show_all(out, &tasks.overdue()?, now, "no overdue tasks"),
+        TaskCmd::List { statuses, priorities, assignee, tag, all, limit } => {
+            let q = TaskQuery {
+                statuses: statuses.clone(),
+                priorities: priorities.clone(),
+                assignee: assignee.clone(),
+                tag: tag.clone(),
+                include_completed: *all,
+                include_cancelled: *all,
+                limit: *limit,
+            };
+            show_all(out, &tasks.list(&q)?, now, "no tasks")
+        }
+        TaskCmd::Link { id: s, decision } => {
+            let (t, d) = (id(s)?, id(decision)?);
+            tasks.link_decision(t, d)?;
+            done(out, t)
+        }
+    }
+}
+
+pub fn decision(cli: &Cli, out: &mut Out, cmd: &DecisionCmd) -> Result<()> {
+    let read_only = matches!(cmd, DecisionCmd::History { .. } | DecisionCmd::Active);
+    let db = if read_only { open_read(cli)? } else { open(cli)? };
+    let ns = ns_of(&db, cli)?;
+    let decisions = ns.decisions();
+    let now = db.now();
+    let id = |s: &str| id_of(&db, cli, s);
+    let set = |out: &mut Out, s: &str, st: DecisionStatus| -> Result<()> {
+        let r = decisions.set_status(id(s)?, st)?;
+        show(out, &r, db.now())
+    };
+    match cmd {
+        DecisionCmd::Accept { id: s } => set(out, s, DecisionStatus::Accepted),
+        DecisionCmd::Reject { id: s } => set(out, s, DecisionStatus::Rejected),
+        DecisionCmd::Deprecate { id: s } => set(out, s, DecisionStatus::Deprecated),
+        DecisionCmd::Propose { id: s } => set(out, s, DecisionStatus::Proposed),
+        DecisionCmd::Supersede { id: s, data } => {
+            let old = id(s)?;
+            let value = crate::commands::read_data(data)?;
+            let parsed = mnemon::json::parse_input(value, Some(mnemon::Kind::Decision), ns.name())?;
+            let mnemon::Body::Decision(d) = parsed.record.body else {
+                return Err(usage("the data is not a decision"));
+            };
+            let new = decisions.supersede(old, d)?;
+            show_id(out, new, json!({"supersedes": old}))
+        }
+        DecisionCmd::History { id: s } => {
+            let i = id(s)?;
+            let chain = decisions.history(i)?;
+            if out.json {
+                for r in &chain {
+                    out.json_line(&RecordView::new(r, now))?;
+                }
+            } else {
+                out.line(chain_table(&chain, now, Some(i)))?;
+            }
+            Ok(())
+        }
+        DecisionCmd::Active => show_all(out, &decisions.active()?, now, "no accepted decisions"),
+        DecisionCmd::Link { id: s, task } => {
+            let (d, t) = (id(s)?, id(task)?);
+            decisions.link_task(d, t)?;
+            let r = ns.latest(d)?.ok_or_else(|| anyhow::anyhow!("record {d} vanished"))?;
+            show(out, &r, db.now())
+        }
+    }
+}
+
+pub fn entity(cli: &Cli, out: &mut Out, cmd: &EntityCmd) -> Result<()> {
+    let read_only = matches!(cmd, EntityCmd::Find { .. } | EntityCmd::ByType { .. });
+    let db = if read_only { open_read(cli)? } else { open(cli)? };
+    let ns = ns_of(&db, cli)?;
+    let entities = ns.entities();
+    let now = db.now();
+    let id = |s: &str| id_of(&db, cli, s);
+    match cmd {
+        EntityCmd::Find { name } => match entities.find_by_name(name)? {
+            Some(r) => show(out, &r, now),
+            None => Err(anyhow::anyhow!("no entity named {name:?} in namespace {}", cli.ns)),
+        },
+        EntityCmd::Ensure { name, entity_type, description } => {
+            let e = Entity {
+                name: name.clone(),
+                entity_type: entity_type.as_str().into(),
+                description: description.clone(),
+                ..Default::default()
+            };
+            let (i, created) = entities.find_or_create(e)?;
+            show_id(out, i, json!({"created": created}))
+        }
+        EntityCmd::Mention { id: s, context, source } => {
+            let r = entities.mention(id(s)?, context, source)?;
+            show(out, &r, db.now())
+        }
+        EntityCmd::Set { id: s, key, value } => {
+            let v: Value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.clone()));
+            let r = entities.set_property(id(s)?, key, v)?;
+            show(out, &r, db.now())
+        }
+        EntityCmd::Link { a, b } => {
+            let (x, y) = (id(a)?, id(b)?);
+            entities.link(x, y)?;
+            let r = ns.latest(x)?.ok_or_else(|| anyhow::anyhow!("record {x} vanished"))?;
+            show(out, &r, db.now())
+        }
+        EntityCmd::Merge { keep, absorb } => {
+            let r = entities.merge(id(keep)?, id(absorb)?)?;
+            show(out, &r, db.now())
+        }
+        EntityCmd::ByType { entity_type } => {
+            show_all(out, &entities.by_type(entity_type)?, now, "no entities of that type")
+        }
+    }
+}
+
+pub fn conversation(cli: &Cli, out: &mut Out, cmd: &ConversationCmd) -> Result<()> {
+    let read_only = matches!(cmd, ConversationCmd::Show { .. } | ConversationCmd::Recent { .. });
+    let db = if read_only { open_read(cli)? } else { open(cli)? };
+    let ns = ns_of(&db, cli)?;
+    let conv = ns.conversations();
+    let now = db.now();
+    let id = |s: &str| id_of(&db, cli, s);
+    match cmd {
+        ConversationCmd::Start { title } => show_id(out, conv.start(title)?, json!({})),
+        ConversationCmd::Add { id: s, role, content } => {
+            show_id(out, conv.add(id(s)?, *role, content)?, json!({}))
+        }
+        ConversationCmd::End { id: s, summary } => {
+            let r = conv.end(id(s)?, summary.as_deref())?;
+            show(out, &r, db.now())
+        }
+        ConversationCmd::Show { id: s } => {
+            let i = id(s)?;
+            let c = ns.get(i)?.ok_or_else(|| anyhow::anyhow!("no current conversation {i}"))?;
+            let msgs = conv.messages(i)?;
+            if out.json {
+                out.json_line(&RecordView::new(&c, now))?;
+                for m in &msgs {
+                    out.json_line(&RecordView::new(m, now))?;
+                }
+            } else {
+                out.line(record_detail(&c, now))?;
+                for m in &msgs {
+                    if let mnemon::Body::Message(x) = &m.body {
+                        out.line(format!("{:>9}: {}", format!("{:?}", x.role).to_lowercase(), x.content))?;
+                    }
+                }
+            }
+            Ok(())
+        }
+        ConversationCmd::Recent { limit } => show_all(out, &conv.recent(*limit)?, now, "no conversations"),
+    }
+}
+
+/// `mnemon tagged TAG`: current records carrying the tag, by kind.
+pub fn tagged(cli: &Cli, out: &mut Out, tag: &str) -> Result<()> {
+    let db = open_read(cli)?;
+    let ns = ns_of(&db, cli)?;
+    let now = db.now();
+    let groups = ns.by_tag(tag)?;
+    if out.json {
+        for rs in groups.values() {
+            for r in rs {
+                out.json_line(&RecordView::new(r, now))?;
+            }
+        }
+        return Ok(());
+    }
+    if groups.is_empty() {
+        out.line(format!("nothing tagged {tag:?} in namespace {}", cli.ns))?;
+    }
+    for (kind, rs) in &groups {
+        out.line(format!("{kind} ({})", rs.len()))?;
+        out.line(records_table(rs, now))?;
+    }
+    Ok(())
+}
+
+/// `mnemon consolidate --older-than DAYS`.
+pub fn consolidate(cli: &Cli, out: &mut Out, days: u32) -> Result<()> {
+    let db = open(cli)?;
+    let r = ns_of(&db, cli)?.consolidate(days)?;
+    if out.json {
+        out.json_line(&r)?;
+    } else {
+        out.line(format!(
+            "retired {} cancelled task(s) and {} superseded decision(s) older than {days} days; {} decision(s) \
+             were already superseded before then (still visible to time travel)",
+            r.tasks_retired, r.decisions_retired, r.decisions_superseded
+        ))?;
+    }
+    Ok(())
+}
+
+/// `mnemon stats --domain`: per-kind statistics of what is current.
+pub fn domain_stats(cli: &Cli, out: &mut Out) -> Result<()> {
+    let db = open_read(cli)?;
+    let s = ns_of(&db, cli)?.domain_stats()?;
+    if out.json {
+        out.json_line(&s)?;
+        return Ok(());
+    }
+    let rows = |m: &std::collections::BTreeMap<String, usize>| -> Vec<Vec<String>> {
+        m.iter().map(|(k, v)| vec![k.clone(), v.to_string()]).collect()
+    };
+    out.line(table(&["kind", "current"], &rows(&s.by_kind)))?;
+    if !s.decisions_by_status.is_empty() {
+        out.line(table(&["decision status", "count"], &rows(&s.decisions_by_status)))?;
+    }
+    if !s.tasks_by_status.is_empty() {
+        out.line(table(&["task status", "count"], &rows(&s.tasks_by_status)))?;
+        out.line(table(&["task priority", "count"], &rows(&s.tasks_by_priority)))?;
+        out.line(format!("overdue tasks: {}", s.tasks_overdue))?;
+        if let Some(secs) = s.average_completion_secs {
+            out.line(format!("average completion time: {:.1} h", secs / 3600.0))?;
+        }
+    }
+    if !s.entities_by_type.is_empty() {
+        out.line(table(&["entity type", "count"], &rows(&s.entities_by_type)))?;
+        let top: Vec<Vec<String>> =
+            s.most_mentioned.iter().map(|(n, c)| vec![n.clone(), c.to_string()]).collect();
+        out.line(table(&["most mentioned", "mentions"], &top))?;
+    }
+    if !s.tags.is_empty() {
+        out.line(table(&["tag", "records"], &rows(&s.tags)))?;
+    }
+    Ok(())
+}
