@@ -134,7 +134,8 @@ impl DbBuilder {
                 store.write(vec![WriteOp::PutAux { key: MODEL_KEY.into(), value: Some(value) }])?;
             }
         }
-        Ok(Db { store, index, embedding })
+        let access = Arc::new(crate::agent::AccessLog::new(store.clone(), read_only));
+        Ok(Db { store, index, embedding, access })
     }
 }
 
@@ -145,6 +146,7 @@ pub struct Db {
     store: Store,
     index: Arc<VectorIndexes>,
     embedding: Arc<Embedding>,
+    pub(crate) access: Arc<crate::agent::AccessLog>,
 }
 
 impl Db {

@@ -39,6 +39,7 @@
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 
+pub mod agent;
 mod db;
 pub mod domain;
 mod embedding;
@@ -48,6 +49,7 @@ pub mod search;
 mod stats;
 pub mod transfer;
 
+pub use agent::{Access, Agent, EpisodeContext, Episodes, Performance};
 pub use db::{Db, DbBuilder, Ns, RecordBuilder, VectorSearch, check_integrity, embedder_for, loose_form};
 pub use domain::{
     CONVERSATIONS_KEPT, CanStart, Consolidation, Conversations, Decisions, DomainStats, Entities, TaskQuery,
