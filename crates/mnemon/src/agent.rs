@@ -10,7 +10,8 @@
 //!
 //! let dir = tempfile::tempdir()?;
 //! let db = Db::create(dir.path().join("m.redb"))?;
-//! let agent = db.ns("agent:dev-1")?.agent();
+//! let ns = db.ns("agent:dev-1")?;
+//! let agent = ns.agent();
 //! let (id, reinforced) = agent.learn("testing", "Run the unit tests before every commit")?;
 //! assert!(!reinforced);
 //! // The same lesson again reinforces the entry instead of duplicating it: 0.5 -> 0.6.
