@@ -266,6 +266,15 @@ pub enum Command {
     /// Conversations: start, add messages, end with a summary, recent ones.
     #[command(subcommand)]
     Conversation(crate::domain::ConversationCmd),
+    /// An agent's role knowledge (use `--ns agent:NAME`): learn, reinforce, list, prune.
+    #[command(subcommand)]
+    Knowledge(crate::domain::KnowledgeCmd),
+    /// An agent's preferences, task metrics, error patterns, performance and context block.
+    #[command(subcommand)]
+    Agent(crate::domain::AgentCmd),
+    /// Episodes: store, query by similarity, a task's context within a token budget, prune.
+    #[command(subcommand)]
+    Episode(crate::domain::EpisodeCmd),
     /// Current records of every kind carrying TAG.
     Tagged { tag: String },
     /// Retire cancelled tasks and superseded decisions older than DAYS (hidden from current

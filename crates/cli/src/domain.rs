@@ -504,3 +504,277 @@ pub fn domain_stats(cli: &Cli, out: &mut Out) -> Result<()> {
     }
     Ok(())
 }
+
+/// `mnemon knowledge ...` (an agent's role knowledge; use `--ns agent:NAME`).
+#[derive(Debug, Subcommand)]
+pub enum KnowledgeCmd {
+    /// Add role knowledge (similar content in the same category reinforces instead); prints
+    /// the id and whether it was reinforced.
+    Learn {
+        #[arg(long, default_value = "general")]
+        category: String,
+        content: String,
+    },
+    /// Confidence + 0.1 (capped at 1), last used now.
+    Reinforce { id: String },
+    /// Current role knowledge, strongest first.
+    List {
+        #[arg(long)]
+        category: Option<String>,
+    },
+    /// Retire knowledge not used since T.
+    Prune {
+        #[arg(long, value_parser = crate::cli::time)]
+        before: Timestamp,
+    },
+}
+
+/// `mnemon agent ...` (preferences, metrics, errors, performance, the context block).
+#[derive(Debug, Subcommand)]
+pub enum AgentCmd {
+    /// Set preferences from a JSON object (partial: other keys stay; `null` removes one).
+    Prefer {
+        #[arg(long)]
+        data: String,
+    },
+    /// The preferences over defaults (a JSON object, default `{}`).
+    Preferences {
+        #[arg(long, default_value = "{}")]
+        defaults: String,
+    },
+    /// Record a task completion: `{"task","iterations","quality_gate_passed","duration_ms","errors"}`.
+    Completed {
+        #[arg(long)]
+        data: String,
+    },
+    /// Record an error pattern (and its resolution).
+    Error {
+        pattern: String,
+        #[arg(long)]
+        resolution: Option<String>,
+    },
+    /// Tasks completed, average iterations, quality-gate pass rate, common errors.
+    Performance,
+    /// The agent context block (markdown).
+    Context,
+}
+
+/// `mnemon episode ...`
+#[derive(Debug, Subcommand)]
+pub enum EpisodeCmd {
+    /// Store an episode (summary: the first 200 characters unless given); prints its id.
+    Store {
+        content: String,
+        #[arg(long = "type", default_value = "note")]
+        episode_type: String,
+        #[arg(long)]
+        summary: Option<String>,
+        #[arg(long)]
+        task: Option<String>,
+        #[arg(long = "file")]
+        files: Vec<String>,
+        /// 1-5; 4 and 5 are kept longer by `prune --days`.
+        #[arg(long)]
+        importance: Option<u8>,
+    },
+    /// The most similar episodes (their accesses are counted).
+    Query {
+        query: String,
+        #[arg(long, default_value_t = 5)]
+        limit: usize,
+    },
+    /// A task's context: its episodes first, then the most relevant, within a token budget.
+    Context {
+        task: String,
+        #[arg(long, default_value = "")]
+        query: String,
+        #[arg(long, default_value_t = 1000)]
+        max_tokens: usize,
+    },
+    /// How often an episode was returned by queries.
+    Access { id: String },
+    /// Retire old episodes (`--days`, important ones kept `--important-factor` times longer)
+    /// or all but the `--keep` most important and newest.
+    Prune {
+        #[arg(long)]
+        days: Option<u32>,
+        #[arg(long, default_value_t = 3)]
+        important_factor: u32,
+        #[arg(long)]
+        keep: Option<usize>,
+    },
+}
+
+pub fn knowledge(cli: &Cli, out: &mut Out, cmd: &KnowledgeCmd) -> Result<()> {
+    let db = if matches!(cmd, KnowledgeCmd::List { .. }) { open_read(cli)? } else { open(cli)? };
+    let ns = ns_of(&db, cli)?;
+    let agent = ns.agent();
+    let now = db.now();
+    match cmd {
+        KnowledgeCmd::Learn { category, content } => {
+            let (id, reinforced) = agent.learn(category, content)?;
+            show_id(out, id, json!({"reinforced": reinforced}))
+        }
+        KnowledgeCmd::Reinforce { id } => {
+            let r = agent.reinforce(id_of(&db, cli, id)?)?;
+            show(out, &r, db.now())
+        }
+        KnowledgeCmd::List { category } => {
+            let rs = agent.knowledge(category.as_deref())?;
+            if out.json {
+                return show_all(out, &rs, now, "");
+            }
+            let rows: Vec<Vec<String>> = rs
+                .iter()
+                .filter_map(|r| match &r.body {
+                    mnemon::Body::Knowledge(k) => Some(vec![
+                        short(r.id),
+                        format!("{:.1}", r.envelope.confidence.unwrap_or(0.5)),
+                        k.category.to_string(),
+                        k.content.clone(),
+                    ]),
+                    _ => None,
+                })
+                .collect();
+            out.line(if rows.is_empty() {
+                "no role knowledge".to_string()
+            } else {
+                table(&["id", "confidence", "category", "content"], &rows)
+            })?;
+            Ok(())
+        }
+        KnowledgeCmd::Prune { before } => {
+            let n = agent.prune_stale(*before)?;
+            if out.json {
+                out.json_line(&json!({ "retired": n }))?;
+            } else {
+                out.line(format!("retired {n} entries unused since {}", before.to_human()))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+pub fn agent(cli: &Cli, out: &mut Out, cmd: &AgentCmd) -> Result<()> {
+    let writes = matches!(cmd, AgentCmd::Prefer { .. } | AgentCmd::Completed { .. } | AgentCmd::Error { .. });
+    let db = if writes { open(cli)? } else { open_read(cli)? };
+    let ns = ns_of(&db, cli)?;
+    let agent = ns.agent();
+    match cmd {
+        AgentCmd::Prefer { data } => {
+            agent.set_preferences(&crate::commands::read_data(data)?)?;
+            let p = agent.preferences(&json!({}))?;
+            out.line(if out.json { p.to_string() } else { serde_json::to_string_pretty(&p)? })?;
+            Ok(())
+        }
+        AgentCmd::Preferences { defaults } => {
+            let d: Value = serde_json::from_str(defaults).map_err(|e| usage(format!("--defaults: {e}")))?;
+            let p = agent.preferences(&d)?;
+            out.line(if out.json { p.to_string() } else { serde_json::to_string_pretty(&p)? })?;
+            Ok(())
+        }
+        AgentCmd::Completed { data } => {
+            let v = crate::commands::read_data(data)?;
+            let m: mnemon::body::Metrics =
+                serde_json::from_value(v).map_err(|e| usage(format!("invalid task metrics: {e}")))?;
+            show_id(out, agent.record_task(m)?, json!({}))
+        }
+        AgentCmd::Error { pattern, resolution } => {
+            show_id(out, agent.record_error(pattern, resolution.as_deref())?, json!({}))
+        }
+        AgentCmd::Performance => {
+            let p = agent.performance()?;
+            if out.json {
+                out.json_line(&p)?;
+            } else {
+                out.line(format!(
+                    "tasks completed {}, average iterations {:.1}, quality gate pass rate {:.0}%",
+                    p.tasks_completed,
+                    p.average_iterations,
+                    p.quality_gate_pass_rate * 100.0
+                ))?;
+                let rows: Vec<Vec<String>> = p
+                    .common_errors
+                    .iter()
+                    .map(|(e, r, n)| vec![n.to_string(), e.clone(), r.clone()])
+                    .collect();
+                if !rows.is_empty() {
+                    out.line(table(&["seen", "error", "resolution"], &rows))?;
+                }
+            }
+            Ok(())
+        }
+        AgentCmd::Context => {
+            let text = agent.context()?;
+            if out.json {
+                out.json_line(&json!({ "context": text }))?;
+            } else {
+                out.line(text)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+pub fn episode(cli: &Cli, out: &mut Out, cmd: &EpisodeCmd) -> Result<()> {
+    let db = if matches!(cmd, EpisodeCmd::Access { .. }) { open_read(cli)? } else { open(cli)? };
+    let ns = ns_of(&db, cli)?;
+    let eps = ns.episodes();
+    let now = db.now();
+    match cmd {
+        EpisodeCmd::Store { content, episode_type, summary, task, files, importance } => {
+            let e = mnemon::body::Episode {
+                episode_type: episode_type.as_str().into(),
+                content: content.clone(),
+                summary: summary.clone(),
+                files: files.iter().map(|f| f.as_str().into()).collect(),
+                ..Default::default()
+            };
+            show_id(out, eps.store(e, task.as_deref(), *importance)?, json!({}))
+        }
+        EpisodeCmd::Query { query, limit } => {
+            let rs = eps.query(query, *limit)?;
+            show_all(out, &rs, now, "no episodes match")
+        }
+        EpisodeCmd::Context { task, query, max_tokens } => {
+            let c = eps.context(task, query, *max_tokens)?;
+            if out.json {
+                out.json_line(&c)?;
+            } else {
+                out.line(if c.text.is_empty() { "no episodes fit".to_string() } else { c.text })?;
+            }
+            Ok(())
+        }
+        EpisodeCmd::Access { id } => {
+            let a = eps.access(id_of(&db, cli, id)?)?;
+            if out.json {
+                out.json_line(&a)?;
+            } else {
+                out.line(format!(
+                    "returned {} time(s), last {}",
+                    a.count,
+                    a.last.map_or_else(|| "never".to_string(), Timestamp::to_human)
+                ))?;
+            }
+            Ok(())
+        }
+        EpisodeCmd::Prune { days, important_factor, keep } => {
+            if days.is_none() && keep.is_none() {
+                return Err(usage("give --days N, --keep N, or both"));
+            }
+            let mut n = 0;
+            if let Some(d) = days {
+                n += eps.prune_by_age(*d, *important_factor)?;
+            }
+            if let Some(k) = keep {
+                n += eps.prune_by_count(*k)?;
+            }
+            if out.json {
+                out.json_line(&json!({ "retired": n }))?;
+            } else {
+                out.line(format!("retired {n} episode(s)"))?;
+            }
+            Ok(())
+        }
+    }
+}

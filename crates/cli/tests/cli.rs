@@ -762,3 +762,56 @@ fn task_decision_entity_conversation_groups() {
     let r = env.run(&["--json", "consolidate", "--older-than", "0"]).json();
     assert_eq!(r["decisions_superseded"], 1);
 }
+
+#[test]
+fn knowledge_agent_and_episode_groups() {
+    let env = Env::new();
+    env.init();
+    let ag = ["--ns", "agent:dev-1", "--json"];
+    let run = |args: &[&str]| {
+        let mut all: Vec<&str> = ag.to_vec();
+        all.extend_from_slice(args);
+        env.run(&all)
+    };
+    let k = run(&["knowledge", "learn", "--category", "testing", "Run the tests before committing"]).json();
+    assert_eq!(k["reinforced"], false);
+    let again =
+        run(&["knowledge", "learn", "--category", "testing", "run the tests before committing!"]).json();
+    assert_eq!((again["id"].clone(), again["reinforced"].clone()), (k["id"].clone(), Value::Bool(true)));
+    let id = k["id"].as_str().unwrap().to_string();
+    let r = run(&["knowledge", "reinforce", &id]).json();
+    assert!((r["confidence"].as_f64().unwrap() - 0.7).abs() < 1e-6, "{r}");
+    assert_eq!(run(&["knowledge", "list"]).json_lines().len(), 1);
+
+    run(&["agent", "prefer", "--data", r#"{"indent": 4}"#]).ok();
+    let p = run(&["agent", "preferences", "--defaults", r#"{"indent": 2, "tabs": false}"#]).json();
+    assert_eq!(p, serde_json::json!({"indent": 4, "tabs": false}));
+    run(&["agent", "completed", "--data", r#"{"task":"T-1","iterations":3,"quality_gate_passed":true}"#])
+        .ok();
+    run(&["agent", "completed", "--data", r#"{"task":"T-2","iterations":"many"}"#])
+        .fails(2, "invalid task metrics");
+    run(&["agent", "error", "E0502 borrow", "--resolution", "clone first"]).ok();
+    let perf = run(&["agent", "performance"]).json();
+    assert_eq!(perf["tasks_completed"], 1);
+    let ctx = run(&["agent", "context"]).json();
+    assert!(ctx["context"].as_str().unwrap().contains("[testing] Run the tests before committing"), "{ctx}");
+
+    let e = run(&[
+        "episode",
+        "store",
+        "Compared redb and sled for storage",
+        "--type",
+        "research",
+        "--task",
+        "T-9",
+    ])
+    .json();
+    let eid = e["id"].as_str().unwrap().to_string();
+    let hits = run(&["episode", "query", "redb storage"]).json_lines();
+    assert_eq!(hits[0]["id"], eid.as_str());
+    assert_eq!(run(&["episode", "access", &eid]).json()["count"], 1, "counted, and flushed at exit");
+    let c = run(&["episode", "context", "T-9", "--max-tokens", "100"]).json();
+    assert_eq!(c["ids"][0], eid.as_str());
+    run(&["episode", "prune"]).fails(2, "--days");
+    assert_eq!(run(&["episode", "prune", "--keep", "0"]).json()["retired"], 1);
+}
