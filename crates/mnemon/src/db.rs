@@ -403,8 +403,28 @@ impl Ns {
     /// Insert a fully described record (embedding its text in the same commit).
     pub fn insert(&self, mut record: NewRecord) -> Result<Outcome> {
         record.namespace = self.ns.clone();
-        let embed = self.db.embed_ops(&self.ns, &[(record.id, record.body.text())])?;
-        self.first(vec![WriteOp::Insert(record)], embed)
+        // Find-or-create: when a live record holds the identity, return it without embedding
+        // a text that will not be written (a race with another writer is retried below).
+        let key =
+            record.envelope.key.as_ref().map(|k| k.to_string()).or_else(|| record.body.default_identity());
+        let find = record.on_conflict == OnConflict::ReturnExisting && key.is_some();
+        for _ in 0..2 {
+            if find
+                && let Some(k) = &key
+                && let Some(id) = self.db.snapshot()?.identity(&self.ns, record.body.kind(), k)?
+            {
+                return Ok(Outcome::Existing { id });
+            }
+            let embed = self.db.embed_ops(&self.ns, &[(record.id, record.body.text())])?;
+            match self.first(vec![WriteOp::Insert(record.clone())], embed) {
+                // Another writer created the holder between the check and the write: the
+                // vector of the unwritten record was refused; look again.
+                Err(Error::Storage(mnemon_storage::Error::NotFound { id, .. }))
+                    if find && id == record.id => {}
+                other => return other,
+            }
+        }
+        Err(Error::Contended { id: record.id, attempts: 2 })
     }
 
     /// Write `ops` then `embed` (vectors and cache rows) as one job; the first outcome.

@@ -45,6 +45,7 @@ pub mod domain;
 mod embedding;
 mod error;
 pub mod json;
+pub mod project;
 pub mod search;
 mod stats;
 pub mod transfer;
@@ -71,5 +72,6 @@ pub use mnemon_storage::{
     Outcome, Receipt, Record, RecordId, Revise, Snapshot, Status, SystemClock, Text, TimeError, Timestamp,
     VectorSpace, Visible, WriteOp, normalise,
 };
+pub use project::{ORDERED_RELATIONS, Project};
 pub use search::{SearchHit, TextMode, TextSearch, Weights, default_lexical_share};
 pub use stats::{NamespaceStats, Stats, stats};
