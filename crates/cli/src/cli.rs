@@ -266,6 +266,10 @@ pub enum Command {
     /// Conversations: start, add messages, end with a summary, recent ones.
     #[command(subcommand)]
     Conversation(crate::domain::ConversationCmd),
+    /// A project's knowledge (use `--ns project:...`): patterns, gotchas, relationships, the
+    /// learnings log, search, the context block.
+    #[command(subcommand)]
+    Project(crate::domain::ProjectCmd),
     /// An agent's role knowledge (use `--ns agent:NAME`): learn, reinforce, list, prune.
     #[command(subcommand)]
     Knowledge(crate::domain::KnowledgeCmd),

@@ -242,6 +242,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Decision(cmd) => crate::domain::decision(&cli, &mut out, cmd)?,
         Command::Entity(cmd) => crate::domain::entity(&cli, &mut out, cmd)?,
         Command::Conversation(cmd) => crate::domain::conversation(&cli, &mut out, cmd)?,
+        Command::Project(cmd) => crate::domain::project(&cli, &mut out, cmd)?,
         Command::Knowledge(cmd) => crate::domain::knowledge(&cli, &mut out, cmd)?,
         Command::Agent(cmd) => crate::domain::agent(&cli, &mut out, cmd)?,
         Command::Episode(cmd) => crate::domain::episode(&cli, &mut out, cmd)?,

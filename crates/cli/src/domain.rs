@@ -778,3 +778,166 @@ pub fn episode(cli: &Cli, out: &mut Out, cmd: &EpisodeCmd) -> Result<()> {
         }
     }
 }
+
+/// `mnemon project ...` (a project's knowledge; use `--ns project:...`).
+#[derive(Debug, Subcommand)]
+pub enum ProjectCmd {
+    /// Add a pattern (`{"title","description","category","example"}`); an existing one with
+    /// the same title or a similar description is returned instead (its example filled in).
+    Pattern {
+        #[arg(long)]
+        data: String,
+        /// The agent that found it (written to the learnings log).
+        #[arg(long)]
+        agent: Option<String>,
+    },
+    /// Current patterns.
+    Patterns {
+        #[arg(long)]
+        category: Option<String>,
+    },
+    /// Add a gotcha (`{"title","problem","solution","severity"}`).
+    Gotcha {
+        #[arg(long)]
+        data: String,
+    },
+    /// Current gotchas, most severe first.
+    Gotchas {
+        /// low, medium, high, critical.
+        #[arg(long, value_parser = parse_enum::<mnemon::body::Severity>)]
+        severity: Option<mnemon::body::Severity>,
+    },
+    /// Record FROM TYPE TO (e.g. `api depends_on storage`); cycles of ordered types are refused.
+    Relate {
+        from: String,
+        relation_type: String,
+        to: String,
+        #[arg(long, default_value = "")]
+        description: String,
+    },
+    /// Current relationships (touching COMPONENT, if given).
+    Relations { component: Option<String> },
+    /// Append to the learnings log.
+    Learn {
+        text: String,
+        #[arg(long, default_value = "unknown")]
+        agent: String,
+        #[arg(long = "type")]
+        learning_type: Option<String>,
+        #[arg(long = "file")]
+        files: Vec<String>,
+    },
+    /// The recent learnings as markdown.
+    Learnings {
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// Search patterns, decisions, gotchas, relationships and learnings.
+    Search {
+        query: String,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// The project context block (markdown).
+    Context,
+}
+
+pub fn project(cli: &Cli, out: &mut Out, cmd: &ProjectCmd) -> Result<()> {
+    let writes = matches!(
+        cmd,
+        ProjectCmd::Pattern { .. }
+            | ProjectCmd::Gotcha { .. }
+            | ProjectCmd::Relate { .. }
+            | ProjectCmd::Learn { .. }
+    );
+    let db = if writes { open(cli)? } else { open_read(cli)? };
+    let ns = ns_of(&db, cli)?;
+    let project = ns.project();
+    let now = db.now();
+    let typed = |data: &str, kind: mnemon::Kind| -> Result<mnemon::Body> {
+        let v = crate::commands::read_data(data)?;
+        Ok(mnemon::json::parse_input(v, Some(kind), ns.name())?.record.body)
+    };
+    match cmd {
+        ProjectCmd::Pattern { data, agent } => {
+            let mnemon::Body::Pattern(p) = typed(data, mnemon::Kind::Pattern)? else {
+                return Err(usage("the data is not a pattern"));
+            };
+            let (id, existed) = project.add_pattern(p, agent.as_deref())?;
+            show_id(out, id, json!({ "existing": existed }))
+        }
+        ProjectCmd::Patterns { category } => {
+            show_all(out, &project.patterns(category.as_deref())?, now, "no patterns")
+        }
+        ProjectCmd::Gotcha { data } => {
+            let mnemon::Body::Gotcha(g) = typed(data, mnemon::Kind::Gotcha)? else {
+                return Err(usage("the data is not a gotcha"));
+            };
+            show_id(out, project.add_gotcha(g)?, json!({}))
+        }
+        ProjectCmd::Gotchas { severity } => show_all(out, &project.gotchas(*severity)?, now, "no gotchas"),
+        ProjectCmd::Relate { from, relation_type, to, description } => {
+            show_id(out, project.relate(from, relation_type, to, description)?, json!({}))
+        }
+        ProjectCmd::Relations { component } => {
+            let rs = project.relationships(component.as_deref())?;
+            if out.json {
+                return show_all(out, &rs, now, "");
+            }
+            for r in &rs {
+                if let mnemon::Body::Relation(x) = &r.body {
+                    out.line(format!("{}  {} {} {}", short(r.id), x.from, x.relation_type, x.to))?;
+                }
+            }
+            if rs.is_empty() {
+                out.line("no relationships")?;
+            }
+            Ok(())
+        }
+        ProjectCmd::Learn { text, agent, learning_type, files } => {
+            let mut meta = json!({});
+            if let Some(t) = learning_type {
+                meta["type"] = json!(t);
+            }
+            if !files.is_empty() {
+                meta["related_files"] = json!(files);
+            }
+            show_id(out, project.record_learning(agent, text, &meta)?, json!({}))
+        }
+        ProjectCmd::Learnings { limit } => {
+            if out.json {
+                return show_all(out, &project.learnings(*limit)?, now, "");
+            }
+            out.line(format!("# Project Learnings\n{}", project.learnings_markdown(*limit)?))?;
+            Ok(())
+        }
+        ProjectCmd::Search { query, limit } => {
+            let found = project.search_all(query, *limit)?;
+            if out.json {
+                for rs in found.values() {
+                    for r in rs {
+                        out.json_line(&RecordView::new(r, now))?;
+                    }
+                }
+                return Ok(());
+            }
+            if found.is_empty() {
+                out.line(format!("nothing matches {query:?}"))?;
+            }
+            for (kind, rs) in &found {
+                out.line(format!("{kind} ({})", rs.len()))?;
+                out.line(records_table(rs, now))?;
+            }
+            Ok(())
+        }
+        ProjectCmd::Context => {
+            let text = project.context()?;
+            if out.json {
+                out.json_line(&json!({ "context": text }))?;
+            } else {
+                out.line(text)?;
+            }
+            Ok(())
+        }
+    }
+}

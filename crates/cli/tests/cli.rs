@@ -815,3 +815,59 @@ fn knowledge_agent_and_episode_groups() {
     run(&["episode", "prune"]).fails(2, "--days");
     assert_eq!(run(&["episode", "prune", "--keep", "0"]).json()["retired"], 1);
 }
+
+#[test]
+fn project_group() {
+    let env = Env::new();
+    env.init();
+    let pj = |args: &[&str]| {
+        let mut all = vec!["--ns", "project:1a2b3c4d-app", "--json"];
+        all.extend_from_slice(args);
+        env.run(&all)
+    };
+    let p = pj(&[
+        "project",
+        "pattern",
+        "--agent",
+        "dev-1",
+        "--data",
+        r#"{"title":"Errors as values","description":"Return Result","category":"rust"}"#,
+    ])
+    .json();
+    assert_eq!(p["existing"], false);
+    let again = pj(&[
+        "project",
+        "pattern",
+        "--data",
+        r#"{"title":"errors as values","example":"fn f() -> Result<()>"}"#,
+    ])
+    .json();
+    assert_eq!((again["id"].clone(), again["existing"].clone()), (p["id"].clone(), Value::Bool(true)));
+    pj(&["project", "pattern", "--data", r#"{"description":"no title"}"#]).fails(2, "title");
+    pj(&[
+        "project",
+        "gotcha",
+        "--data",
+        r#"{"title":"One writer","problem":"deadlock","solution":"group commit","severity":"high"}"#,
+    ])
+    .ok();
+    assert_eq!(pj(&["project", "gotchas", "--severity", "high"]).json_lines().len(), 1);
+    pj(&["project", "relate", "api", "depends_on", "storage"]).ok();
+    pj(&["project", "relate", "storage", "depends_on", "api"]).fails(1, "cycle");
+    assert_eq!(pj(&["project", "relations", "api"]).json_lines().len(), 1);
+    pj(&["project", "learn", "Index files live beside the db", "--agent", "dev-2", "--type", "note"]).ok();
+    let md = env.run(&["--ns", "project:1a2b3c4d-app", "project", "learnings"]).ok().to_string();
+    assert!(
+        md.starts_with("# Project Learnings") && md.contains("### [dev-2]") && md.contains("**Type:** note"),
+        "{md}"
+    );
+    let ctx = pj(&["project", "context"]).json();
+    let text = ctx["context"].as_str().unwrap();
+    assert!(
+        text.contains("**One writer**: deadlock → group commit")
+            && text.contains("Example: `fn f() -> Result<()>`"),
+        "{text}"
+    );
+    let found = pj(&["project", "search", "writer deadlock"]).json_lines();
+    assert!(found.iter().any(|r| r["kind"] == "gotcha"), "{found:?}");
+}
