@@ -46,6 +46,7 @@ mod embedding;
 mod error;
 pub mod json;
 pub mod project;
+pub mod scoped;
 pub mod search;
 mod stats;
 pub mod transfer;
