@@ -266,6 +266,10 @@ pub enum Command {
     /// Conversations: start, add messages, end with a summary, recent ones.
     #[command(subcommand)]
     Conversation(crate::domain::ConversationCmd),
+    /// Scoped markdown memory: global / project / agent entries with importance TTLs, briefs,
+    /// the markdown entry format, the knowledge-graph JSONL import, the memory block.
+    #[command(subcommand)]
+    Memory(crate::domain::MemoryCmd),
     /// A project's knowledge (use `--ns project:...`): patterns, gotchas, relationships, the
     /// learnings log, search, the context block.
     #[command(subcommand)]

@@ -67,6 +67,12 @@ pub(crate) fn open_with_id(cli: &Cli, id: &str) -> Result<(Db, Ns, RecordId)> {
 }
 
 /// Validate an id argument's form before opening anything.
+/// A record id (or a unique prefix of one) in namespace `ns`.
+pub(crate) fn resolve_in(db: &Db, ns: &Namespace, s: &str) -> Result<RecordId> {
+    check_id_form(s)?;
+    resolve_id(db, ns, s)
+}
+
 /// A record id (or a unique prefix of one) named on the command line, in `--ns`.
 pub(crate) fn resolve(db: &Db, cli: &Cli, s: &str) -> Result<RecordId> {
     check_id_form(s)?;
@@ -242,6 +248,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Decision(cmd) => crate::domain::decision(&cli, &mut out, cmd)?,
         Command::Entity(cmd) => crate::domain::entity(&cli, &mut out, cmd)?,
         Command::Conversation(cmd) => crate::domain::conversation(&cli, &mut out, cmd)?,
+        Command::Memory(cmd) => crate::domain::memory(&cli, &mut out, cmd)?,
         Command::Project(cmd) => crate::domain::project(&cli, &mut out, cmd)?,
         Command::Knowledge(cmd) => crate::domain::knowledge(&cli, &mut out, cmd)?,
         Command::Agent(cmd) => crate::domain::agent(&cli, &mut out, cmd)?,

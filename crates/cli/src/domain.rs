@@ -941,3 +941,201 @@ pub fn project(cli: &Cli, out: &mut Out, cmd: &ProjectCmd) -> Result<()> {
         }
     }
 }
+
+/// `mnemon memory ...`: scoped markdown memory (scopes `global`, `project:PATH`,
+/// `project-id:ID`, `agent:NAME`; the namespace follows from the scope, not `--ns`).
+#[derive(Debug, Subcommand)]
+pub enum MemoryCmd {
+    /// Add an entry to a section (learnings, errors, patterns, preferences) with importance
+    /// 1-5 (TTL 1, 7, 30, 90 days, permanent); prints its id.
+    Add {
+        section: String,
+        content: String,
+        #[arg(long, default_value = "global")]
+        scope: String,
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=5))]
+        importance: u8,
+    },
+    /// Set a project's brief.
+    Brief {
+        #[arg(long)]
+        scope: String,
+        text: String,
+    },
+    /// Every section of a scope as markdown (or one section with --section).
+    Show {
+        #[arg(long, default_value = "global")]
+        scope: String,
+        #[arg(long)]
+        section: Option<String>,
+    },
+    /// Projects with current entries.
+    Projects,
+    /// Delete (retire) an entry.
+    Delete {
+        id: String,
+        #[arg(long, default_value = "global")]
+        scope: String,
+    },
+    /// Close the validity of every entry whose TTL ran out.
+    Prune,
+    /// Retire every entry of a scope.
+    Clear {
+        #[arg(long)]
+        scope: String,
+    },
+    /// Import a section's markdown file (`## <timestamp> | importance:N | ttl:N | id:X`).
+    Import {
+        file: std::path::PathBuf,
+        #[arg(long)]
+        section: String,
+        #[arg(long, default_value = "global")]
+        scope: String,
+    },
+    /// Import a knowledge-graph memory.jsonl as scoped entries.
+    ImportGraph { file: std::path::PathBuf },
+    /// The memory block for a prompt.
+    Context {
+        #[arg(long, default_value = "global")]
+        scope: String,
+        #[arg(long, default_value = "")]
+        query: String,
+        #[arg(long, default_value_t = 2000)]
+        budget: usize,
+    },
+}
+
+pub fn memory(cli: &Cli, out: &mut Out, cmd: &MemoryCmd) -> Result<()> {
+    use mnemon::scoped::{Scope, Section};
+    let read_only = matches!(cmd, MemoryCmd::Show { .. } | MemoryCmd::Projects | MemoryCmd::Context { .. });
+    let scope = |s: &str| -> Result<Scope> { Scope::parse(s).map_err(|e| usage(e.to_string())) };
+    let section = |s: &str| -> Result<Section> { Section::parse(s).map_err(|e| usage(e.to_string())) };
+    // Check the arguments before opening the file.
+    match cmd {
+        MemoryCmd::Add { section: s, scope: sc, .. } | MemoryCmd::Import { section: s, scope: sc, .. } => {
+            section(s)?;
+            scope(sc)?;
+        }
+        MemoryCmd::Brief { scope: sc, .. }
+        | MemoryCmd::Show { scope: sc, .. }
+        | MemoryCmd::Delete { scope: sc, .. }
+        | MemoryCmd::Clear { scope: sc }
+        | MemoryCmd::Context { scope: sc, .. } => {
+            scope(sc)?;
+        }
+        _ => {}
+    }
+    let db = if read_only { open_read(cli)? } else { open(cli)? };
+    let mem = db.memory();
+    match cmd {
+        MemoryCmd::Add { section: s, content, scope: sc, importance } => {
+            let sc = scope(sc)?;
+            show_id(
+                out,
+                mem.add(&sc, section(s)?, content, *importance)?,
+                json!({ "namespace": sc.namespace() }),
+            )
+        }
+        MemoryCmd::Brief { scope: sc, text } => show_id(out, mem.set_brief(&scope(sc)?, text)?, json!({})),
+        MemoryCmd::Show { scope: sc, section: s } => {
+            let sc = scope(sc)?;
+            let sections = match s {
+                Some(s) => vec![section(s)?],
+                None => Section::ALL.to_vec(),
+            };
+            if out.json {
+                for sec in sections {
+                    for r in mem.entries(&sc, sec)? {
+                        out.json_line(&RecordView::new(&r, db.now()))?;
+                    }
+                }
+                return Ok(());
+            }
+            if let Some(b) = mem.brief(&sc)?.filter(|_| s.is_none()) {
+                out.line(format!("# Brief\n{b}\n"))?;
+            }
+            for sec in sections {
+                out.line(mem.export_markdown(&sc, sec)?)?;
+            }
+            Ok(())
+        }
+        MemoryCmd::Projects => {
+            let ps = mem.projects()?;
+            if out.json {
+                for p in &ps {
+                    out.json_line(p)?;
+                }
+            } else {
+                let rows: Vec<Vec<String>> = ps
+                    .iter()
+                    .map(|p| {
+                        vec![
+                            p.id.clone(),
+                            p.entries.to_string(),
+                            if p.has_brief { "yes" } else { "no" }.into(),
+                        ]
+                    })
+                    .collect();
+                out.line(table(&["project", "entries", "brief"], &rows))?;
+            }
+            Ok(())
+        }
+        MemoryCmd::Delete { id, scope: sc } => {
+            let sc = scope(sc)?;
+            let ns = mnemon::Namespace::new(sc.namespace())?;
+            let rid = crate::commands::resolve_in(&db, &ns, id)?;
+            mem.delete(&sc, rid)?;
+            show_id(out, rid, json!({ "deleted": true }))
+        }
+        MemoryCmd::Prune => {
+            let r = mem.prune_expired()?;
+            let n: usize = r.values().sum();
+            if out.json {
+                out.json_line(&json!({ "pruned": n, "by_namespace": r }))?;
+            } else {
+                out.line(format!("closed {n} expired entr{}", if n == 1 { "y" } else { "ies" }))?;
+            }
+            Ok(())
+        }
+        MemoryCmd::Clear { scope: sc } => {
+            let n = mem.clear(&scope(sc)?)?;
+            if out.json {
+                out.json_line(&json!({ "cleared": n }))?;
+            } else {
+                out.line(format!("retired {n} entries"))?;
+            }
+            Ok(())
+        }
+        MemoryCmd::Import { file, section: s, scope: sc } => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+            let (imported, skipped) = mem.import_markdown(&scope(sc)?, section(s)?, &text)?;
+            if out.json {
+                out.json_line(&json!({ "imported": imported, "skipped": skipped }))?;
+            } else {
+                out.line(format!("imported {imported}, skipped {skipped} already present"))?;
+            }
+            Ok(())
+        }
+        MemoryCmd::ImportGraph { file } => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+            let n = mem.import_graph_jsonl(&text)?;
+            if out.json {
+                out.json_line(&json!({ "imported": n }))?;
+            } else {
+                out.line(format!("imported {n} entries"))?;
+            }
+            Ok(())
+        }
+        MemoryCmd::Context { scope: sc, query, budget } => {
+            let text = mem.context(&scope(sc)?, query, *budget)?;
+            if out.json {
+                out.json_line(&json!({ "context": text }))?;
+            } else {
+                out.line(text)?;
+            }
+            Ok(())
+        }
+    }
+}

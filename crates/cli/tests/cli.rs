@@ -871,3 +871,67 @@ fn project_group() {
     let found = pj(&["project", "search", "writer deadlock"]).json_lines();
     assert!(found.iter().any(|r| r["kind"] == "gotcha"), "{found:?}");
 }
+
+#[test]
+fn memory_group() {
+    let env = Env::new();
+    env.init();
+    let p = "project:/home/me/src/yume";
+    let a = env
+        .run(&[
+            "--json",
+            "memory",
+            "add",
+            "learnings",
+            "Uses Zustand for state",
+            "--scope",
+            p,
+            "--importance",
+            "4",
+        ])
+        .json();
+    assert!(
+        a["namespace"].as_str().unwrap().starts_with("project:")
+            && a["namespace"].as_str().unwrap().ends_with("-yume")
+    );
+    env.run(&["memory", "add", "errors", "emit fails → create the window first", "--scope", p]).ok();
+    env.run(&["memory", "add", "preferences", "Prefers strict mode", "--importance", "5"]).ok();
+    env.run(&["memory", "add", "learnings", "x", "--importance", "9"]).fails(2, "importance");
+    env.run(&["memory", "add", "notes", "x"]).fails(2, "unknown section");
+    env.run(&["memory", "add", "learnings", "x", "--scope", "team:x"]).fails(2, "unknown scope");
+    env.run(&["memory", "brief", "--scope", p, "Tauri 2 with React 19"]).ok();
+    let shown = env.run(&["memory", "show", "--scope", p]).ok().to_string();
+    assert!(shown.contains("# Brief\nTauri 2") && shown.contains("| importance:4 | ttl:90 | id:"), "{shown}");
+    let projects = env.run(&["--json", "memory", "projects"]).json_lines();
+    assert_eq!(projects.len(), 1);
+    let md = env.run(&["memory", "show", "--scope", p, "--section", "learnings"]).ok().to_string();
+    let file = env.dir.path().join("learnings.md");
+    std::fs::write(&file, &md).unwrap();
+    let r = env
+        .run(&[
+            "--json",
+            "memory",
+            "import",
+            file.to_str().unwrap(),
+            "--section",
+            "learnings",
+            "--scope",
+            "project:/tmp/copy",
+        ])
+        .json();
+    assert_eq!(r["imported"], 1);
+    let graph = env.dir.path().join("memory.jsonl");
+    std::fs::write(&graph, "{\"type\":\"entity\",\"name\":\"user\",\"entityType\":\"person\",\"observations\":[\"Likes dark mode\"]}\n").unwrap();
+    assert_eq!(env.run(&["--json", "memory", "import-graph", graph.to_str().unwrap()]).json()["imported"], 1);
+    let ctx = env.run(&["--json", "memory", "context", "--scope", p, "--query", "why does emit fail"]).json();
+    let text = ctx["context"].as_str().unwrap();
+    assert!(
+        text.contains("## brief") && text.contains("## recent errors") && text.contains("## preferences"),
+        "{text}"
+    );
+    let id = a["id"].as_str().unwrap();
+    env.run(&["memory", "delete", id, "--scope", p]).ok();
+    assert!(!env.run(&["memory", "show", "--scope", p, "--section", "learnings"]).ok().contains("Zustand"));
+    assert_eq!(env.run(&["--json", "memory", "clear", "--scope", p]).json()["cleared"], 2);
+    env.run(&["memory", "prune"]).ok();
+}
