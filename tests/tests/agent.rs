@@ -170,3 +170,44 @@ fn episodes_summary_query_access_context_and_pruning() {
     assert_eq!(eps.prune_by_count(2).unwrap(), 1);
     assert!(ns.get(b).unwrap().is_some() && ns.get(newest).unwrap().is_some());
 }
+
+#[test]
+fn prune_dry_run_retire_and_forget() {
+    use mnemon::lifecycle::PruneOptions;
+    use mnemon::scoped::{Scope, Section};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(Timestamp::parse("2024-05-01").unwrap()));
+    let db = open(&dir.path().join("m.redb"), clock.clone());
+    let ns = db.ns("agent:dev-1").unwrap();
+    let eps = ns.episodes();
+    let old = eps.store(Episode { content: "old work".into(), ..Default::default() }, None, None).unwrap();
+    let vip = eps
+        .store(Episode { content: "important old work".into(), ..Default::default() }, None, Some(5))
+        .unwrap();
+    let note = db.memory().add(&Scope::Global, Section::Learnings, "ephemeral note", 1).unwrap();
+    clock.advance(10 * DAY);
+    for i in 0..4 {
+        clock.advance(1_000);
+        eps.store(Episode { content: format!("recent work {i}"), ..Default::default() }, None, None).unwrap();
+    }
+    let o = PruneOptions {
+        dry_run: true,
+        episode_max_age_days: Some(7),
+        episode_cap: Some(3),
+        ..Default::default()
+    };
+    let dry = db.prune(&o).unwrap();
+    assert_eq!((dry.expired, dry.episodes_aged, dry.episodes_capped), (1, 1, 2), "{dry:?}");
+    assert!(ns.get(old).unwrap().is_some(), "a dry run changes nothing");
+    let done = db.prune(&PruneOptions { dry_run: false, ..o.clone() }).unwrap();
+    assert_eq!((done.expired, done.episodes_aged, done.episodes_capped), (1, 1, 2));
+    assert_eq!(ns.list_of::<Episode>(mnemon::AsOf::now()).unwrap().len(), 3);
+    assert!(ns.get(vip).unwrap().is_some(), "importance 5 lives 3 x 7 days and ranks first under the cap");
+    assert_eq!(ns.history(old).unwrap().len(), 2, "retired, not erased");
+    assert!(db.ns("global").unwrap().latest(note).unwrap().unwrap().valid_until.is_some());
+    // Nothing left to prune; with --forget the pruned are erased.
+    assert_eq!(db.prune(&o).unwrap(), mnemon::lifecycle::PruneReport { dry_run: true, ..Default::default() });
+    let gone = db.prune(&PruneOptions { forget: true, episode_cap: Some(1), ..Default::default() }).unwrap();
+    assert_eq!(gone.episodes_capped, 2);
+    assert_eq!(ns.list_of::<Episode>(mnemon::AsOf::now()).unwrap().len(), 1);
+}

@@ -283,6 +283,44 @@ pub enum Command {
     /// Episodes: store, query by similarity, a task's context within a token budget, prune.
     #[command(subcommand)]
     Episode(crate::domain::EpisodeCmd),
+    /// The context block for a prompt: critical gotchas, the brief, active decisions and
+    /// tasks, relevant records, preferences, role knowledge; never over --budget tokens
+    /// (o200k_base). The token count goes to stderr (or `tokens` in --json).
+    Context {
+        #[arg(long, default_value = "")]
+        query: String,
+        #[arg(long)]
+        task: Option<String>,
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long, default_value_t = 2000)]
+        budget: usize,
+        /// markdown or xml.
+        #[arg(long, default_value = "markdown")]
+        format: String,
+    },
+    /// Prune: entries whose TTL ran out, episodes past an age (important ones live longer),
+    /// episodes over a cap. Retired (kept for time travel) unless --forget.
+    Prune {
+        /// Only count.
+        #[arg(long)]
+        dry_run: bool,
+        /// Erase what is pruned instead of retiring it.
+        #[arg(long)]
+        forget: bool,
+        /// Episodes older than this many days.
+        #[arg(long)]
+        episode_days: Option<u32>,
+        /// Episodes of importance 4-5 live this many times longer.
+        #[arg(long, default_value_t = 3)]
+        important_factor: u32,
+        /// At most this many episodes per namespace.
+        #[arg(long)]
+        episode_cap: Option<usize>,
+        /// Only this namespace (repeat for several; default all).
+        #[arg(long = "in")]
+        namespaces: Vec<String>,
+    },
     /// Current records of every kind carrying TAG.
     Tagged { tag: String },
     /// Retire cancelled tasks and superseded decisions older than DAYS (hidden from current

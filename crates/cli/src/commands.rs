@@ -248,6 +248,20 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Decision(cmd) => crate::domain::decision(&cli, &mut out, cmd)?,
         Command::Entity(cmd) => crate::domain::entity(&cli, &mut out, cmd)?,
         Command::Conversation(cmd) => crate::domain::conversation(&cli, &mut out, cmd)?,
+        Command::Context { query, task, agent, budget, format } => {
+            crate::domain::context(&cli, &mut out, query, task.as_deref(), agent.as_deref(), *budget, format)?
+        }
+        Command::Prune { dry_run, forget, episode_days, important_factor, episode_cap, namespaces } => {
+            let o = mnemon::lifecycle::PruneOptions {
+                dry_run: *dry_run,
+                forget: *forget,
+                episode_max_age_days: *episode_days,
+                important_factor: *important_factor,
+                episode_cap: *episode_cap,
+                namespaces: namespaces.clone(),
+            };
+            crate::domain::prune(&cli, &mut out, &o)?
+        }
         Command::Memory(cmd) => crate::domain::memory(&cli, &mut out, cmd)?,
         Command::Project(cmd) => crate::domain::project(&cli, &mut out, cmd)?,
         Command::Knowledge(cmd) => crate::domain::knowledge(&cli, &mut out, cmd)?,

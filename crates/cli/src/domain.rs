@@ -1139,3 +1139,63 @@ pub fn memory(cli: &Cli, out: &mut Out, cmd: &MemoryCmd) -> Result<()> {
         }
     }
 }
+
+/// `mnemon context`: the block for a prompt.
+pub fn context(
+    cli: &Cli,
+    out: &mut Out,
+    query: &str,
+    task: Option<&str>,
+    agent: Option<&str>,
+    budget: usize,
+    format: &str,
+) -> Result<()> {
+    use mnemon::context::{ContextRequest, Format};
+    let format = match format {
+        "markdown" | "md" => Format::Markdown,
+        "xml" => Format::Xml,
+        f => return Err(usage(format!("unknown format {f:?} (markdown, xml)"))),
+    };
+    let db = open_read(cli)?;
+    let ns = ns_of(&db, cli)?;
+    let req = ContextRequest {
+        query: query.to_string(),
+        task: task.map(str::to_string),
+        agent: agent.map(str::to_string),
+        budget,
+        format,
+    };
+    let b = ns.context(&req)?;
+    if out.json {
+        out.json_line(&b)?;
+    } else {
+        out.line(b.text.trim_end())?;
+        eprintln!("{} tokens (o200k_base) of {budget}; {} item(s) left out", b.tokens, b.left_out);
+    }
+    Ok(())
+}
+
+/// `mnemon prune`.
+pub fn prune(cli: &Cli, out: &mut Out, o: &mnemon::lifecycle::PruneOptions) -> Result<()> {
+    let db = open(cli)?;
+    let r = db.prune(o)?;
+    if out.json {
+        out.json_line(&r)?;
+    } else {
+        let verb = if r.dry_run {
+            "would prune"
+        } else if r.forgotten {
+            "forgot"
+        } else {
+            "retired"
+        };
+        out.line(format!(
+            "{verb}: {} expired, {} episode(s) past their age, {} over the cap{}",
+            r.expired,
+            r.episodes_aged,
+            r.episodes_capped,
+            if r.forgotten || r.dry_run { "" } else { " (still visible to time travel)" }
+        ))?;
+    }
+    Ok(())
+}

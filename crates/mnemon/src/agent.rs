@@ -521,31 +521,46 @@ impl Episodes<'_> {
     /// Retire episodes older than `days`; important ones (importance 4 or 5) are kept
     /// `important_factor` times longer. Returns how many were retired.
     pub fn prune_by_age(&self, days: u32, important_factor: u32) -> Result<usize> {
-        let now = self.ns.db().now().as_micros();
-        let mut n = 0;
-        for r in self.ns.list_of::<Episode>(AsOf::now())? {
-            let important = r.envelope.importance.is_some_and(|i| i >= 4);
-            let keep_days = i64::from(days) * if important { i64::from(important_factor.max(1)) } else { 1 };
-            if now - r.valid_from.as_micros() > keep_days * 86_400_000_000 {
-                self.ns.retire(r.id, None)?;
-                n += 1;
-            }
+        let ids = self.aged(days, important_factor)?;
+        for id in &ids {
+            self.ns.retire(*id, None)?;
         }
-        Ok(n)
+        Ok(ids.len())
+    }
+
+    /// The episodes [`Episodes::prune_by_age`] would retire.
+    pub fn aged(&self, days: u32, important_factor: u32) -> Result<Vec<RecordId>> {
+        let now = self.ns.db().now().as_micros();
+        Ok(self
+            .ns
+            .list_of::<Episode>(AsOf::now())?
+            .into_iter()
+            .filter(|r| {
+                let important = r.envelope.importance.is_some_and(|i| i >= 4);
+                let keep_days =
+                    i64::from(days) * if important { i64::from(important_factor.max(1)) } else { 1 };
+                now - r.valid_from.as_micros() > keep_days * 86_400_000_000
+            })
+            .map(|r| r.id)
+            .collect())
     }
 
     /// Keep at most `max` current episodes: the most important, then the newest, stay.
     pub fn prune_by_count(&self, max: usize) -> Result<usize> {
+        let ids = self.over_cap(max)?;
+        for id in &ids {
+            self.ns.retire(*id, None)?;
+        }
+        Ok(ids.len())
+    }
+
+    /// The episodes [`Episodes::prune_by_count`] would retire.
+    pub fn over_cap(&self, max: usize) -> Result<Vec<RecordId>> {
         let mut all = self.ns.list_of::<Episode>(AsOf::now())?;
         all.sort_by(|a, b| {
             b.envelope.importance.unwrap_or(3).cmp(&a.envelope.importance.unwrap_or(3)).then(b.id.cmp(&a.id))
         });
-        let mut n = 0;
-        for r in all.iter().skip(max) {
-            self.ns.retire(r.id, None)?;
-            n += 1;
-        }
-        Ok(n)
+        Ok(all.iter().skip(max).map(|r| r.id).collect())
     }
 
     /// Episodes per type (current).

@@ -40,11 +40,13 @@
 #![doc(test(attr(deny(warnings))))]
 
 pub mod agent;
+pub mod context;
 mod db;
 pub mod domain;
 mod embedding;
 mod error;
 pub mod json;
+pub mod lifecycle;
 pub mod project;
 pub mod scoped;
 pub mod search;

@@ -183,6 +183,9 @@ pub fn entry_text(r: &Record) -> String {
     }
 }
 
+/// Expired records of one namespace: (namespace, [(id, expiry)]).
+pub type Expired = (String, Vec<(RecordId, Timestamp)>);
+
 /// The TTL in days of an importance (None: permanent).
 pub fn ttl_days(importance: u8) -> Option<u32> {
     mnemon_storage::TTL_DAYS.get(usize::from(importance.saturating_sub(1))).copied()
@@ -295,27 +298,37 @@ impl Memory<'_> {
     /// Entries whose TTL ran out are already hidden; this closes their validity at their
     /// expiry so that they leave the current set for good. Returns how many, per namespace.
     pub fn prune_expired(&self) -> Result<BTreeMap<String, usize>> {
+        let mut out = BTreeMap::new();
+        for (ns, found) in self.expired()? {
+            let handle = self.db.ns(&ns)?;
+            for (id, at) in &found {
+                handle.retire(*id, Some(*at))?;
+            }
+            out.insert(ns, found.len());
+        }
+        Ok(out)
+    }
+
+    /// Records of every namespace whose expiry has passed and whose validity is still open:
+    /// (namespace, [(id, expiry)]).
+    pub fn expired(&self) -> Result<Vec<Expired>> {
         let snap = self.db.snapshot()?;
         let now = snap.now();
-        let mut out = BTreeMap::new();
+        let mut out = Vec::new();
         for n in snap.namespaces()? {
-            let ns = self.db.ns(n.as_str())?;
-            let mut pending = Vec::new();
+            let mut found = Vec::new();
             snap.for_each_revision(Some(&n), |r| {
                 if r.replaced_at.is_none()
                     && r.valid_until.is_none()
                     && r.superseded_by.is_none()
-                    && r.expires_at.is_some_and(|e| e <= now && e > r.valid_from)
+                    && let Some(e) = r.expires_at.filter(|e| *e <= now && *e > r.valid_from)
                 {
-                    pending.push((r.id, r.expires_at));
+                    found.push((r.id, e));
                 }
                 Ok(())
             })?;
-            for (id, at) in &pending {
-                ns.retire(*id, *at)?;
-            }
-            if !pending.is_empty() {
-                out.insert(n.as_str().to_string(), pending.len());
+            if !found.is_empty() {
+                out.push((n.as_str().to_string(), found));
             }
         }
         Ok(out)

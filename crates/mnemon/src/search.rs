@@ -251,7 +251,7 @@ impl<'a> TextSearch<'a> {
     }
 }
 
-fn weight(w: &Weights, r: &Record, now: Timestamp) -> f64 {
+pub(crate) fn weight(w: &Weights, r: &Record, now: Timestamp) -> f64 {
     let importance = f64::from(r.envelope.importance.unwrap_or(3)) / 5.0;
     let confidence = f64::from(r.envelope.confidence.unwrap_or(0.5));
     let mut f = (1.0 + w.importance * (importance - 0.5)) * (1.0 + w.confidence * (confidence - 0.5));

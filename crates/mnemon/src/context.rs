@@ -1,0 +1,316 @@
+//! The context builder: the block an agent puts into its prompt, within a token budget counted
+//! with a real BPE tokenizer (o200k_base, embedded, offline).
+//!
+//! Sections, in the order they claim the budget: critical gotchas, the brief, active
+//! decisions with their date ranges, active tasks, relevant learnings / episodes / patterns /
+//! errors / gotchas (ranked by hybrid score, importance and recency), preferences, role
+//! knowledge. Each item goes in whole or not at all; the final text is counted again and
+//! never exceeds the budget. The same data and request give the same block.
+//!
+//! ```
+//! use mnemon::body::{Gotcha, Severity};
+//! use mnemon::context::{ContextRequest, Format};
+//! use mnemon::Db;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let db = Db::create(dir.path().join("m.redb"))?;
+//! let ns = db.ns("project")?;
+//! ns.project().add_gotcha(Gotcha { title: "One writer".into(), problem: "deadlock".into(), solution: "group commit".into(), severity: Severity::Critical })?;
+//! let block = ns.context(&ContextRequest { budget: 200, ..Default::default() })?;
+//! assert!(block.text.contains("One writer") && block.tokens <= 200);
+//! assert_eq!(block.tokens, mnemon::context::count_tokens(&block.text));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use mnemon_storage::body::{Severity, TaskStatus};
+use mnemon_storage::{Body, Kind, ListQuery, Record, RecordId};
+
+use crate::db::Ns;
+use crate::error::Result;
+use crate::search::Weights;
+
+/// Tokens of `text` in OpenAI's o200k_base encoding (embedded in the binary; no download).
+pub fn count_tokens(text: &str) -> usize {
+    tiktoken_rs::o200k_base_singleton().encode_ordinary(text).len()
+}
+
+/// How the block is written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    /// `## Section` headings and `- item` lines.
+    #[default]
+    Markdown,
+    /// `<mnemon-context>` with `<section name>` and `<item kind id>` elements.
+    Xml,
+}
+
+/// What to build a context for.
+#[derive(Clone, Debug)]
+pub struct ContextRequest {
+    /// What the agent is about to do (ranks the relevant items; empty: by importance and
+    /// recency).
+    pub query: String,
+    /// The task being worked on: its episodes and records come first.
+    pub task: Option<String>,
+    /// The agent: its namespace (`agent:<name>`) gives preferences and role knowledge.
+    pub agent: Option<String>,
+    /// The most tokens the block may have.
+    pub budget: usize,
+    /// Markdown or XML.
+    pub format: Format,
+}
+
+impl Default for ContextRequest {
+    fn default() -> Self {
+        ContextRequest {
+            query: String::new(),
+            task: None,
+            agent: None,
+            budget: 2000,
+            format: Format::Markdown,
+        }
+    }
+}
+
+/// A built context block.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ContextBlock {
+    /// The text to put into the prompt.
+    pub text: String,
+    /// Its size in o200k_base tokens (never above the budget).
+    pub tokens: usize,
+    /// The records in it, in order.
+    pub ids: Vec<RecordId>,
+    /// Items that did not fit the budget.
+    pub left_out: usize,
+}
+
+struct Item {
+    section: &'static str,
+    kind: Kind,
+    id: RecordId,
+    text: String,
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn item_text(r: &Record) -> String {
+    let t = match &r.body {
+        Body::Gotcha(g) => format!("{}: {} → {}", g.title, g.problem, g.solution),
+        Body::Decision(d) => {
+            let until = r.valid_until.map_or_else(|| "now".to_string(), |u| u.to_rfc3339()[..10].to_string());
+            let what = if d.description.is_empty() { String::new() } else { format!(": {}", d.description) };
+            let why =
+                if d.rationale.is_empty() { String::new() } else { format!(" (because {})", d.rationale) };
+            format!("{}{what}{why} [{} → {until}]", d.title, &r.valid_from.to_rfc3339()[..10])
+        }
+        Body::Task(t) => {
+            let due = t.due.map(|d| format!(", due {}", &d.to_rfc3339()[..10])).unwrap_or_default();
+            let status = serde_json::to_value(t.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let prio = serde_json::to_value(t.priority)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            format!("{} [{status}, {prio}{due}]", t.title)
+        }
+        Body::Episode(e) => e.summary.clone().unwrap_or_else(|| e.content.clone()),
+        Body::ErrorFix(e) if !e.solution.is_empty() => format!("{} → {}", e.error, e.solution),
+        Body::Pattern(p) if !p.description.is_empty() => format!("{}: {}", p.title, p.description),
+        Body::Preference(p) if p.text.is_empty() => format!("{}: {}", p.key, p.value.as_str()),
+        Body::Knowledge(k) => format!("[{}] {}", k.category, k.content),
+        b => b.text(),
+    };
+    one_line(&t)
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+impl Ns {
+    /// Build the context block for a prompt; see [`crate::context`].
+    pub fn context(&self, req: &ContextRequest) -> Result<ContextBlock> {
+        let items = self.context_items(req)?;
+        Ok(fit(items, req, self.name().as_str()))
+    }
+
+    fn context_items(&self, req: &ContextRequest) -> Result<Vec<Item>> {
+        let mut items: Vec<Item> = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut push = |items: &mut Vec<Item>, section: &'static str, r: &Record| {
+            if seen.insert(r.id) {
+                items.push(Item { section, kind: r.kind(), id: r.id, text: item_text(r) });
+            }
+        };
+        let project = self.project();
+        // 1. Critical gotchas (critical, then high).
+        for r in project.gotchas(None)? {
+            if matches!(&r.body, Body::Gotcha(g) if matches!(g.severity, Severity::Critical | Severity::High))
+            {
+                push(&mut items, "critical gotchas", &r);
+            }
+        }
+        // 2. The brief.
+        for r in self.list(&ListQuery::new().kinds([Kind::Brief]))? {
+            push(&mut items, "brief", &r);
+        }
+        // 3. Active decisions, newest first.
+        for r in self.decisions().active()? {
+            push(&mut items, "active decisions", &r);
+        }
+        // 4. Active tasks: the given task first, then by priority and date.
+        let mut tasks = self.tasks().list(&crate::TaskQuery::default())?;
+        if let Some(t) = &req.task {
+            tasks.sort_by_key(|r| r.id.to_string() != *t && !r.id.to_string().starts_with(t.as_str()));
+        }
+        for r in tasks.iter().filter(
+            |r| matches!(&r.body, Body::Task(t) if t.status != TaskStatus::Backlog || req.task.is_some()),
+        ) {
+            push(&mut items, "active tasks", r);
+        }
+        // 5. Relevant records: the task's own first, then ranked by hybrid score weighted by
+        //    importance and recency (or by importance and recency alone without a query).
+        let kinds =
+            [Kind::Learning, Kind::Episode, Kind::Pattern, Kind::ErrorFix, Kind::Gotcha, Kind::Observation];
+        if let Some(t) = &req.task {
+            let mut q = ListQuery::new().kinds(kinds);
+            q.task = Some(t.clone());
+            let mut own = self.list(&q)?;
+            own.sort_by_key(|r| std::cmp::Reverse(r.id));
+            for r in &own {
+                push(&mut items, "relevant", r);
+            }
+        }
+        let weights = Weights { importance: 0.5, confidence: 0.0, recency_half_life_days: Some(30.0) };
+        if req.query.trim().is_empty() {
+            let now = self.db().now();
+            let mut all = self.list(&ListQuery::new().kinds(kinds))?;
+            let score = |r: &Record| crate::search::weight(&weights, r, now);
+            all.sort_by(|a, b| score(b).total_cmp(&score(a)).then(b.id.cmp(&a.id)));
+            for r in all.iter().take(20) {
+                push(&mut items, "relevant", r);
+            }
+        } else {
+            for h in self.search(&req.query).kinds(kinds).limit(20).weigh(weights).run()? {
+                push(&mut items, "relevant", &h.record);
+            }
+        }
+        // 6. Preferences: this namespace, the agent's, the global ones.
+        let mut pref_ns = vec![self.clone()];
+        if let Some(a) = &req.agent {
+            pref_ns.push(self.db().ns(&format!("agent:{a}"))?);
+        }
+        if self.name().as_str() != "global" {
+            pref_ns.push(self.db().ns("global")?);
+        }
+        for ns in &pref_ns {
+            let mut prefs = ns.list(&ListQuery::new().kinds([Kind::Preference]))?;
+            prefs.sort_by(|a, b| {
+                b.envelope
+                    .importance
+                    .unwrap_or(3)
+                    .cmp(&a.envelope.importance.unwrap_or(3))
+                    .then(a.id.cmp(&b.id))
+            });
+            for r in &prefs {
+                push(&mut items, "preferences", r);
+            }
+        }
+        // 7. Role knowledge of the agent (confidence >= 0.6, strongest first).
+        if let Some(a) = &req.agent {
+            let ans = self.db().ns(&format!("agent:{a}"))?;
+            for r in ans.agent().knowledge(None)? {
+                if r.envelope.confidence.unwrap_or(0.5) >= crate::agent::CONTEXT_MIN_CONFIDENCE {
+                    push(&mut items, "role knowledge", &r);
+                }
+            }
+        }
+        Ok(items)
+    }
+}
+
+/// Render `chosen` items (in section order as given).
+fn render(items: &[&Item], req: &ContextRequest, ns: &str) -> String {
+    let mut s = String::new();
+    let mut section = "";
+    match req.format {
+        Format::Markdown => {
+            for it in items {
+                if it.section != section {
+                    section = it.section;
+                    if !s.is_empty() {
+                        s.push('\n');
+                    }
+                    s.push_str(&format!("## {section}\n"));
+                }
+                s.push_str(&format!("- {}\n", it.text));
+            }
+        }
+        Format::Xml => {
+            s.push_str(&format!("<mnemon-context namespace=\"{}\">\n", xml_escape(ns)));
+            for it in items {
+                if it.section != section {
+                    if !section.is_empty() {
+                        s.push_str("</section>\n");
+                    }
+                    section = it.section;
+                    s.push_str(&format!("<section name=\"{section}\">\n"));
+                }
+                s.push_str(&format!(
+                    "<item kind=\"{}\" id=\"{}\">{}</item>\n",
+                    it.kind,
+                    it.id,
+                    xml_escape(&it.text)
+                ));
+            }
+            if !section.is_empty() {
+                s.push_str("</section>\n");
+            }
+            s.push_str("</mnemon-context>\n");
+        }
+    }
+    s
+}
+
+/// Take items in order while the rendered block fits the budget; the final text is counted
+/// again (BPE counts are not additive across joins) and trimmed from the end if needed.
+fn fit(items: Vec<Item>, req: &ContextRequest, ns: &str) -> ContextBlock {
+    let mut chosen: Vec<&Item> = Vec::new();
+    let mut left_out = 0;
+    let base = count_tokens(&render(&[], req, ns));
+    let mut estimate = base;
+    for it in &items {
+        // Each line's own count, plus a heading when its section starts, plus slack for joins.
+        let heading = if chosen.last().is_none_or(|l| l.section != it.section) {
+            count_tokens(it.section) + 4
+        } else {
+            0
+        };
+        let cost = count_tokens(&it.text) + 2 + heading + if req.format == Format::Xml { 24 } else { 0 };
+        if estimate + cost > req.budget {
+            left_out += 1;
+            continue;
+        }
+        estimate += cost;
+        chosen.push(it);
+    }
+    let mut text = render(&chosen, req, ns);
+    let mut tokens = count_tokens(&text);
+    while tokens > req.budget && !chosen.is_empty() {
+        chosen.pop();
+        left_out += 1;
+        text = render(&chosen, req, ns);
+        tokens = count_tokens(&text);
+    }
+    if tokens > req.budget {
+        // Not even the empty frame fits.
+        text.clear();
+        tokens = 0;
+    }
+    ContextBlock { ids: chosen.iter().map(|i| i.id).collect(), text, tokens, left_out }
+}
