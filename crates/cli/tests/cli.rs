@@ -935,3 +935,33 @@ fn memory_group() {
     assert_eq!(env.run(&["--json", "memory", "clear", "--scope", p]).json()["cleared"], 2);
     env.run(&["memory", "prune"]).ok();
 }
+
+#[test]
+fn context_and_prune_commands() {
+    let env = Env::new();
+    env.init();
+    env.run(&[
+        "project",
+        "gotcha",
+        "--data",
+        r#"{"title":"One writer","problem":"deadlock","solution":"group commit","severity":"critical"}"#,
+    ])
+    .ok();
+    env.add("decision", r#"{"title":"Use redb","rationale":"embedded"}"#, &[]);
+    env.add("learning", r#"{"text":"redb commits fsync by default"}"#, &[]);
+    let b = env.run(&["--json", "context", "--query", "redb", "--budget", "500"]).json();
+    let text = b["text"].as_str().unwrap();
+    assert!(text.starts_with("## critical gotchas\n- One writer"), "{text}");
+    assert!(b["tokens"].as_u64().unwrap() <= 500);
+    let xml = env.run(&["context", "--format", "xml", "--budget", "40"]);
+    assert!(xml.ok().starts_with("<mnemon-context"));
+    assert!(xml.stderr.contains("tokens (o200k_base) of 40"), "{}", xml.stderr);
+    env.run(&["context", "--format", "yaml"]).fails(2, "unknown format");
+    env.run(&["episode", "store", "one"]).ok();
+    env.run(&["episode", "store", "two"]).ok();
+    let dry = env.run(&["--json", "prune", "--dry-run", "--episode-cap", "1"]).json();
+    assert_eq!((dry["episodes_capped"].as_u64(), dry["dry_run"].as_bool()), (Some(1), Some(true)));
+    let done = env.run(&["--json", "prune", "--episode-cap", "1"]).json();
+    assert_eq!(done["episodes_capped"], 1);
+    assert_eq!(env.run(&["--json", "prune", "--episode-cap", "1"]).json()["episodes_capped"], 0);
+}
