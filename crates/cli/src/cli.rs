@@ -194,11 +194,19 @@ pub enum Command {
     },
     /// Import JSON lines: mnemon exports (restored exactly) or loose records.
     Import {
-        /// The file (`-` for standard input).
+        /// The file (`-` for standard input), or a directory for `--format markdown`.
         file: PathBuf,
-        /// Import the valid lines even if some are invalid.
+        /// Import the valid lines even if some are invalid (jsonl; the other formats always
+        /// import what they can and report the rest).
         #[arg(long)]
         partial: bool,
+        /// jsonl (mnemon's export, the default), mcp-jsonl (the knowledge-graph server's
+        /// memory.jsonl, into --ns), markdown (scoped memory files or their directory).
+        #[arg(long, default_value = "jsonl")]
+        format: String,
+        /// For --format markdown with one file: the scope (global, project:PATH, ...).
+        #[arg(long, default_value = "global")]
+        scope: String,
     },
     /// Counts per namespace and kind (`--domain`: decisions, tasks and entities of the
     /// namespace by status, priority, type, tag; overdue tasks; most mentioned entities).

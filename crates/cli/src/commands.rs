@@ -241,7 +241,11 @@ pub fn run(cli: Cli) -> Result<()> {
             let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
             transfer::export(&db, if *all { None } else { Some(&ns) }, &mut stdout)?;
         }
-        Command::Import { file, partial } => import(&cli, &mut out, file, *partial)?,
+        Command::Import { file, partial, format, scope } => match format.as_str() {
+            "jsonl" => import(&cli, &mut out, file, *partial)?,
+            "mcp-jsonl" | "markdown" => crate::domain::import_other(&cli, &mut out, file, format, scope)?,
+            f => return Err(usage(format!("unknown import format {f:?} (jsonl, mcp-jsonl, markdown)"))),
+        },
         Command::Stats { domain: false } => stats(&cli, &mut out)?,
         Command::Stats { domain: true } => crate::domain::domain_stats(&cli, &mut out)?,
         Command::Task(cmd) => crate::domain::task(&cli, &mut out, cmd)?,

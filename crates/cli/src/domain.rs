@@ -1199,3 +1199,42 @@ pub fn prune(cli: &Cli, out: &mut Out, o: &mnemon::lifecycle::PruneOptions) -> R
     }
     Ok(())
 }
+
+/// `mnemon import --format mcp-jsonl|markdown`.
+pub fn import_other(
+    cli: &Cli,
+    out: &mut Out,
+    file: &std::path::Path,
+    format: &str,
+    scope: &str,
+) -> Result<()> {
+    let sc = mnemon::scoped::Scope::parse(scope).map_err(|e| usage(e.to_string()))?;
+    if !file.exists() {
+        return Err(anyhow::anyhow!("cannot open {}: no such file or directory", file.display()));
+    }
+    let db = open(cli)?;
+    let sum = if format == "mcp-jsonl" {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+        mnemon::importers::import_mcp_jsonl(&ns_of(&db, cli)?, &text, &file.display().to_string())?
+    } else {
+        mnemon::importers::import_markdown_path(&db, file, &sc)?
+    };
+    if out.json {
+        out.json_line(&sum)?;
+    } else {
+        out.line(format!(
+            "imported {}, skipped {} already present, {} refused",
+            sum.imported,
+            sum.skipped,
+            sum.errors.len()
+        ))?;
+    }
+    for e in &sum.errors {
+        eprintln!("{e}");
+    }
+    if !sum.errors.is_empty() {
+        return Err(anyhow::anyhow!("{} line(s) refused (the rest was imported)", sum.errors.len()));
+    }
+    Ok(())
+}

@@ -965,3 +965,50 @@ fn context_and_prune_commands() {
     assert_eq!(done["episodes_capped"], 1);
     assert_eq!(env.run(&["--json", "prune", "--episode-cap", "1"]).json()["episodes_capped"], 0);
 }
+
+#[test]
+fn import_formats_mcp_jsonl_and_markdown() {
+    let env = Env::new();
+    env.init();
+    let kg = env.dir.path().join("memory.jsonl");
+    std::fs::write(
+        &kg,
+        "{\"type\":\"entity\",\"name\":\"Alice\",\"entityType\":\"person\",\"observations\":[\"likes Rust\",\"works on mnemon\"]}\n\
+         not json\n\
+         {\"type\":\"relation\",\"from\":\"Alice\",\"to\":\"mnemon\",\"relationType\":\"works_on\"}\n\
+         {\"type\":\"entity\",\"observations\":[]}\n",
+    )
+    .unwrap();
+    let r = env.run(&["--json", "import", "--format", "mcp-jsonl", kg.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("memory.jsonl:2: invalid JSON") && r.stderr.contains("memory.jsonl:4:"),
+        "{}",
+        r.stderr
+    );
+    let sum: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(sum["imported"], 4, "an entity, two observations, a relation: {sum}");
+    // Again: nothing new.
+    let again = env.run(&["--json", "import", "--format", "mcp-jsonl", kg.to_str().unwrap()]);
+    let sum: Value = serde_json::from_str(again.stdout.trim()).unwrap();
+    assert_eq!((sum["imported"].as_u64(), sum["skipped"].as_u64()), (Some(0), Some(2)), "{sum}");
+    assert_eq!(env.run(&["--json", "list", "observation"]).json_lines().len(), 2);
+
+    let dir = env.dir.path().join("mem");
+    std::fs::create_dir_all(dir.join("global")).unwrap();
+    std::fs::create_dir_all(dir.join("projects/7e2aaa07-yume")).unwrap();
+    std::fs::write(dir.join("global/preferences.md"), "# Preferences\n\n## 2026-01-28T10:00:00Z | importance:5 | ttl:permanent | id:p1\nPrefers strict mode\n").unwrap();
+    std::fs::write(dir.join("projects/7e2aaa07-yume/brief.md"), "Tauri 2 with React 19.\n").unwrap();
+    std::fs::write(
+        dir.join("projects/7e2aaa07-yume/learnings.md"),
+        "# Learnings\n\n## 2026-01-28T10:00:00Z | importance:5 | ttl:permanent | id:abc\nUses Zustand\n",
+    )
+    .unwrap();
+    let sum = env.run(&["--json", "import", "--format", "markdown", dir.to_str().unwrap()]).json();
+    assert_eq!(sum["imported"], 3, "{sum}");
+    let sum = env.run(&["--json", "import", "--format", "markdown", dir.to_str().unwrap()]).json();
+    assert_eq!((sum["imported"].as_u64(), sum["skipped"].as_u64()), (Some(0), Some(3)), "{sum}");
+    let shown = env.run(&["memory", "show", "--scope", "project-id:7e2aaa07-yume"]).ok().to_string();
+    assert!(shown.contains("Tauri 2") && shown.contains("Uses Zustand"), "{shown}");
+    env.run(&["import", "--format", "yaml", kg.to_str().unwrap()]).fails(2, "unknown import format");
+}

@@ -1,0 +1,207 @@
+//! Importers of other memory formats: the reference knowledge-graph server's `memory.jsonl`
+//! (`mcp-jsonl`) and the scoped markdown files (`markdown`, a file or a directory laid out as
+//! `global/*.md` and `projects/<id>/*.md`). Each line or entry is written on its own, so a
+//! bad one is reported (file and line) and the rest imported; importing the same file again
+//! creates no duplicates.
+
+use std::path::Path;
+
+use mnemon_storage::body::{Entity, Observation, Relation};
+use mnemon_storage::{AsOf, Body, NewRecord, OnConflict, Outcome};
+use serde_json::Value;
+
+use crate::db::{Db, Ns};
+use crate::error::{LineError, Result, invalid};
+use crate::scoped::{Scope, Section};
+
+/// What an import did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ImportSummary {
+    /// Records written.
+    pub imported: usize,
+    /// Lines or entries already present (nothing written).
+    pub skipped: usize,
+    /// Lines or entries refused, with file and line.
+    #[serde(serialize_with = "as_strings")]
+    pub errors: Vec<LineError>,
+}
+
+fn as_strings<S: serde::Serializer>(errors: &[LineError], s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_seq(errors.iter().map(ToString::to_string))
+}
+
+/// Import the knowledge-graph JSONL format into `ns`: entity lines (`{"type":"entity","name",
+/// "entityType","observations":[...]}`) become entities (found by name) and one observation
+/// record per observation; relation lines (`{"type":"relation","from","to","relationType"}`)
+/// become relations. Observations and relations already present are skipped.
+pub fn import_mcp_jsonl(ns: &Ns, text: &str, source: &str) -> Result<ImportSummary> {
+    let mut sum = ImportSummary::default();
+    let mut known_obs: std::collections::BTreeSet<(String, String)> = ns
+        .list_of::<Observation>(AsOf::now())?
+        .into_iter()
+        .filter_map(|r| match r.body {
+            Body::Observation(o) => Some((mnemon_storage::body::normalise_key(&o.entity), o.content)),
+            _ => None,
+        })
+        .collect();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let err = |reason: String| LineError { source: source.to_string(), line: i as u64 + 1, reason };
+        let v: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                sum.errors.push(err(format!("invalid JSON: {e}")));
+                continue;
+            }
+        };
+        let r = match v["type"].as_str() {
+            Some("entity") => import_entity(ns, &v, &mut known_obs, &mut sum),
+            Some("relation") => import_relation(ns, &v, &mut sum),
+            _ => Err(invalid("expected \"type\": \"entity\" or \"relation\"")),
+        };
+        if let Err(e) = r {
+            sum.errors.push(err(e.to_string()));
+        }
+    }
+    Ok(sum)
+}
+
+fn import_entity(
+    ns: &Ns,
+    v: &Value,
+    known: &mut std::collections::BTreeSet<(String, String)>,
+    sum: &mut ImportSummary,
+) -> Result<()> {
+    let name = v["name"]
+        .as_str()
+        .filter(|n| !n.trim().is_empty())
+        .ok_or_else(|| invalid("an entity needs a name"))?;
+    let etype = v["entityType"].as_str().unwrap_or("other");
+    let obs: Vec<&str> = match &v["observations"] {
+        Value::Null => Vec::new(),
+        Value::Array(a) => a
+            .iter()
+            .map(|o| o.as_str().ok_or_else(|| invalid("observations must be strings")))
+            .collect::<Result<_>>()?,
+        _ => return Err(invalid("observations must be a list of strings")),
+    };
+    let before = sum.imported;
+    let (_, created) = ns.entities().find_or_create(Entity {
+        name: name.to_string(),
+        entity_type: etype.into(),
+        ..Default::default()
+    })?;
+    if created {
+        sum.imported += 1;
+    }
+    let key = mnemon_storage::body::normalise_key(name);
+    for o in obs {
+        if !known.insert((key.clone(), o.to_string())) {
+            continue;
+        }
+        ns.add(Observation { entity: name.to_string(), content: o.to_string() })?;
+        sum.imported += 1;
+    }
+    if sum.imported == before {
+        sum.skipped += 1;
+    }
+    Ok(())
+}
+
+fn import_relation(ns: &Ns, v: &Value, sum: &mut ImportSummary) -> Result<()> {
+    let (Some(from), Some(to), Some(rt)) = (v["from"].as_str(), v["to"].as_str(), v["relationType"].as_str())
+    else {
+        return Err(invalid("a relation needs from, to and relationType"));
+    };
+    let mut rec = NewRecord::new(
+        ns.name().clone(),
+        Relation {
+            from: from.to_string(),
+            relation_type: rt.to_string(),
+            to: to.to_string(),
+            description: String::new(),
+        },
+    );
+    rec.on_conflict = OnConflict::ReturnExisting;
+    match ns.insert(rec)? {
+        Outcome::Existing { .. } => sum.skipped += 1,
+        _ => sum.imported += 1,
+    }
+    Ok(())
+}
+
+/// Import scoped markdown memory: one file (its section from its name: `learnings.md`,
+/// `errors.md`, `patterns.md`, `preferences.md`, `brief.md`) into `scope`, or a directory
+/// laid out as `global/*.md` and `projects/<id>/*.md`.
+pub fn import_markdown_path(db: &Db, path: &Path, scope: &Scope) -> Result<ImportSummary> {
+    let mut sum = ImportSummary::default();
+    if path.is_dir() {
+        let read = |p: &Path| {
+            std::fs::read_dir(p).map_err(|e| crate::Error::Io { path: p.to_path_buf(), source: e })
+        };
+        let global = path.join("global");
+        if global.is_dir() {
+            for f in sorted(read(&global)?) {
+                import_markdown_file(db, &f, &Scope::Global, &mut sum)?;
+            }
+        }
+        let projects = path.join("projects");
+        if projects.is_dir() {
+            for dir in sorted(read(&projects)?) {
+                let Some(id) = dir.file_name().and_then(|n| n.to_str()).map(str::to_string) else { continue };
+                if dir.is_dir() {
+                    for f in sorted(read(&dir)?) {
+                        import_markdown_file(db, &f, &Scope::Project(id.clone()), &mut sum)?;
+                    }
+                }
+            }
+        }
+        return Ok(sum);
+    }
+    import_markdown_file(db, path, scope, &mut sum)?;
+    Ok(sum)
+}
+
+fn sorted(rd: std::fs::ReadDir) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    v.sort();
+    v
+}
+
+fn import_markdown_file(db: &Db, file: &Path, scope: &Scope, sum: &mut ImportSummary) -> Result<()> {
+    let source = file.display().to_string();
+    let Some(stem) = file.file_stem().and_then(|s| s.to_str()) else { return Ok(()) };
+    if file.extension().and_then(|e| e.to_str()) != Some("md") {
+        return Ok(());
+    }
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| crate::Error::Io { path: file.to_path_buf(), source: e })?;
+    let mem = db.memory();
+    if stem == "brief" {
+        let brief = text.trim();
+        if brief.is_empty() || mem.brief(scope)?.as_deref() == Some(brief) {
+            sum.skipped += 1;
+        } else {
+            mem.set_brief(scope, brief)?;
+            sum.imported += 1;
+        }
+        return Ok(());
+    }
+    let section = match Section::parse(stem) {
+        Ok(s) => s,
+        Err(e) => {
+            sum.errors.push(LineError { source, line: 0, reason: e.to_string() });
+            return Ok(());
+        }
+    };
+    match mem.import_markdown(scope, section, &text) {
+        Ok((i, s)) => {
+            sum.imported += i;
+            sum.skipped += s;
+        }
+        Err(e) => sum.errors.push(LineError { source, line: 0, reason: e.to_string() }),
+    }
+    Ok(())
+}
