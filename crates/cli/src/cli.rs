@@ -201,7 +201,8 @@ pub enum Command {
         #[arg(long)]
         partial: bool,
         /// jsonl (mnemon's export, the default), mcp-jsonl (the knowledge-graph server's
-        /// memory.jsonl, into --ns), markdown (scoped memory files or their directory).
+        /// memory.jsonl, into --ns), markdown (scoped memory files or their directory),
+        /// assistant (a directory of decisions/tasks/entities/conversations .json, into --ns).
         #[arg(long, default_value = "jsonl")]
         format: String,
         /// For --format markdown with one file: the scope (global, project:PATH, ...).

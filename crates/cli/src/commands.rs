@@ -243,8 +243,14 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Import { file, partial, format, scope } => match format.as_str() {
             "jsonl" => import(&cli, &mut out, file, *partial)?,
-            "mcp-jsonl" | "markdown" => crate::domain::import_other(&cli, &mut out, file, format, scope)?,
-            f => return Err(usage(format!("unknown import format {f:?} (jsonl, mcp-jsonl, markdown)"))),
+            "mcp-jsonl" | "markdown" | "assistant" => {
+                crate::domain::import_other(&cli, &mut out, file, format, scope)?
+            }
+            f => {
+                return Err(usage(format!(
+                    "unknown import format {f:?} (jsonl, mcp-jsonl, markdown, assistant)"
+                )));
+            }
         },
         Command::Stats { domain: false } => stats(&cli, &mut out)?,
         Command::Stats { domain: true } => crate::domain::domain_stats(&cli, &mut out)?,

@@ -1213,7 +1213,14 @@ pub fn import_other(
         return Err(anyhow::anyhow!("cannot open {}: no such file or directory", file.display()));
     }
     let db = open(cli)?;
-    let sum = if format == "mcp-jsonl" {
+    let sum = if format == "assistant" {
+        if !file.is_dir() {
+            return Err(usage(
+                "--format assistant reads a directory (decisions.json, tasks.json, entities.json, conversations.json)",
+            ));
+        }
+        mnemon::importers::import_assistant_dir(&ns_of(&db, cli)?, file)?
+    } else if format == "mcp-jsonl" {
         let text = std::fs::read_to_string(file)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
         mnemon::importers::import_mcp_jsonl(&ns_of(&db, cli)?, &text, &file.display().to_string())?

@@ -1012,3 +1012,47 @@ fn import_formats_mcp_jsonl_and_markdown() {
     assert!(shown.contains("Tauri 2") && shown.contains("Uses Zustand"), "{shown}");
     env.run(&["import", "--format", "yaml", kg.to_str().unwrap()]).fails(2, "unknown import format");
 }
+
+#[test]
+fn import_assistant_json_files() {
+    let env = Env::new();
+    env.init();
+    let dir = env.dir.path().join("assistant");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("decisions.json"), r#"[
+      {"id":"1714000000-abc","type":"decision","title":"Use SQLite","description":"","rationale":"simple","context":"","status":"superseded","tags":["db"],"relatedTasks":["1714000001-def"],"supersededBy":"1714000002-ghi","createdAt":"2024-04-25T00:00:00Z","updatedAt":"2024-04-26T00:00:00Z","validFrom":"2024-04-25T00:00:00Z","validUntil":"2024-04-26T00:00:00Z"},
+      {"id":"1714000002-ghi","type":"decision","title":"Use redb","rationale":"embedded","status":"accepted","tags":["db"],"relatedDecisions":["1714000000-abc"],"validFrom":"2024-04-26T00:00:00Z"},
+      {"type":"decision","title":"no id"}
+    ]"#).unwrap();
+    std::fs::write(dir.join("tasks.json"), r#"[
+      {"id":"1714000001-def","type":"task","title":"Port the store","status":"in_progress","priority":"high","dependencies":[],"relatedDecisions":["1714000000-abc"],"tags":[],"statusHistory":[{"from":"backlog","to":"in_progress","timestamp":"2024-04-25T10:00:00Z"}],"validFrom":"2024-04-25T00:00:00Z"},
+      {"id":"1714000003-jkl","type":"task","title":"Bad status","status":"someday"}
+    ]"#).unwrap();
+    std::fs::write(dir.join("entities.json"), r#"[{"id":"e1","type":"entity","entityType":"technology","name":"redb","description":"a store","properties":{"version":"4"},"mentions":[{"context":"we use redb","timestamp":"2024-04-26T00:00:00Z","source":"conversation"}],"tags":[]}]"#).unwrap();
+    std::fs::write(dir.join("conversations.json"), r#"[{"id":"c1","startedAt":"2024-04-26T00:00:00Z","endedAt":"2024-04-26T01:00:00Z","summary":"chose redb","messages":[{"role":"user","content":"redb?","timestamp":"2024-04-26T00:00:01Z"},{"role":"assistant","content":"yes","timestamp":"2024-04-26T00:00:02Z"}],"extractedDecisions":["1714000002-ghi"]}]"#).unwrap();
+    let r = env.run(&["--json", "import", "--format", "assistant", dir.to_str().unwrap()]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("decisions.json:3: item 3: no id") && r.stderr.contains("tasks.json:2:"),
+        "{}",
+        r.stderr
+    );
+    let sum: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(sum["imported"], 5, "{sum}");
+    // References carried over to the new ids; time travel sees the old decision.
+    let tasks = env.run(&["--json", "task", "list"]).json_lines();
+    assert_eq!(tasks[0]["body"]["status_history"][0]["to"], "in_progress");
+    let old = env.run(&["--json", "list", "decision", "--as-of", "2024-04-25T12:00:00Z"]).json_lines();
+    assert_eq!(old[0]["body"]["title"], "Use SQLite");
+    assert_eq!(tasks[0]["body"]["related_decisions"][0], old[0]["id"]);
+    let now = env.run(&["--json", "list", "decision"]).json_lines();
+    assert_eq!(now.len(), 1);
+    assert_eq!(now[0]["body"]["related_decisions"][0], old[0]["id"]);
+    let conv = env.run(&["--json", "conversation", "recent"]).json_lines();
+    let shown = env.run(&["--json", "conversation", "show", conv[0]["id"].as_str().unwrap()]).json_lines();
+    assert_eq!(shown.len(), 3);
+    // Again: nothing new.
+    let again = env.run(&["--json", "import", "--format", "assistant", dir.to_str().unwrap()]);
+    let sum: Value = serde_json::from_str(again.stdout.trim()).unwrap();
+    assert_eq!((sum["imported"].as_u64(), sum["skipped"].as_u64()), (Some(0), Some(5)), "{sum}");
+}

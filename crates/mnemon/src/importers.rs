@@ -205,3 +205,214 @@ fn import_markdown_file(db: &Db, file: &Path, scope: &Scope, sum: &mut ImportSum
     }
     Ok(())
 }
+
+/// Import the project assistant's JSON files (`decisions.json`, `tasks.json`,
+/// `entities.json`, `conversations.json`, arrays of objects with camelCase fields) from a
+/// directory into `ns`. Their string ids become new record ids (references between them are
+/// carried over); the original id is kept in `metadata.source_id`, so a second import of
+/// the same files skips what is there. `validFrom` / `validUntil` become the valid time.
+pub fn import_assistant_dir(ns: &Ns, dir: &Path) -> Result<ImportSummary> {
+    use mnemon_storage::body::{Conversation, Decision, Mention, Message, Role, StatusChange, Task};
+    use mnemon_storage::{RecordId, Timestamp};
+    let mut sum = ImportSummary::default();
+    let files = ["decisions.json", "tasks.json", "entities.json", "conversations.json"];
+    let mut docs: Vec<(String, Vec<Value>)> = Vec::new();
+    for f in files {
+        let p = dir.join(f);
+        if !p.exists() {
+            continue;
+        }
+        let source = p.display().to_string();
+        let text =
+            std::fs::read_to_string(&p).map_err(|e| crate::Error::Io { path: p.clone(), source: e })?;
+        match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Array(items)) => docs.push((source, items)),
+            Ok(_) => sum.errors.push(LineError { source, line: 1, reason: "expected a JSON array".into() }),
+            Err(e) => sum.errors.push(LineError {
+                source,
+                line: e.line() as u64,
+                reason: format!("invalid JSON: {e}"),
+            }),
+        }
+    }
+    // Ids already imported, then new ids for the rest (so that references resolve forwards).
+    let mut ids: std::collections::BTreeMap<String, RecordId> = std::collections::BTreeMap::new();
+    let mut present = std::collections::BTreeSet::new();
+    ns.db().snapshot()?.for_each_revision(Some(ns.name()), |r| {
+        if let Some(s) = r.envelope.metadata.value()["source_id"].as_str() {
+            ids.insert(s.to_string(), r.id);
+            present.insert(s.to_string());
+        }
+        Ok(())
+    })?;
+    for (_, items) in &docs {
+        for it in items {
+            if let Some(s) = it["id"].as_str() {
+                ids.entry(s.to_string()).or_insert_with(RecordId::new);
+            }
+        }
+    }
+    let time = |v: &Value| v.as_str().and_then(|s| Timestamp::parse(s).ok());
+    let refs = |v: &Value| -> Vec<RecordId> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x.as_str().and_then(|s| ids.get(s).copied()))
+            .collect()
+    };
+    let strs = |v: &Value| -> Vec<String> {
+        v.as_array().into_iter().flatten().filter_map(|x| x.as_str().map(str::to_string)).collect()
+    };
+    let enum_of = |v: &Value, what: &str| -> Result<Value> {
+        match v {
+            Value::Null => Ok(Value::Null),
+            Value::String(_) => Ok(v.clone()),
+            _ => Err(invalid(format!("{what} must be a string"))),
+        }
+    };
+    for (source, items) in &docs {
+        for (i, it) in items.iter().enumerate() {
+            let err = |reason: String| LineError {
+                source: source.clone(),
+                line: i as u64 + 1,
+                reason: format!("item {}: {reason}", i + 1),
+            };
+            let Some(old) = it["id"].as_str() else {
+                sum.errors.push(err("no id".into()));
+                continue;
+            };
+            if present.contains(old) {
+                sum.skipped += 1;
+                continue;
+            }
+            let body: Result<Body> = (|| {
+                Ok(
+                    match it["type"].as_str().unwrap_or_else(|| {
+                        if source.ends_with("conversations.json") { "conversation" } else { "" }
+                    }) {
+                        "decision" => Decision {
+                            title: it["title"].as_str().unwrap_or_default().to_string(),
+                            description: it["description"].as_str().unwrap_or_default().to_string(),
+                            rationale: it["rationale"].as_str().unwrap_or_default().to_string(),
+                            context: it["context"].as_str().unwrap_or_default().to_string(),
+                            status: serde_json::from_value(enum_of(&it["status"], "status")?)
+                                .unwrap_or_default(),
+                            alternatives: strs(&it["alternatives"]),
+                            consequences: strs(&it["consequences"]),
+                            related_decisions: refs(&it["relatedDecisions"]),
+                            related_tasks: refs(&it["relatedTasks"]),
+                        }
+                        .into(),
+                        "task" => Task {
+                            title: it["title"].as_str().unwrap_or_default().to_string(),
+                            description: it["description"].as_str().unwrap_or_default().to_string(),
+                            status: serde_json::from_value(enum_of(&it["status"], "status")?)
+                                .map_err(|e| invalid(format!("status: {e}")))?,
+                            priority: serde_json::from_value(enum_of(&it["priority"], "priority")?)
+                                .unwrap_or_default(),
+                            assignee: it["assignee"].as_str().map(Into::into),
+                            due: time(&it["dueDate"]),
+                            completed_at: time(&it["completedAt"]),
+                            dependencies: refs(&it["dependencies"]),
+                            blocked_by: it["blockedBy"].as_str().map(str::to_string),
+                            related_decisions: refs(&it["relatedDecisions"]),
+                            status_history: it["statusHistory"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|c| {
+                                    Some(StatusChange {
+                                        from: serde_json::from_value(c["from"].clone()).ok()?,
+                                        to: serde_json::from_value(c["to"].clone()).ok()?,
+                                        at: time(&c["timestamp"])?,
+                                        reason: c["reason"].as_str().map(str::to_string),
+                                    })
+                                })
+                                .collect(),
+                        }
+                        .into(),
+                        "entity" => Entity {
+                            name: it["name"]
+                                .as_str()
+                                .filter(|n| !n.trim().is_empty())
+                                .ok_or_else(|| invalid("an entity needs a name"))?
+                                .to_string(),
+                            entity_type: it["entityType"].as_str().unwrap_or("other").into(),
+                            description: it["description"].as_str().unwrap_or_default().to_string(),
+                            properties: mnemon_storage::JsonText::from_value(
+                                if it["properties"].is_object() { &it["properties"] } else { &Value::Null },
+                            ),
+                            mentions: it["mentions"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|m| {
+                                    Some(Mention {
+                                        context: m["context"].as_str()?.to_string(),
+                                        at: time(&m["timestamp"])?,
+                                        source: m["source"].as_str().unwrap_or("manual").into(),
+                                    })
+                                })
+                                .collect(),
+                            related_entities: refs(&it["relatedEntities"]),
+                        }
+                        .into(),
+                        "conversation" => Conversation {
+                            title: it["title"].as_str().unwrap_or_default().to_string(),
+                            summary: it["summary"].as_str().map(str::to_string),
+                            ended_at: time(&it["endedAt"]),
+                            extracted_decisions: refs(&it["extractedDecisions"]),
+                            extracted_tasks: refs(&it["extractedTasks"]),
+                            extracted_entities: refs(&it["extractedEntities"]),
+                        }
+                        .into(),
+                        other => return Err(invalid(format!("unknown type {other:?}"))),
+                    },
+                )
+            })();
+            let body = match body {
+                Ok(b) => b,
+                Err(e) => {
+                    sum.errors.push(err(e.to_string()));
+                    continue;
+                }
+            };
+            let is_conv = matches!(body, Body::Conversation(_));
+            let mut rec = NewRecord::new(ns.name().clone(), body);
+            rec.id = ids[old];
+            rec.valid_from =
+                time(&it["validFrom"]).or_else(|| time(&it["startedAt"])).or_else(|| time(&it["createdAt"]));
+            rec.valid_until = time(&it["validUntil"]);
+            rec.envelope.tags = strs(&it["tags"]).into_iter().map(Into::into).collect();
+            rec.envelope.metadata =
+                mnemon_storage::JsonText::from_value(&serde_json::json!({"source_id": old}));
+            rec.envelope.importance = Some(5); // imported history is not subject to TTLs
+            rec.on_conflict = OnConflict::ReturnExisting;
+            match ns.insert(rec) {
+                Ok(Outcome::Existing { .. }) => sum.skipped += 1,
+                Ok(_) => {
+                    sum.imported += 1;
+                    if is_conv {
+                        for m in it["messages"].as_array().into_iter().flatten() {
+                            let role: Role = serde_json::from_value(m["role"].clone()).unwrap_or_default();
+                            let mut mr = NewRecord::new(
+                                ns.name().clone(),
+                                Message {
+                                    conversation: Some(ids[old]),
+                                    role,
+                                    content: m["content"].as_str().unwrap_or_default().to_string(),
+                                },
+                            );
+                            mr.valid_from = time(&m["timestamp"]);
+                            mr.envelope.task = Some(ids[old].to_string().into());
+                            mr.envelope.importance = Some(5);
+                            ns.insert(mr)?;
+                        }
+                    }
+                }
+                Err(e) => sum.errors.push(err(e.to_string())),
+            }
+        }
+    }
+    Ok(sum)
+}
