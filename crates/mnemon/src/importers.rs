@@ -248,7 +248,7 @@ pub fn import_assistant_dir(ns: &Ns, dir: &Path) -> Result<ImportSummary> {
     for (_, items) in &docs {
         for it in items {
             if let Some(s) = it["id"].as_str() {
-                ids.entry(s.to_string()).or_insert_with(RecordId::new);
+                ids.entry(s.to_string()).or_default(); // a new UUIDv7
             }
         }
     }
