@@ -557,9 +557,7 @@ impl Episodes<'_> {
     /// The episodes [`Episodes::prune_by_count`] would retire.
     pub fn over_cap(&self, max: usize) -> Result<Vec<RecordId>> {
         let mut all = self.ns.list_of::<Episode>(AsOf::now())?;
-        all.sort_by(|a, b| {
-            b.envelope.importance.unwrap_or(3).cmp(&a.envelope.importance.unwrap_or(3)).then(b.id.cmp(&a.id))
-        });
+        crate::domain::by_importance(&mut all);
         Ok(all.iter().skip(max).map(|r| r.id).collect())
     }
 

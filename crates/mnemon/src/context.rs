@@ -210,13 +210,7 @@ impl Ns {
         }
         for ns in &pref_ns {
             let mut prefs = ns.list(&ListQuery::new().kinds([Kind::Preference]))?;
-            prefs.sort_by(|a, b| {
-                b.envelope
-                    .importance
-                    .unwrap_or(3)
-                    .cmp(&a.envelope.importance.unwrap_or(3))
-                    .then(a.id.cmp(&b.id))
-            });
+            crate::domain::by_importance(&mut prefs);
             for r in &prefs {
                 push(&mut items, "preferences", r);
             }

@@ -239,6 +239,12 @@ impl Ns {
     }
 }
 
+/// Sort most important first (importance 1-5, 3 when unset), then newest first.
+pub(crate) fn by_importance(recs: &mut [Record]) {
+    let imp = |r: &Record| r.envelope.importance.unwrap_or(3);
+    recs.sort_by(|a, b| imp(b).cmp(&imp(a)).then(b.id.cmp(&a.id)));
+}
+
 /// The snake_case name serde gives an enum value.
 fn json_name<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()

@@ -485,13 +485,7 @@ impl Memory<'_> {
             parts.push(("brief".into(), vec![cut]));
         }
         let by_importance = |mut v: Vec<Record>| {
-            v.sort_by(|a, b| {
-                b.envelope
-                    .importance
-                    .unwrap_or(3)
-                    .cmp(&a.envelope.importance.unwrap_or(3))
-                    .then(b.id.cmp(&a.id))
-            });
+            crate::domain::by_importance(&mut v);
             v
         };
         let ns = self.ns(scope)?;
