@@ -202,7 +202,8 @@ pub enum Command {
         partial: bool,
         /// jsonl (mnemon's export, the default), mcp-jsonl (the knowledge-graph server's
         /// memory.jsonl, into --ns), markdown (scoped memory files or their directory),
-        /// assistant (a directory of decisions/tasks/entities/conversations .json, into --ns).
+        /// assistant (a directory of decisions/tasks/entities/conversations .json, into --ns),
+        /// crewly (a .crewly/knowledge folder or an agent's folder, into --ns).
         #[arg(long, default_value = "jsonl")]
         format: String,
         /// For --format markdown with one file: the scope (global, project:PATH, ...).

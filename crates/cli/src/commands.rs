@@ -243,12 +243,12 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Import { file, partial, format, scope } => match format.as_str() {
             "jsonl" => import(&cli, &mut out, file, *partial)?,
-            "mcp-jsonl" | "markdown" | "assistant" => {
+            "mcp-jsonl" | "markdown" | "assistant" | "crewly" => {
                 crate::domain::import_other(&cli, &mut out, file, format, scope)?
             }
             f => {
                 return Err(usage(format!(
-                    "unknown import format {f:?} (jsonl, mcp-jsonl, markdown, assistant)"
+                    "unknown import format {f:?} (jsonl, mcp-jsonl, markdown, crewly, assistant)"
                 )));
             }
         },

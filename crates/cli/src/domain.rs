@@ -1213,7 +1213,12 @@ pub fn import_other(
         return Err(anyhow::anyhow!("cannot open {}: no such file or directory", file.display()));
     }
     let db = open(cli)?;
-    let sum = if format == "assistant" {
+    let sum = if format == "crewly" {
+        if !file.is_dir() {
+            return Err(usage("--format crewly reads a directory (.crewly/knowledge or an agent's folder)"));
+        }
+        mnemon::importers::import_crewly_dir(&ns_of(&db, cli)?, file)?
+    } else if format == "assistant" {
         if !file.is_dir() {
             return Err(usage(
                 "--format assistant reads a directory (decisions.json, tasks.json, entities.json, conversations.json)",

@@ -1056,3 +1056,60 @@ fn import_assistant_json_files() {
     let sum: Value = serde_json::from_str(again.stdout.trim()).unwrap();
     assert_eq!((sum["imported"].as_u64(), sum["skipped"].as_u64()), (Some(0), Some(5)), "{sum}");
 }
+
+#[test]
+fn import_crewly_knowledge_and_agent_files() {
+    let env = Env::new();
+    env.init();
+    let k = env.dir.path().join("knowledge");
+    std::fs::create_dir_all(&k).unwrap();
+    std::fs::write(k.join("patterns.json"), r#"[{"id":"p1","title":"Errors as values","description":"Return Result","category":"rust","example":"fn f() -> Result<()>","discoveredBy":"dev-1","createdAt":"2025-01-01T00:00:00Z"},{"id":"p2","title":"","description":"no title"}]"#).unwrap();
+    std::fs::write(k.join("decisions.json"), r#"[{"id":"d1","title":"Use redb","decision":"redb 4","rationale":"embedded","decidedAt":"2025-01-02T00:00:00Z"}]"#).unwrap();
+    std::fs::write(k.join("gotchas.json"), r#"[{"id":"g1","title":"One writer","problem":"deadlock","solution":"group commit","severity":"high"}]"#).unwrap();
+    std::fs::write(
+        k.join("relationships.json"),
+        r#"[{"id":"r1","from":"api","to":"storage","relationshipType":"depends_on"}]"#,
+    )
+    .unwrap();
+    std::fs::write(k.join("learnings.md"), "# Project Learnings\n\n\n## 2025-01-03\n### [dev-2] 10:00:00\nIndex files live beside the db\n\n**Type:** note\n---\n\n## 2025-01-04\n### [dev-1] 11:30:00\nredb commits fsync\n---\n").unwrap();
+    let r = env.run(&["--ns", "project:x", "--json", "import", "--format", "crewly", k.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "one pattern has no title: {}", r.stderr);
+    assert!(r.stderr.contains("patterns.json:2:"), "{}", r.stderr);
+    let sum: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(sum["imported"], 6, "{sum}");
+    let md = env.run(&["--ns", "project:x", "project", "learnings"]).ok().to_string();
+    assert!(
+        md.contains("## 2025-01-03\n### [dev-2] 10:00:00\nIndex files live beside the db")
+            && md.contains("**Type:** note"),
+        "{md}"
+    );
+    let ctx = env.run(&["--ns", "project:x", "project", "context"]).ok().to_string();
+    assert!(
+        ctx.contains("**One writer**") && ctx.contains("api depends_on storage") && ctx.contains("Use redb"),
+        "{ctx}"
+    );
+    let again =
+        env.run(&["--ns", "project:x", "--json", "import", "--format", "crewly", k.to_str().unwrap()]);
+    let sum: Value = serde_json::from_str(again.stdout.trim()).unwrap();
+    assert_eq!((sum["imported"].as_u64(), sum["skipped"].as_u64()), (Some(0), Some(6)), "{sum}");
+
+    let a = env.dir.path().join("agent");
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::write(a.join("role-knowledge.json"), r#"[{"id":"k1","category":"testing","content":"Run the tests first","confidence":0.8,"createdAt":"2025-01-01T00:00:00Z"}]"#).unwrap();
+    std::fs::write(a.join("preferences.json"), r#"{"indent": 4, "verbosity": "terse"}"#).unwrap();
+    std::fs::write(a.join("performance.json"), r#"{"taskCompletions":[{"taskId":"T-1","iterations":2,"qualityGatePassed":true}],"errorPatterns":[{"pattern":"E0502","resolution":"clone","occurrences":3}]}"#).unwrap();
+    let sum = env
+        .run(&["--ns", "agent:dev-1", "--json", "import", "--format", "crewly", a.to_str().unwrap()])
+        .json();
+    assert_eq!(sum["imported"], 5, "{sum}");
+    let ctx = env.run(&["--ns", "agent:dev-1", "--json", "agent", "context"]).json();
+    let text = ctx["context"].as_str().unwrap();
+    assert!(
+        text.contains("[testing] Run the tests first")
+            && text.contains("E0502 → clone")
+            && text.contains("indent: 4"),
+        "{text}"
+    );
+    let perf = env.run(&["--ns", "agent:dev-1", "--json", "agent", "performance"]).json();
+    assert_eq!(perf["common_errors"][0][2], 3);
+}

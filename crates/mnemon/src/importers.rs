@@ -416,3 +416,273 @@ pub fn import_assistant_dir(ns: &Ns, dir: &Path) -> Result<ImportSummary> {
     }
     Ok(sum)
 }
+
+/// The `metadata.source_id` of every record of `ns` (imported records remember their origin).
+fn source_ids(ns: &Ns) -> Result<std::collections::BTreeSet<String>> {
+    let mut out = std::collections::BTreeSet::new();
+    ns.db().snapshot()?.for_each_revision(Some(ns.name()), |r| {
+        if let Some(s) = r.envelope.metadata.value()["source_id"].as_str() {
+            out.insert(s.to_string());
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Import crewly's knowledge files into `ns` from a directory: a project's knowledge
+/// (`patterns.json`, `decisions.json`, `gotchas.json`, `relationships.json`, `learnings.md`)
+/// and/or an agent's (`role-knowledge.json`, `preferences.json`, `performance.json` with
+/// `taskCompletions` and `errorPatterns`). JSON entries keep their id in
+/// `metadata.source_id`; learnings are identified by a hash of the entry. A second import
+/// skips what is there.
+pub fn import_crewly_dir(ns: &Ns, dir: &Path) -> Result<ImportSummary> {
+    use mnemon_storage::Timestamp;
+    use mnemon_storage::body::{
+        Decision, ErrorFix, Gotcha, Knowledge, Learning, Metrics, Pattern, Preference,
+    };
+    let mut sum = ImportSummary::default();
+    let mut present = source_ids(ns)?;
+    let time = |v: &Value| v.as_str().and_then(|s| Timestamp::parse(s).ok());
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let read_array = |name: &str, sum: &mut ImportSummary| -> Result<Option<(String, Vec<Value>)>> {
+        let p = dir.join(name);
+        if !p.exists() {
+            return Ok(None);
+        }
+        let source = p.display().to_string();
+        let text =
+            std::fs::read_to_string(&p).map_err(|e| crate::Error::Io { path: p.clone(), source: e })?;
+        match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Array(a)) => Ok(Some((source, a))),
+            Ok(Value::Object(o)) => Ok(Some((source, vec![Value::Object(o)]))),
+            Ok(_) => {
+                sum.errors.push(LineError {
+                    source,
+                    line: 1,
+                    reason: "expected a JSON array or object".into(),
+                });
+                Ok(None)
+            }
+            Err(e) => {
+                sum.errors.push(LineError {
+                    source,
+                    line: e.line() as u64,
+                    reason: format!("invalid JSON: {e}"),
+                });
+                Ok(None)
+            }
+        }
+    };
+    let mut write = |rec: NewRecord, source_id: String, sum: &mut ImportSummary, err: LineError| {
+        if present.contains(&source_id) {
+            sum.skipped += 1;
+            return;
+        }
+        let mut rec = rec;
+        let mut meta = rec.envelope.metadata.value();
+        if !meta.is_object() {
+            meta = serde_json::json!({});
+        }
+        meta["source_id"] = Value::String(source_id.clone());
+        rec.envelope.metadata = mnemon_storage::JsonText::from_value(&meta);
+        if rec.envelope.importance.is_none() {
+            rec.envelope.importance = Some(5);
+        }
+        match ns.insert(rec) {
+            Ok(Outcome::Existing { .. }) => sum.skipped += 1,
+            Ok(_) => {
+                sum.imported += 1;
+                present.insert(source_id);
+            }
+            Err(e) => sum.errors.push(LineError { reason: e.to_string(), ..err }),
+        }
+    };
+    let files =
+        ["patterns.json", "decisions.json", "gotchas.json", "relationships.json", "role-knowledge.json"];
+    for f in files {
+        let Some((source, items)) = read_array(f, &mut sum)? else { continue };
+        for (i, it) in items.iter().enumerate() {
+            let err = LineError { source: source.clone(), line: i as u64 + 1, reason: String::new() };
+            let id = it["id"].as_str().map_or_else(
+                || format!("{f}#{}", blake3::hash(it.to_string().as_bytes()).to_hex()),
+                |x| format!("{f}#{x}"),
+            );
+            let body: Body = match f {
+                "patterns.json" => Pattern {
+                    title: s(&it["title"]),
+                    description: s(&it["description"]),
+                    category: s(&it["category"]).into(),
+                    example: it["example"].as_str().map(str::to_string),
+                }
+                .into(),
+                "decisions.json" => Decision {
+                    title: s(&it["title"]),
+                    description: s(&it["decision"]),
+                    rationale: s(&it["rationale"]),
+                    alternatives: it["alternatives"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect(),
+                    ..Default::default()
+                }
+                .into(),
+                "gotchas.json" => Gotcha {
+                    title: s(&it["title"]),
+                    problem: s(&it["problem"]),
+                    solution: s(&it["solution"]),
+                    severity: serde_json::from_value(it["severity"].clone()).unwrap_or_default(),
+                }
+                .into(),
+                "relationships.json" => Relation {
+                    from: s(&it["from"]),
+                    relation_type: it["relationshipType"]
+                        .as_str()
+                        .or(it["type"].as_str())
+                        .unwrap_or_default()
+                        .to_string(),
+                    to: s(&it["to"]),
+                    description: s(&it["description"]),
+                }
+                .into(),
+                _ => Knowledge {
+                    category: s(&it["category"]).into(),
+                    content: s(&it["content"]),
+                    last_used: time(&it["lastUsed"]),
+                }
+                .into(),
+            };
+            if let Err(e) = body.validate() {
+                sum.errors.push(LineError { reason: e.to_string(), ..err });
+                continue;
+            }
+            let mut rec = NewRecord::new(ns.name().clone(), body);
+            rec.valid_from = time(&it["createdAt"]).or_else(|| time(&it["decidedAt"]));
+            rec.envelope.source = it["discoveredBy"].as_str().or(it["decidedBy"].as_str()).map(Into::into);
+            if f == "role-knowledge.json" {
+                rec.envelope.confidence =
+                    it["confidence"].as_f64().map(|c| c.clamp(0.0, 1.0) as f32).or(Some(0.5));
+            }
+            rec.on_conflict = OnConflict::ReturnExisting;
+            write(rec, id, &mut sum, err);
+        }
+    }
+    // Preferences: one object, each key a preference.
+    if let Some((source, items)) = read_array("preferences.json", &mut sum)? {
+        for (k, v) in items.first().and_then(Value::as_object).into_iter().flatten() {
+            let err = LineError { source: source.clone(), line: 1, reason: String::new() };
+            let body = Preference {
+                key: k.as_str().into(),
+                value: mnemon_storage::JsonText::from_value(v),
+                text: String::new(),
+            };
+            let mut rec = NewRecord::new(ns.name().clone(), body);
+            rec.on_conflict = OnConflict::Supersede;
+            write(rec, format!("preferences.json#{k}={v}"), &mut sum, err);
+        }
+    }
+    // Performance: task completions and error patterns.
+    if let Some((source, items)) = read_array("performance.json", &mut sum)? {
+        let perf = items.first().cloned().unwrap_or_default();
+        for (i, m) in perf["taskCompletions"].as_array().into_iter().flatten().enumerate() {
+            let err = LineError { source: source.clone(), line: i as u64 + 1, reason: String::new() };
+            let body = Metrics {
+                task: s(&m["taskId"]).into(),
+                iterations: m["iterations"].as_u64().and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
+                quality_gate_passed: m["qualityGatePassed"].as_bool().unwrap_or(false),
+                duration_ms: m["durationMs"].as_u64(),
+                errors: m["errors"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect(),
+            };
+            let mut rec = NewRecord::new(ns.name().clone(), body);
+            rec.valid_from = time(&m["completedAt"]);
+            write(
+                rec,
+                format!("performance.json#task#{}", blake3::hash(m.to_string().as_bytes()).to_hex()),
+                &mut sum,
+                err,
+            );
+        }
+        for (i, e) in perf["errorPatterns"].as_array().into_iter().flatten().enumerate() {
+            let err = LineError { source: source.clone(), line: i as u64 + 1, reason: String::new() };
+            let pattern = s(&e["pattern"]);
+            let body =
+                ErrorFix { error: pattern.clone(), solution: s(&e["resolution"]), context: String::new() };
+            let mut rec = NewRecord::new(ns.name().clone(), body);
+            rec.envelope.key =
+                Some(format!("error:{}", mnemon_storage::body::normalise_key(&pattern)).into());
+            rec.envelope.metadata = mnemon_storage::JsonText::from_value(
+                &serde_json::json!({"occurrences": e["occurrences"].as_u64().unwrap_or(1)}),
+            );
+            rec.on_conflict = OnConflict::ReturnExisting;
+            write(rec, format!("performance.json#error#{pattern}"), &mut sum, err);
+        }
+    }
+    // The learnings log: `## date`, `### [agent] time`, text, optional files and type, `---`.
+    let lp = dir.join("learnings.md");
+    if lp.exists() {
+        let text =
+            std::fs::read_to_string(&lp).map_err(|e| crate::Error::Io { path: lp.clone(), source: e })?;
+        let source = lp.display().to_string();
+        let (mut date, mut line_no) = (String::new(), 0u64);
+        for (n, chunk) in text.split("\n---").enumerate() {
+            let mut agent = String::from("unknown");
+            let mut time_of_day = String::new();
+            let mut body = Vec::new();
+            let (mut files, mut kind) = (Vec::new(), None);
+            for l in chunk.lines() {
+                line_no += 1;
+                if let Some(d) = l.strip_prefix("## ") {
+                    date = d.trim().to_string();
+                } else if let Some(h) = l.strip_prefix("### [") {
+                    if let Some((a, t)) = h.split_once("] ") {
+                        agent = a.to_string();
+                        time_of_day = t.trim().to_string();
+                    }
+                } else if let Some(f) = l.strip_prefix("**Related files:** ") {
+                    files = f.split(", ").map(|x| x.trim().to_string()).collect();
+                } else if let Some(t) = l.strip_prefix("**Type:** ") {
+                    kind = Some(t.trim().to_string());
+                } else if !l.starts_with("# ") && !l.trim().is_empty() {
+                    body.push(l);
+                }
+            }
+            let content = body.join("\n").trim().to_string();
+            if content.is_empty() {
+                continue;
+            }
+            let err = LineError { source: source.clone(), line: line_no, reason: String::new() };
+            let at = Timestamp::parse(&format!("{date}T{time_of_day}Z"))
+                .ok()
+                .or_else(|| Timestamp::parse(&date).ok());
+            let mut rec = NewRecord::new(
+                ns.name().clone(),
+                Learning {
+                    text: content.clone(),
+                    related_files: files.iter().map(|f| f.as_str().into()).collect(),
+                },
+            );
+            rec.valid_from = at;
+            rec.envelope.source = Some(agent.as_str().into());
+            let mut meta = serde_json::json!({});
+            if let Some(k) = &kind {
+                meta["type"] = Value::String(k.clone());
+            }
+            if !files.is_empty() {
+                meta["related_files"] = serde_json::json!(files);
+            }
+            rec.envelope.metadata = mnemon_storage::JsonText::from_value(&meta);
+            let sid = format!(
+                "learnings.md#{}",
+                blake3::hash(format!("{date} {time_of_day} {agent} {content} {n}").as_bytes()).to_hex()
+            );
+            write(rec, sid, &mut sum, err);
+        }
+    }
+    Ok(sum)
+}
