@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use mnemon::body::{Gotcha, Severity};
-//! use mnemon::context::{ContextRequest, Format};
+//! use mnemon::context::ContextRequest;
 //! use mnemon::Db;
 //!
 //! let dir = tempfile::tempdir()?;
