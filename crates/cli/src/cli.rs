@@ -191,6 +191,10 @@ pub enum Command {
         /// Every namespace, not just --ns.
         #[arg(long)]
         all: bool,
+        /// jsonl (every revision, lossless; the default) or mcp-jsonl (the current knowledge
+        /// graph of --ns as the reference memory server writes its memory.jsonl).
+        #[arg(long, default_value = "jsonl")]
+        format: String,
     },
     /// Import JSON lines: mnemon exports (restored exactly) or loose records.
     Import {

@@ -235,7 +235,21 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::History { id } => history(&cli, &mut out, id)?,
         Command::Chain { id } => chain(&cli, &mut out, id)?,
-        Command::Export { all } => {
+        Command::Export { all, format } if format == "mcp-jsonl" => {
+            if *all {
+                return Err(usage("--format mcp-jsonl exports one namespace (--ns), not --all"));
+            }
+            let db = open_read(&cli)?;
+            let text = mnemon::importers::export_mcp_jsonl(&db.ns(&cli.ns)?)?;
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(text.as_bytes())?;
+            stdout.flush()?;
+        }
+        Command::Export { format, .. } if format != "jsonl" => {
+            return Err(usage(format!("unknown export format {format:?} (jsonl, mcp-jsonl)")));
+        }
+        Command::Export { all, .. } => {
             let db = open_read(&cli)?;
             let ns = namespace(&cli)?;
             let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());

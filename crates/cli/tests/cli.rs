@@ -1113,3 +1113,24 @@ fn import_crewly_knowledge_and_agent_files() {
     let perf = env.run(&["--ns", "agent:dev-1", "--json", "agent", "performance"]).json();
     assert_eq!(perf["common_errors"][0][2], 3);
 }
+
+/// `tests/data/reference-memory.jsonl` was written by the reference server's own saveGraph
+/// code (`reference-memory.gen.mjs` beside it, run with node): import then export gives it
+/// back byte for byte.
+#[test]
+fn mcp_jsonl_round_trip_is_byte_identical() {
+    let env = Env::new();
+    env.init();
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reference-memory.jsonl");
+    let sum = env
+        .run(&["--ns", "kg", "--json", "import", "--format", "mcp-jsonl", reference.to_str().unwrap()])
+        .json();
+    assert_eq!(sum["imported"], 3 + 7 + 2, "{sum}");
+    let out = env.run(&["--ns", "kg", "export", "--format", "mcp-jsonl"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, std::fs::read_to_string(&reference).unwrap());
+    env.run(&["export", "--format", "mcp-jsonl", "--all"]).fails(2, "one namespace");
+    env.run(&["export", "--format", "csv"]).fails(2, "unknown export format");
+    // An empty graph is an empty file, as the reference writes it.
+    assert_eq!(env.run(&["--ns", "empty", "export", "--format", "mcp-jsonl"]).stdout, "");
+}

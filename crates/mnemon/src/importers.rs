@@ -686,3 +686,52 @@ pub fn import_crewly_dir(ns: &Ns, dir: &Path) -> Result<ImportSummary> {
     }
     Ok(sum)
 }
+
+/// The current knowledge graph of `ns` in the reference server's `memory.jsonl` format,
+/// byte for byte as it writes it: entity lines first (`{"type":"entity","name","entityType",
+/// "observations"}`, in creation order, observations in the order they were added), then
+/// relation lines (`{"type":"relation","from","to","relationType"}`), joined by `\n` with no
+/// newline at the end.
+pub fn export_mcp_jsonl(ns: &Ns) -> Result<String> {
+    let mut entities = ns.list_of::<Entity>(AsOf::now())?;
+    entities.sort_by_key(|r| r.id);
+    let mut observations = ns.list_of::<Observation>(AsOf::now())?;
+    observations.sort_by_key(|r| r.id);
+    let mut by_entity: std::collections::HashMap<String, Vec<String>> = std::collections::HashMap::new();
+    for r in observations {
+        if let Body::Observation(o) = r.body {
+            by_entity.entry(mnemon_storage::body::normalise_key(&o.entity)).or_default().push(o.content);
+        }
+    }
+    let mut relations = ns.list_of::<Relation>(AsOf::now())?;
+    relations.sort_by_key(|r| r.id);
+    let mut lines = Vec::with_capacity(entities.len() + relations.len());
+    for r in &entities {
+        if let Body::Entity(e) = &r.body {
+            let obs = by_entity.remove(&mnemon_storage::body::normalise_key(&e.name)).unwrap_or_default();
+            // Field order as the reference writes it (serde_json keeps insertion order only
+            // with preserve_order, so the line is assembled by hand).
+            lines.push(format!(
+                "{{\"type\":\"entity\",\"name\":{},\"entityType\":{},\"observations\":{}}}",
+                json_str(&e.name)?,
+                json_str(e.entity_type.as_str())?,
+                serde_json::to_string(&obs).map_err(|e| invalid(e.to_string()))?
+            ));
+        }
+    }
+    for r in &relations {
+        if let Body::Relation(x) = &r.body {
+            lines.push(format!(
+                "{{\"type\":\"relation\",\"from\":{},\"to\":{},\"relationType\":{}}}",
+                json_str(&x.from)?,
+                json_str(&x.to)?,
+                json_str(&x.relation_type)?
+            ));
+        }
+    }
+    Ok(lines.join("\n"))
+}
+
+fn json_str(s: &str) -> Result<String> {
+    serde_json::to_string(s).map_err(|e| invalid(e.to_string()))
+}
