@@ -45,6 +45,7 @@ mod db;
 pub mod domain;
 mod embedding;
 mod error;
+pub mod graph;
 pub mod importers;
 pub mod json;
 pub mod lifecycle;
