@@ -335,6 +335,9 @@ pub enum Command {
         #[arg(long = "in")]
         namespaces: Vec<String>,
     },
+    /// Serve the Model Context Protocol on stdio: a drop-in for the reference knowledge-graph
+    /// memory server (its nine tools and the memory://knowledge-graph resource), on --ns.
+    Mcp,
     /// Current records of every kind carrying TAG.
     Tagged { tag: String },
     /// Retire cancelled tasks and superseded decisions older than DAYS (hidden from current

@@ -286,6 +286,7 @@ pub fn run(cli: Cli) -> Result<()> {
             };
             crate::domain::prune(&cli, &mut out, &o)?
         }
+        Command::Mcp => crate::mcp::serve(open(&cli)?, &cli.ns)?,
         Command::Memory(cmd) => crate::domain::memory(&cli, &mut out, cmd)?,
         Command::Project(cmd) => crate::domain::project(&cli, &mut out, cmd)?,
         Command::Knowledge(cmd) => crate::domain::knowledge(&cli, &mut out, cmd)?,

@@ -9,6 +9,7 @@ mod cli;
 mod commands;
 mod domain;
 mod evaluate;
+mod mcp;
 mod output;
 mod search;
 mod tour;

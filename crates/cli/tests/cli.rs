@@ -1134,3 +1134,84 @@ fn mcp_jsonl_round_trip_is_byte_identical() {
     // An empty graph is an empty file, as the reference writes it.
     assert_eq!(env.run(&["--ns", "empty", "export", "--format", "mcp-jsonl"]).stdout, "");
 }
+
+/// `mnemon mcp` as a real child process speaking JSON-RPC on stdio (raw client; the official
+/// SDK client test is still to come): the reference's tool list, results, errors, the
+/// resource, and a clean exit on EOF with the writes durable.
+#[test]
+fn mcp_server_speaks_the_reference_contract() {
+    let env = Env::new();
+    env.init();
+    let msgs = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"create_entities","arguments":{"entities":[{"name":"Alice","entityType":"person","observations":["likes Rust"]}]}}}"#,
+    ];
+    let out = env.run_in(&["--ns", "kg", "mcp"], Some(&(msgs.join("\n") + "\n")));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines: Vec<Value> =
+        out.stdout.lines().map(|l| serde_json::from_str(l).expect("stdout is only JSON-RPC")).collect();
+    let by_id = |id: u64| {
+        lines.iter().find(|l| l["id"] == id).unwrap_or_else(|| panic!("no reply {id}: {lines:?}")).clone()
+    };
+    assert_eq!(by_id(1)["result"]["serverInfo"]["name"], "mnemon");
+    let tools = by_id(2)["result"]["tools"].as_array().unwrap().clone();
+    let reference: Value = serde_json::from_str(include_str!("../src/mcp/reference-tools.json")).unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "create_entities",
+            "create_relations",
+            "add_observations",
+            "delete_entities",
+            "delete_observations",
+            "delete_relations",
+            "read_graph",
+            "search_nodes",
+            "open_nodes"
+        ]
+    );
+    for (ours, theirs) in tools.iter().zip(reference.as_array().unwrap()) {
+        assert_eq!(ours["inputSchema"], theirs["inputSchema"]);
+        assert_eq!(ours["outputSchema"], theirs["outputSchema"]);
+        assert_eq!(ours["annotations"], theirs["annotations"]);
+    }
+    let created = by_id(3)["result"].clone();
+    assert_eq!(created["structuredContent"]["entities"][0]["name"], "Alice");
+    assert!(
+        created["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("[\n  {\n    \"name\": \"Alice\",\n    \"entityType\""),
+        "{created}"
+    );
+    // A new process sees the write (durable at EOF); errors are results and the server lives on.
+    let msgs = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add_observations","arguments":{"observations":[{"entityName":"Nobody","contents":["x"]}]}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search_nodes","arguments":{"query":42}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"memory://knowledge-graph"}}"#,
+    ];
+    let out = env.run_in(&["--ns", "kg", "mcp"], Some(&(msgs.join("\n") + "\n")));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines: Vec<Value> = out.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let by_id = |id: u64| lines.iter().find(|l| l["id"] == id).unwrap().clone();
+    assert_eq!(by_id(2)["result"]["isError"], true);
+    assert!(
+        by_id(2)["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Entity with name Nobody not found")
+    );
+    assert_eq!(by_id(3)["result"]["isError"], true);
+    assert!(
+        by_id(4)["result"]["content"][0]["text"].as_str().unwrap().contains("Tool no_such_tool not found")
+    );
+    let graph: Value =
+        serde_json::from_str(by_id(5)["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(graph["entities"][0]["observations"][0], "likes Rust");
+}

@@ -1,0 +1,247 @@
+//! `mnemon mcp`: a Model Context Protocol server on stdio (rmcp), a drop-in for the reference
+//! knowledge-graph memory server (`@modelcontextprotocol/server-memory`): the same nine tools
+//! with the same input and output schemas and annotations (`reference-tools.json`, the tool
+//! list the reference serves, version 2026.8.31, MIT), the same results (`structuredContent`
+//! and the pretty-printed JSON text), and the `memory://knowledge-graph` resource. Logs go to
+//! stderr; stdout carries only JSON-RPC.
+
+use anyhow::{Context, Result};
+use mnemon::Db;
+use mnemon::graph::{GraphEntity, GraphRelation};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const REFERENCE_TOOLS: &str = include_str!("reference-tools.json");
+const GRAPH_URI: &str = "memory://knowledge-graph";
+
+/// The server: one database handle, one namespace.
+pub struct MemoryServer {
+    db: Db,
+    ns: String,
+    tools: Vec<Tool>,
+}
+
+#[derive(Deserialize)]
+struct Entities {
+    entities: Vec<GraphEntity>,
+}
+#[derive(Deserialize)]
+struct Relations {
+    relations: Vec<GraphRelation>,
+}
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ObservationAdd {
+    entity_name: String,
+    contents: Vec<String>,
+}
+#[derive(Deserialize)]
+struct Observations {
+    observations: Vec<ObservationAdd>,
+}
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EntityNames {
+    entity_names: Vec<String>,
+}
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ObservationDel {
+    entity_name: String,
+    observations: Vec<String>,
+}
+#[derive(Deserialize)]
+struct Deletions {
+    deletions: Vec<ObservationDel>,
+}
+#[derive(Deserialize)]
+struct Query {
+    query: String,
+}
+#[derive(Deserialize)]
+struct Names {
+    names: Vec<String>,
+}
+
+fn args<T: serde::de::DeserializeOwned>(tool: &str, v: Value) -> Result<T, McpError> {
+    serde_json::from_value(v).map_err(|e| {
+        McpError::invalid_params(
+            format!("Input validation error: Invalid arguments for tool {tool}: {e}"),
+            None,
+        )
+    })
+}
+
+/// The reference's result: the value as pretty JSON text (fields in the reference's order),
+/// and as structured content.
+fn result<T: serde::Serialize>(text_of: &T, structured: Value) -> CallToolResult {
+    let text = serde_json::to_string_pretty(text_of).unwrap_or_default();
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+    r.structured_content = Some(structured);
+    r
+}
+
+fn done(message: &str) -> CallToolResult {
+    let mut r = CallToolResult::success(vec![ContentBlock::text(message.to_string())]);
+    r.structured_content = Some(json!({ "success": true, "message": message }));
+    r
+}
+
+impl MemoryServer {
+    /// A server over `db`'s namespace `ns`.
+    pub fn new(db: Db, ns: &str) -> Result<MemoryServer> {
+        let tools: Vec<Tool> = serde_json::from_str(REFERENCE_TOOLS).context("the embedded tool list")?;
+        db.ns(ns)?;
+        Ok(MemoryServer { db, ns: ns.to_string(), tools })
+    }
+
+    fn call(&self, name: &str, a: Value) -> Result<CallToolResult, McpError> {
+        let ns = self.db.ns(&self.ns).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let g = ns.graph();
+        // Domain refusals (an unknown entity, ...) are tool errors the model can read, as in
+        // the reference; bad arguments are protocol errors.
+        let r: mnemon::Result<CallToolResult> = match name {
+            "create_entities" => {
+                let p: Entities = args(name, a)?;
+                g.create_entities(&p.entities).map(|c| result(&c, json!({ "entities": c })))
+            }
+            "create_relations" => {
+                let p: Relations = args(name, a)?;
+                g.create_relations(&p.relations).map(|c| result(&c, json!({ "relations": c })))
+            }
+            "add_observations" => {
+                let p: Observations = args(name, a)?;
+                let items: Vec<(String, Vec<String>)> =
+                    p.observations.into_iter().map(|o| (o.entity_name, o.contents)).collect();
+                g.add_observations(&items).map(|c| result(&c, json!({ "results": c })))
+            }
+            "delete_entities" => {
+                let p: EntityNames = args(name, a)?;
+                g.delete_entities(&p.entity_names).map(|()| done("Entities deleted successfully"))
+            }
+            "delete_observations" => {
+                let p: Deletions = args(name, a)?;
+                let items: Vec<(String, Vec<String>)> =
+                    p.deletions.into_iter().map(|d| (d.entity_name, d.observations)).collect();
+                g.delete_observations(&items).map(|()| done("Observations deleted successfully"))
+            }
+            "delete_relations" => {
+                let p: Relations = args(name, a)?;
+                g.delete_relations(&p.relations).map(|()| done("Relations deleted successfully"))
+            }
+            "read_graph" => g.read_graph().map(|k| result(&k, json!(k))),
+            "search_nodes" => {
+                let p: Query = args(name, a)?;
+                g.search_nodes(&p.query).map(|k| result(&k, json!(k)))
+            }
+            "open_nodes" => {
+                let p: Names = args(name, a)?;
+                g.open_nodes(&p.names).map(|k| result(&k, json!(k)))
+            }
+            _ => return Err(McpError::invalid_params(format!("Tool {name} not found"), None)),
+        };
+        Ok(r.unwrap_or_else(|e| CallToolResult::error(vec![ContentBlock::text(e.to_string())])))
+    }
+}
+
+impl ServerHandler for MemoryServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+            .with_server_info(Implementation::new("mnemon", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        serde_json::from_value(json!({ "tools": self.tools }))
+            .map_err(|e| McpError::internal_error(e.to_string(), None))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let a = Value::Object(request.arguments.clone().unwrap_or_default());
+        let name = request.name.to_string();
+        // Database work is blocking: keep it off the reactor.
+        let r = tokio::task::block_in_place(|| self.call(&name, a));
+        match r {
+            Ok(res) => Ok(res.into()),
+            // As the reference does, a bad call is an error result the client can show.
+            Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "MCP error {}: {}",
+                e.code.0, e.message
+            ))])
+            .into()),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        serde_json::from_value(json!({ "resources": [{
+            "uri": GRAPH_URI, "name": "knowledge-graph", "title": "Knowledge Graph",
+            "description": "The full knowledge graph with all entities and relations",
+            "mimeType": "application/json"
+        }]}))
+        .map_err(|e| McpError::internal_error(e.to_string(), None))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        if request.uri != GRAPH_URI {
+            return Err(McpError::resource_not_found(format!("unknown resource {}", request.uri), None));
+        }
+        let g = tokio::task::block_in_place(|| self.db.ns(&self.ns).and_then(|ns| ns.graph().read_graph()))
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let text =
+            serde_json::to_string_pretty(&g).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let r: ReadResourceResult = serde_json::from_value(json!({ "contents": [{
+            "uri": GRAPH_URI, "mimeType": "application/json", "text": text
+        }]}))
+        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        Ok(r.into())
+    }
+}
+
+/// Serve on stdin/stdout until the client closes stdin. When the database is new and
+/// `MEMORY_FILE_PATH` names an existing memory.jsonl, it is imported first.
+pub fn serve(db: Db, ns: &str) -> Result<()> {
+    if let Some(path) = std::env::var_os("MEMORY_FILE_PATH").map(std::path::PathBuf::from)
+        && path.is_file()
+        && db.snapshot()?.meta().commit_seq <= 1
+    {
+        let text =
+            std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let sum = mnemon::importers::import_mcp_jsonl(&db.ns(ns)?, &text, &path.display().to_string())?;
+        eprintln!("mnemon mcp: imported {} records from {}", sum.imported, path.display());
+        for e in &sum.errors {
+            eprintln!("mnemon mcp: {e}");
+        }
+    }
+    let server = MemoryServer::new(db.clone(), ns)?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    rt.block_on(async move {
+        let running = server.serve(rmcp::transport::stdio()).await?;
+        running.waiting().await?;
+        Ok::<(), anyhow::Error>(())
+    })?;
+    db.flush_access()?;
+    db.sync()?;
+    Ok(())
+}
