@@ -1215,3 +1215,37 @@ fn mcp_server_speaks_the_reference_contract() {
         serde_json::from_str(by_id(5)["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(graph["entities"][0]["observations"][0], "likes Rust");
 }
+
+/// Bad requests to `mnemon mcp` get errors and the server keeps serving with its data intact:
+/// a request before initialize, a line that is not JSON, wrongly typed arguments, NUL bytes
+/// and a 2 MB string.
+#[test]
+fn mcp_server_survives_bad_requests() {
+    let env = Env::new();
+    env.init();
+    let big = "x".repeat(2_000_000);
+    let create = serde_json::json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"create_entities",
+        "arguments":{"entities":[{"name":"Nul\u{0}Name","entityType":"p","observations":["a\u{0}b", big]}]}}});
+    let msgs = [
+        r#"{"jsonrpc":"2.0","id":0,"method":"tools/list"}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
+        create.to_string(),
+        "this is not json".to_string(),
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"create_entities","arguments":{"entities":"nope"}}}"#.to_string(),
+    ];
+    let out = env.run_in(&["--ns", "kg", "mcp"], Some(&(msgs.join("\n") + "\n")));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines: Vec<Value> =
+        out.stdout.lines().map(|l| serde_json::from_str(l).expect("stdout is only JSON-RPC")).collect();
+    let by_id =
+        |id: u64| lines.iter().find(|l| l["id"] == id).unwrap_or_else(|| panic!("no reply {id}")).clone();
+    assert!(by_id(0)["error"].is_object(), "a request before initialize is refused");
+    assert_eq!(by_id(2)["result"]["isError"], false);
+    assert_eq!(by_id(3)["result"]["isError"], true);
+    // The data is intact: the next process reads it back, NUL bytes and all.
+    let graph = env.run(&["--ns", "kg", "export", "--format", "mcp-jsonl"]).stdout;
+    let entity: Value = serde_json::from_str(graph.lines().next().unwrap()).unwrap();
+    assert_eq!(entity["name"], "Nul\u{0}Name");
+    assert_eq!(entity["observations"][1].as_str().unwrap().len(), 2_000_000);
+}
