@@ -187,6 +187,16 @@ fn show_all(out: &mut Out, rs: &[Record], at: Timestamp, empty: &str) -> Result<
     Ok(())
 }
 
+/// Print `doc` under `--json`, else `text`.
+fn report(out: &mut Out, doc: Value, text: impl AsRef<str>) -> Result<()> {
+    if out.json {
+        out.json_line(&doc)?;
+    } else {
+        out.line(text)?;
+    }
+    Ok(())
+}
+
 fn show_id(out: &mut Out, id: RecordId, extra: Value) -> Result<()> {
     if out.json {
         let mut doc = json!({ "id": id });
@@ -645,12 +655,11 @@ pub fn knowledge(cli: &Cli, out: &mut Out, cmd: &KnowledgeCmd) -> Result<()> {
         }
         KnowledgeCmd::Prune { before } => {
             let n = agent.prune_stale(*before)?;
-            if out.json {
-                out.json_line(&json!({ "retired": n }))?;
-            } else {
-                out.line(format!("retired {n} entries unused since {}", before.to_human()))?;
-            }
-            Ok(())
+            report(
+                out,
+                json!({ "retired": n }),
+                format!("retired {n} entries unused since {}", before.to_human()),
+            )
         }
     }
 }
@@ -706,12 +715,7 @@ pub fn agent(cli: &Cli, out: &mut Out, cmd: &AgentCmd) -> Result<()> {
         }
         AgentCmd::Context => {
             let text = agent.context()?;
-            if out.json {
-                out.json_line(&json!({ "context": text }))?;
-            } else {
-                out.line(text)?;
-            }
-            Ok(())
+            report(out, json!({ "context": text }), text)
         }
     }
 }
@@ -769,12 +773,7 @@ pub fn episode(cli: &Cli, out: &mut Out, cmd: &EpisodeCmd) -> Result<()> {
             if let Some(k) = keep {
                 n += eps.prune_by_count(*k)?;
             }
-            if out.json {
-                out.json_line(&json!({ "retired": n }))?;
-            } else {
-                out.line(format!("retired {n} episode(s)"))?;
-            }
-            Ok(())
+            report(out, json!({ "retired": n }), format!("retired {n} episode(s)"))
         }
     }
 }
@@ -932,12 +931,7 @@ pub fn project(cli: &Cli, out: &mut Out, cmd: &ProjectCmd) -> Result<()> {
         }
         ProjectCmd::Context => {
             let text = project.context()?;
-            if out.json {
-                out.json_line(&json!({ "context": text }))?;
-            } else {
-                out.line(text)?;
-            }
-            Ok(())
+            report(out, json!({ "context": text }), text)
         }
     }
 }
@@ -1090,52 +1084,35 @@ pub fn memory(cli: &Cli, out: &mut Out, cmd: &MemoryCmd) -> Result<()> {
         MemoryCmd::Prune => {
             let r = mem.prune_expired()?;
             let n: usize = r.values().sum();
-            if out.json {
-                out.json_line(&json!({ "pruned": n, "by_namespace": r }))?;
-            } else {
-                out.line(format!("closed {n} expired entr{}", if n == 1 { "y" } else { "ies" }))?;
-            }
-            Ok(())
+            report(
+                out,
+                json!({ "pruned": n, "by_namespace": r }),
+                format!("closed {n} expired entr{}", if n == 1 { "y" } else { "ies" }),
+            )
         }
         MemoryCmd::Clear { scope: sc } => {
             let n = mem.clear(&scope(sc)?)?;
-            if out.json {
-                out.json_line(&json!({ "cleared": n }))?;
-            } else {
-                out.line(format!("retired {n} entries"))?;
-            }
-            Ok(())
+            report(out, json!({ "cleared": n }), format!("retired {n} entries"))
         }
         MemoryCmd::Import { file, section: s, scope: sc } => {
             let text = std::fs::read_to_string(file)
                 .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
             let (imported, skipped) = mem.import_markdown(&scope(sc)?, section(s)?, &text)?;
-            if out.json {
-                out.json_line(&json!({ "imported": imported, "skipped": skipped }))?;
-            } else {
-                out.line(format!("imported {imported}, skipped {skipped} already present"))?;
-            }
-            Ok(())
+            report(
+                out,
+                json!({ "imported": imported, "skipped": skipped }),
+                format!("imported {imported}, skipped {skipped} already present"),
+            )
         }
         MemoryCmd::ImportGraph { file } => {
             let text = std::fs::read_to_string(file)
                 .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
             let n = mem.import_graph_jsonl(&text)?;
-            if out.json {
-                out.json_line(&json!({ "imported": n }))?;
-            } else {
-                out.line(format!("imported {n} entries"))?;
-            }
-            Ok(())
+            report(out, json!({ "imported": n }), format!("imported {n} entries"))
         }
         MemoryCmd::Context { scope: sc, query, budget } => {
             let text = mem.context(&scope(sc)?, query, *budget)?;
-            if out.json {
-                out.json_line(&json!({ "context": text }))?;
-            } else {
-                out.line(text)?;
-            }
-            Ok(())
+            report(out, json!({ "context": text }), text)
         }
     }
 }

@@ -26,9 +26,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use mnemon_storage::body::{Gotcha, Learning, Pattern, Relation, Severity, normalise_key};
-use mnemon_storage::{
-    AsOf, Body, Kind, ListQuery, NewRecord, OnConflict, Outcome, Record, RecordId, Timestamp,
-};
+use mnemon_storage::{AsOf, Body, Kind, NewRecord, OnConflict, Outcome, Record, RecordId};
 use serde_json::{Value, json};
 
 use crate::agent::{SIMILAR_JACCARD, similarity};
@@ -336,10 +334,5 @@ impl Project<'_> {
             s.push_str(&learnings);
         }
         Ok(s.trim_end().to_string())
-    }
-
-    /// When the project's knowledge last changed (None when empty).
-    pub fn last_change(&self) -> Result<Option<Timestamp>> {
-        Ok(self.ns.list(&ListQuery::new())?.iter().map(|r| r.recorded_at).max())
     }
 }

@@ -25,9 +25,7 @@
 use std::collections::BTreeMap;
 
 use mnemon_storage::body::{Brief, ErrorFix, Learning, Pattern, Preference};
-use mnemon_storage::{
-    AsOf, Body, Kind, ListQuery, Namespace, NewRecord, OnConflict, Record, RecordId, Timestamp,
-};
+use mnemon_storage::{AsOf, Body, Kind, ListQuery, NewRecord, OnConflict, Record, RecordId, Timestamp};
 use serde_json::Value;
 
 use crate::db::{Db, Ns};
@@ -385,15 +383,8 @@ impl Memory<'_> {
                 skipped += 1;
                 continue;
             }
-            let md_id = (RecordId::parse(&e.id).is_err()).then_some(e.id.as_str());
-            let id = self.add_at(
-                scope,
-                section,
-                &e.content,
-                e.importance,
-                Some(e.at),
-                md_id.or(Some(e.id.as_str())),
-            )?;
+            let id =
+                self.add_at(scope, section, &e.content, e.importance, Some(e.at), Some(e.id.as_str()))?;
             known.insert(id.to_string());
             imported += 1;
         }
@@ -547,11 +538,6 @@ impl Memory<'_> {
         }
         out.push_str(close);
         Ok(out)
-    }
-
-    /// The namespace of a scope (for other commands).
-    pub fn namespace(scope: &Scope) -> Result<Namespace> {
-        Ok(Namespace::new(scope.namespace())?)
     }
 }
 
