@@ -21,6 +21,8 @@ fn fresh_mnemon(dir: &tempfile::TempDir, name: &str) -> Db {
 fn inserts(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let db = fresh_mnemon(&dir, "ins.redb");
+    // The same, opened shared (redb's multi-writer mode: two-phase commits, file locks).
+    let shared = Db::builder(dir.path().join("ins_shared.redb")).create(true).shared(true).open().unwrap();
     let sql = Sqlite::open(&dir.path().join("ins.sqlite"));
     let mut g = c.benchmark_group("insert_durable_single");
     g.sample_size(20).measurement_time(Duration::from_secs(4)).throughput(Throughput::Elements(1));
@@ -28,6 +30,12 @@ fn inserts(c: &mut Criterion) {
         b.iter(|| {
             let i = COUNTER.fetch_add(1, Ordering::Relaxed);
             db.write(vec![WriteOp::Insert(small_record(i))]).unwrap()
+        })
+    });
+    g.bench_function("mnemon_shared", |b| {
+        b.iter(|| {
+            let i = COUNTER.fetch_add(1, Ordering::Relaxed);
+            shared.write(vec![WriteOp::Insert(small_record(i))]).unwrap()
         })
     });
     g.bench_function("sqlite", |b| {
@@ -56,6 +64,14 @@ fn inserts(c: &mut Criterion) {
                 .map(|_| WriteOp::Insert(small_record(COUNTER.fetch_add(1, Ordering::Relaxed))))
                 .collect();
             db.write(ops).unwrap()
+        })
+    });
+    g.bench_function("mnemon_shared", |b| {
+        b.iter(|| {
+            let ops: Vec<WriteOp> = (0..1000)
+                .map(|_| WriteOp::Insert(small_record(COUNTER.fetch_add(1, Ordering::Relaxed))))
+                .collect();
+            shared.write(ops).unwrap()
         })
     });
     g.bench_function("sqlite", |b| {

@@ -89,12 +89,12 @@ fn check_id_form(s: &str) -> Result<()> {
 }
 
 pub(crate) fn open(cli: &Cli) -> Result<Db> {
-    Ok(with_embedder(cli, Db::builder(&cli.db))?.open()?)
+    Ok(with_embedder(cli, Db::builder(&cli.db).shared(true))?.open()?)
 }
 
 /// Open for reading: several readers (other `mnemon` calls) may share the file.
 pub(crate) fn open_read(cli: &Cli) -> Result<Db> {
-    Ok(with_embedder(cli, Db::builder(&cli.db).read_only(true))?.open()?)
+    Ok(with_embedder(cli, Db::builder(&cli.db).shared(true).read_only(true))?.open()?)
 }
 
 /// The embedder asked for with `--embedder` (else the database's recorded one).
@@ -286,7 +286,10 @@ pub fn run(cli: Cli) -> Result<()> {
             };
             crate::domain::prune(&cli, &mut out, &o)?
         }
-        Command::Mcp => crate::mcp::serve(open(&cli)?, &cli.ns)?,
+        Command::Mcp => crate::mcp::serve(
+            with_embedder(&cli, Db::builder(&cli.db).shared(true).create(true))?.open()?,
+            &cli.ns,
+        )?,
         Command::Memory(cmd) => crate::domain::memory(&cli, &mut out, cmd)?,
         Command::Project(cmd) => crate::domain::project(&cli, &mut out, cmd)?,
         Command::Knowledge(cmd) => crate::domain::knowledge(&cli, &mut out, cmd)?,
@@ -319,7 +322,7 @@ pub fn run(cli: Cli) -> Result<()> {
 
 fn init(cli: &Cli, out: &mut Out) -> Result<()> {
     let existed = cli.db.exists();
-    let db = with_embedder(cli, Db::builder(&cli.db).create(true))?.open()?;
+    let db = with_embedder(cli, Db::builder(&cli.db).shared(true).create(true))?.open()?;
     let path = db.path().display().to_string();
     let embedder = db.embedder().model_id().to_string();
     drop(db);

@@ -147,7 +147,8 @@ pub fn run(
 
 pub fn reindex(cli: &Cli, out: &mut Out, only: Option<&str>, batch: usize) -> Result<()> {
     let db = if cli.embedder.is_some() {
-        crate::commands::with_embedder(cli, mnemon::Db::builder(&cli.db).reembed(true))?.open()?
+        crate::commands::with_embedder(cli, mnemon::Db::builder(&cli.db).shared(true).reembed(true))?
+            .open()?
     } else {
         open(cli)?
     };

@@ -48,6 +48,17 @@ impl DbBuilder {
         self
     }
 
+    /// Share the file with other processes that also open it shared (default off: the
+    /// process that opens it has it alone). Shared, any number of processes (the `mnemon`
+    /// CLI, `mnemon mcp` servers, programs embedding mnemon) read and write the same file at
+    /// once; writes from all of them are serialised by redb's file locks, every commit is
+    /// durable and two-phase, and each process sees the others' commits from its next
+    /// snapshot. See docs/architecture.md, "Many processes, one file".
+    pub fn shared(mut self, yes: bool) -> Self {
+        self.options.shared = yes;
+        self
+    }
+
     /// Use this clock for transaction times (tests, reproducible demos).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.options.clock = clock;
@@ -135,7 +146,7 @@ impl DbBuilder {
             }
         }
         let access = Arc::new(crate::agent::AccessLog::new(store.clone(), read_only));
-        Ok(Db { store, index, embedding, access })
+        Ok(Db { store, index, embedding, access, graphs: Arc::default() })
     }
 }
 
@@ -147,6 +158,7 @@ pub struct Db {
     index: Arc<VectorIndexes>,
     embedding: Arc<Embedding>,
     pub(crate) access: Arc<crate::agent::AccessLog>,
+    pub(crate) graphs: Arc<crate::graph::GraphCache>,
 }
 
 impl Db {

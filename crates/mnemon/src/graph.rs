@@ -20,10 +20,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use mnemon_storage::body::{Entity, Observation, Relation, normalise_key};
-use mnemon_storage::{AsOf, Body, NewRecord, Record, RecordId, WriteOp};
+use mnemon_storage::{
+    AsOf, Body, Kind, ListQuery, Namespace, NewRecord, OnConflict, Record, RecordId, Snapshot, Timestamp,
+    WriteOp,
+};
 
 use crate::db::Ns;
 use crate::error::{Result, invalid};
@@ -85,27 +89,173 @@ pub struct Graph<'a> {
     ns: &'a Ns,
 }
 
-struct State {
-    entities: Vec<Record>,
-    observations: BTreeMap<String, Vec<Record>>,
-    relations: Vec<Record>,
+/// The knowledge graph of one namespace held in memory, for calls that would otherwise read
+/// the whole namespace: the graph records valid now, as of commit `seq`. It is brought up to
+/// date from the commit log (only the records changed since are read again), so it follows
+/// commits of this process and of every other process sharing the file, and it is reloaded
+/// when a record comes into force or expires without a commit (`stale_at`).
+#[derive(Default)]
+struct Model {
+    seq: u64,
+    loaded: bool,
+    stale_at: Option<Timestamp>,
+    entities: BTreeMap<RecordId, Ent>,
+    by_name: HashMap<String, RecordId>,
+    observations: BTreeMap<RecordId, Obs>,
+    by_entity: HashMap<String, BTreeSet<RecordId>>,
+    relations: BTreeMap<RecordId, Rel>,
+    by_rel: HashMap<(String, String, String), RecordId>,
+}
+
+struct Ent {
+    name: String,
+    key: String,
+    entity_type: String,
+    /// Lower-cased name and type, for search.
+    lower: String,
+}
+
+struct Obs {
+    entity_key: String,
+    content: String,
+    lower: String,
+}
+
+struct Rel {
+    rel: GraphRelation,
+    key: (String, String, String),
+}
+
+const GRAPH_KINDS: [Kind; 3] = [Kind::Entity, Kind::Observation, Kind::Relation];
+
+impl Model {
+    fn remove(&mut self, id: RecordId) {
+        if let Some(e) = self.entities.remove(&id)
+            && self.by_name.get(&e.key) == Some(&id)
+        {
+            self.by_name.remove(&e.key);
+        }
+        if let Some(o) = self.observations.remove(&id)
+            && let Some(set) = self.by_entity.get_mut(&o.entity_key)
+        {
+            set.remove(&id);
+            if set.is_empty() {
+                self.by_entity.remove(&o.entity_key);
+            }
+        }
+        if let Some(r) = self.relations.remove(&id)
+            && self.by_rel.get(&r.key) == Some(&id)
+        {
+            self.by_rel.remove(&r.key);
+        }
+    }
+
+    fn add(&mut self, r: Record) {
+        match r.body {
+            Body::Entity(e) => {
+                let key = normalise_key(&e.name);
+                let entity_type = e.entity_type.to_string();
+                let lower = format!("{}\u{1f}{}", e.name.to_lowercase(), entity_type.to_lowercase());
+                self.by_name.insert(key.clone(), r.id);
+                self.entities.insert(r.id, Ent { name: e.name, key, entity_type, lower });
+            }
+            Body::Observation(o) => {
+                let entity_key = normalise_key(&o.entity);
+                self.by_entity.entry(entity_key.clone()).or_default().insert(r.id);
+                let lower = o.content.to_lowercase();
+                self.observations.insert(r.id, Obs { entity_key, content: o.content, lower });
+            }
+            Body::Relation(x) => {
+                let rel = GraphRelation { from: x.from, to: x.to, relation_type: x.relation_type };
+                let key = rel_key(&rel);
+                self.by_rel.insert(key.clone(), r.id);
+                self.relations.insert(r.id, Rel { rel, key });
+            }
+            _ => {}
+        }
+    }
+
+    /// Bring the model to `snap`: catch up from the commit log, or reload.
+    fn refresh(&mut self, snap: &Snapshot, ns: &Namespace) -> Result<()> {
+        let seq = snap.meta().commit_seq;
+        let now = snap.now();
+        let expired = self.stale_at.is_some_and(|t| t <= now);
+        if self.loaded && seq == self.seq && !expired {
+            return Ok(());
+        }
+        let mut changed: BTreeSet<RecordId> = BTreeSet::new();
+        if self.loaded && !expired {
+            for c in snap.commits_after(self.seq)? {
+                changed.extend(c.changed.into_iter().filter(|(n, _)| n == ns).map(|(_, id)| id));
+            }
+        }
+        let many = changed.len() > 64 + self.entities.len() + self.observations.len();
+        if !self.loaded || expired || many {
+            *self = Model::default();
+            for r in snap.list(ns, &ListQuery::new().kinds(GRAPH_KINDS))? {
+                self.add(r);
+            }
+            self.loaded = true;
+        } else {
+            for id in changed {
+                self.remove(id);
+                if let Some(r) = snap.get(ns, id, AsOf::now())?
+                    && GRAPH_KINDS.contains(&r.kind())
+                {
+                    self.add(r);
+                }
+            }
+        }
+        self.seq = seq;
+        self.stale_at = snap.next_change(ns, now, &GRAPH_KINDS)?;
+        Ok(())
+    }
+
+    fn observations_of(&self, key: &str) -> impl Iterator<Item = &Obs> {
+        self.by_entity.get(key).into_iter().flatten().filter_map(|id| self.observations.get(id))
+    }
+
+    fn entity(&self, e: &Ent) -> GraphEntity {
+        GraphEntity {
+            name: e.name.clone(),
+            entity_type: e.entity_type.clone(),
+            observations: self.observations_of(&e.key).map(|o| o.content.clone()).collect(),
+        }
+    }
+}
+
+/// The in-memory graphs of a database's namespaces (see [`Ns::graph`]).
+#[derive(Default)]
+pub(crate) struct GraphCache {
+    models: Mutex<HashMap<Namespace, Arc<Mutex<Model>>>>,
+}
+
+impl std::fmt::Debug for GraphCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphCache").finish_non_exhaustive()
+    }
+}
+
+impl GraphCache {
+    fn model(&self, ns: &Namespace) -> Arc<Mutex<Model>> {
+        let mut map = self.models.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(map.entry(ns.clone()).or_default())
+    }
 }
 
 impl Graph<'_> {
-    fn state(&self) -> Result<State> {
-        let mut entities = self.ns.list_of::<Entity>(AsOf::now())?;
-        entities.sort_by_key(|r| r.id);
-        let mut obs = self.ns.list_of::<Observation>(AsOf::now())?;
-        obs.sort_by_key(|r| r.id);
-        let mut observations: BTreeMap<String, Vec<Record>> = BTreeMap::new();
-        for r in obs {
-            if let Body::Observation(o) = &r.body {
-                observations.entry(normalise_key(&o.entity)).or_default().push(r);
-            }
+    /// Run `f` on the namespace's graph, up to date with the latest commit. Calls on one
+    /// namespace are serialised in this process, so a call's read and its write see no other
+    /// call of this process in between.
+    fn with<T>(&self, f: impl FnOnce(&Model) -> Result<T>) -> Result<T> {
+        let model = self.ns.db().graphs.model(self.ns.name());
+        let mut m = model.lock().unwrap_or_else(PoisonError::into_inner);
+        let snap = self.ns.db().snapshot()?;
+        if let Err(e) = m.refresh(&snap, self.ns.name()) {
+            *m = Model::default();
+            return Err(e);
         }
-        let mut relations = self.ns.list_of::<Relation>(AsOf::now())?;
-        relations.sort_by_key(|r| r.id);
-        Ok(State { entities, observations, relations })
+        f(&m)
     }
 
     fn write(&self, ops: Vec<WriteOp>, texts: Vec<(RecordId, String)>) -> Result<()> {
@@ -119,7 +269,10 @@ impl Graph<'_> {
     }
 
     fn insert(&self, body: Body, ops: &mut Vec<WriteOp>, texts: &mut Vec<(RecordId, String)>) {
-        let rec = NewRecord::new(self.ns.name().clone(), body);
+        let mut rec = NewRecord::new(self.ns.name().clone(), body);
+        // Another process may create the same entity or relation between our read and our
+        // commit: then it is there already, which is what the call asked for.
+        rec.on_conflict = OnConflict::ReturnExisting;
         texts.push((rec.id, rec.body.text()));
         ops.push(WriteOp::Insert(rec));
     }
@@ -131,238 +284,194 @@ impl Graph<'_> {
     /// Create entities whose names are new (others, and repeats within the call, are
     /// skipped); returns the ones created.
     pub fn create_entities(&self, entities: &[GraphEntity]) -> Result<Vec<GraphEntity>> {
-        let st = self.state()?;
-        let mut taken: BTreeSet<String> = st
-            .entities
-            .iter()
-            .filter_map(|r| match &r.body {
-                Body::Entity(e) => Some(normalise_key(&e.name)),
-                _ => None,
-            })
-            .collect();
-        let (mut ops, mut texts, mut created) = (Vec::new(), Vec::new(), Vec::new());
-        for e in entities {
-            if e.name.trim().is_empty() {
-                return Err(invalid("an entity needs a non-empty name"));
-            }
-            if !taken.insert(normalise_key(&e.name)) {
-                continue;
-            }
-            let body = Entity {
-                name: e.name.clone(),
-                entity_type: e.entity_type.as_str().into(),
-                ..Default::default()
-            };
-            self.insert(body.into(), &mut ops, &mut texts);
-            let mut seen = BTreeSet::new();
-            for o in e.observations.iter().filter(|o| seen.insert(o.as_str())) {
-                self.insert(
-                    Observation { entity: e.name.clone(), content: o.clone() }.into(),
-                    &mut ops,
-                    &mut texts,
-                );
-            }
-            created.push(e.clone());
+        if entities.iter().any(|e| e.name.trim().is_empty()) {
+            return Err(invalid("an entity needs a non-empty name"));
         }
-        self.write(ops, texts)?;
-        Ok(created)
+        self.with(|m| {
+            let mut taken: HashSet<String> = HashSet::new();
+            let (mut ops, mut texts, mut created) = (Vec::new(), Vec::new(), Vec::new());
+            for e in entities {
+                let key = normalise_key(&e.name);
+                if m.by_name.contains_key(&key) || !taken.insert(key) {
+                    continue;
+                }
+                let body = Entity {
+                    name: e.name.clone(),
+                    entity_type: e.entity_type.as_str().into(),
+                    ..Default::default()
+                };
+                self.insert(body.into(), &mut ops, &mut texts);
+                let mut seen = BTreeSet::new();
+                for o in e.observations.iter().filter(|o| seen.insert(o.as_str())) {
+                    let body = Observation { entity: e.name.clone(), content: o.clone() };
+                    self.insert(body.into(), &mut ops, &mut texts);
+                }
+                created.push(e.clone());
+            }
+            self.write(ops, texts)?;
+            Ok(created)
+        })
     }
 
     /// Create relations not already present (same from, to and type); returns the new ones.
     pub fn create_relations(&self, relations: &[GraphRelation]) -> Result<Vec<GraphRelation>> {
-        let st = self.state()?;
-        let mut have: BTreeSet<(String, String, String)> =
-            st.relations.iter().filter_map(|r| rel_of(r).map(|x| rel_key(&x))).collect();
-        let (mut ops, mut texts, mut created) = (Vec::new(), Vec::new(), Vec::new());
-        for r in relations {
-            if !have.insert(rel_key(r)) {
-                continue;
+        self.with(|m| {
+            let mut taken = HashSet::new();
+            let (mut ops, mut texts, mut created) = (Vec::new(), Vec::new(), Vec::new());
+            for r in relations {
+                let key = rel_key(r);
+                if m.by_rel.contains_key(&key) || !taken.insert(key) {
+                    continue;
+                }
+                let body = Relation {
+                    from: r.from.clone(),
+                    relation_type: r.relation_type.clone(),
+                    to: r.to.clone(),
+                    description: String::new(),
+                };
+                self.insert(body.into(), &mut ops, &mut texts);
+                created.push(r.clone());
             }
-            let body = Relation {
-                from: r.from.clone(),
-                relation_type: r.relation_type.clone(),
-                to: r.to.clone(),
-                description: String::new(),
-            };
-            self.insert(body.into(), &mut ops, &mut texts);
-            created.push(r.clone());
-        }
-        self.write(ops, texts)?;
-        Ok(created)
+            self.write(ops, texts)?;
+            Ok(created)
+        })
     }
 
     /// Add observations to existing entities (contents already there are skipped). An
     /// unknown entity is an error and nothing is written.
     pub fn add_observations(&self, items: &[(String, Vec<String>)]) -> Result<Vec<Added>> {
-        let st = self.state()?;
-        let names: BTreeMap<String, String> = st
-            .entities
-            .iter()
-            .filter_map(|r| match &r.body {
-                Body::Entity(e) => Some((normalise_key(&e.name), e.name.clone())),
-                _ => None,
-            })
-            .collect();
-        let mut present: BTreeMap<String, BTreeSet<String>> = st
-            .observations
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.clone(),
-                    v.iter()
-                        .filter_map(|r| match &r.body {
-                            Body::Observation(o) => Some(o.content.clone()),
-                            _ => None,
-                        })
-                        .collect(),
-                )
-            })
-            .collect();
-        let (mut ops, mut texts, mut out) = (Vec::new(), Vec::new(), Vec::new());
-        for (entity, contents) in items {
-            let key = normalise_key(entity);
-            let Some(name) = names.get(&key) else {
-                return Err(invalid(format!("Entity with name {entity} not found")));
-            };
-            let have = present.entry(key).or_default();
-            let mut added = Vec::new();
-            for c in contents {
-                if have.insert(c.clone()) {
-                    self.insert(
-                        Observation { entity: name.clone(), content: c.clone() }.into(),
-                        &mut ops,
-                        &mut texts,
-                    );
-                    added.push(c.clone());
+        self.with(|m| {
+            let mut added_now: HashMap<String, HashSet<&str>> = HashMap::new();
+            let (mut ops, mut texts, mut out) = (Vec::new(), Vec::new(), Vec::new());
+            for (entity, contents) in items {
+                let key = normalise_key(entity);
+                let Some(e) = m.by_name.get(&key).and_then(|id| m.entities.get(id)) else {
+                    return Err(invalid(format!("Entity with name {entity} not found")));
+                };
+                let fresh = added_now.entry(key).or_default();
+                let mut added = Vec::new();
+                for c in contents {
+                    let known = m.observations_of(&e.key).any(|o| &o.content == c);
+                    if !known && fresh.insert(c.as_str()) {
+                        let body = Observation { entity: e.name.clone(), content: c.clone() };
+                        self.insert(body.into(), &mut ops, &mut texts);
+                        added.push(c.clone());
+                    }
                 }
+                out.push(Added { entity_name: entity.clone(), added_observations: added });
             }
-            out.push(Added { entity_name: entity.clone(), added_observations: added });
-        }
-        self.write(ops, texts)?;
-        Ok(out)
+            self.write(ops, texts)?;
+            Ok(out)
+        })
     }
 
     /// Delete entities, their observations and every relation touching them (retired).
     pub fn delete_entities(&self, names: &[String]) -> Result<()> {
-        let st = self.state()?;
         let keys: BTreeSet<String> = names.iter().map(|n| normalise_key(n)).collect();
-        let mut ops = Vec::new();
-        for r in &st.entities {
-            if let Body::Entity(e) = &r.body
-                && keys.contains(&normalise_key(&e.name))
-            {
-                self.retire(r.id, &mut ops);
-                for o in st.observations.get(&normalise_key(&e.name)).into_iter().flatten() {
-                    self.retire(o.id, &mut ops);
+        self.with(|m| {
+            let mut ops = Vec::new();
+            for key in &keys {
+                if let Some(id) = m.by_name.get(key) {
+                    self.retire(*id, &mut ops);
+                    for o in m.by_entity.get(key).into_iter().flatten() {
+                        self.retire(*o, &mut ops);
+                    }
                 }
             }
-        }
-        for r in &st.relations {
-            if let Some(x) = rel_of(r)
-                && (keys.contains(&normalise_key(&x.from)) || keys.contains(&normalise_key(&x.to)))
-            {
-                self.retire(r.id, &mut ops);
+            for (id, r) in &m.relations {
+                if keys.contains(&r.key.0) || keys.contains(&r.key.2) {
+                    self.retire(*id, &mut ops);
+                }
             }
-        }
-        self.write(ops, Vec::new())
+            self.write(ops, Vec::new())
+        })
     }
 
     /// Delete observations (retired; unknown entities and contents are ignored).
     pub fn delete_observations(&self, items: &[(String, Vec<String>)]) -> Result<()> {
-        let st = self.state()?;
-        let mut ops = Vec::new();
-        for (entity, contents) in items {
-            for r in st.observations.get(&normalise_key(entity)).into_iter().flatten() {
-                if matches!(&r.body, Body::Observation(o) if contents.contains(&o.content)) {
-                    self.retire(r.id, &mut ops);
+        self.with(|m| {
+            let mut ops = Vec::new();
+            for (entity, contents) in items {
+                for id in m.by_entity.get(&normalise_key(entity)).into_iter().flatten() {
+                    if m.observations.get(id).is_some_and(|o| contents.contains(&o.content)) {
+                        self.retire(*id, &mut ops);
+                    }
                 }
             }
-        }
-        self.write(ops, Vec::new())
+            self.write(ops, Vec::new())
+        })
     }
 
     /// Delete relations (retired; unknown ones are ignored).
     pub fn delete_relations(&self, relations: &[GraphRelation]) -> Result<()> {
-        let st = self.state()?;
-        let gone: BTreeSet<(String, String, String)> = relations.iter().map(rel_key).collect();
-        let mut ops = Vec::new();
-        for r in &st.relations {
-            if let Some(x) = rel_of(r)
-                && gone.contains(&rel_key(&x))
-            {
-                self.retire(r.id, &mut ops);
+        self.with(|m| {
+            let mut ops = Vec::new();
+            for key in relations.iter().map(rel_key).collect::<BTreeSet<_>>() {
+                if let Some(id) = m.by_rel.get(&key) {
+                    self.retire(*id, &mut ops);
+                }
             }
-        }
-        self.write(ops, Vec::new())
+            self.write(ops, Vec::new())
+        })
     }
 
     /// The whole graph.
     pub fn read_graph(&self) -> Result<KnowledgeGraph> {
-        self.filtered(true, |_| true)
+        self.with(|m| {
+            Ok(KnowledgeGraph {
+                entities: m.entities.values().map(|e| m.entity(e)).collect(),
+                relations: m.relations.values().map(|r| r.rel.clone()).collect(),
+            })
+        })
     }
 
     /// Entities whose name, type or an observation contains `query` (case-insensitive),
     /// and the relations touching any of them.
     pub fn search_nodes(&self, query: &str) -> Result<KnowledgeGraph> {
         let q = query.to_lowercase();
-        self.filtered(false, |e| {
-            e.name.to_lowercase().contains(&q)
-                || e.entity_type.to_lowercase().contains(&q)
-                || e.observations.iter().any(|o| o.to_lowercase().contains(&q))
+        self.with(|m| {
+            let hits = m.entities.values().filter(|e| {
+                // The name and the type are matched apart (the separator cannot join them).
+                e.lower.split('\u{1f}').any(|part| part.contains(&q))
+                    || m.observations_of(&e.key).any(|o| o.lower.contains(&q))
+            });
+            Ok(m.subgraph(hits))
         })
     }
 
     /// The named entities and the relations touching any of them.
     pub fn open_nodes(&self, names: &[String]) -> Result<KnowledgeGraph> {
         let keys: BTreeSet<String> = names.iter().map(|n| normalise_key(n)).collect();
-        self.filtered(false, |e| keys.contains(&normalise_key(&e.name)))
+        self.with(|m| {
+            let mut ids: Vec<RecordId> = keys.iter().filter_map(|k| m.by_name.get(k).copied()).collect();
+            ids.sort();
+            Ok(m.subgraph(ids.iter().filter_map(|id| m.entities.get(id))))
+        })
     }
+}
 
-    fn filtered(&self, all: bool, keep: impl Fn(&GraphEntity) -> bool) -> Result<KnowledgeGraph> {
-        let st = self.state()?;
+impl Model {
+    /// These entities (in creation order) and the relations touching any of them.
+    fn subgraph<'m>(&'m self, hits: impl Iterator<Item = &'m Ent>) -> KnowledgeGraph {
         let mut g = KnowledgeGraph::default();
-        for r in &st.entities {
-            let Body::Entity(e) = &r.body else { continue };
-            let observations = st
-                .observations
-                .get(&normalise_key(&e.name))
-                .into_iter()
-                .flatten()
-                .filter_map(|o| match &o.body {
-                    Body::Observation(o) => Some(o.content.clone()),
-                    _ => None,
-                })
+        let mut keys = HashSet::new();
+        for e in hits {
+            keys.insert(e.key.as_str());
+            g.entities.push(self.entity(e));
+        }
+        if !keys.is_empty() {
+            g.relations = self
+                .relations
+                .values()
+                .filter(|r| keys.contains(r.key.0.as_str()) || keys.contains(r.key.2.as_str()))
+                .map(|r| r.rel.clone())
                 .collect();
-            let ge =
-                GraphEntity { name: e.name.clone(), entity_type: e.entity_type.to_string(), observations };
-            if keep(&ge) {
-                g.entities.push(ge);
-            }
         }
-        let names: BTreeSet<String> = g.entities.iter().map(|e| normalise_key(&e.name)).collect();
-        for r in &st.relations {
-            if let Some(x) = rel_of(r)
-                && (all || names.contains(&normalise_key(&x.from)) || names.contains(&normalise_key(&x.to)))
-            {
-                g.relations.push(x);
-            }
-        }
-        Ok(g)
+        g
     }
 }
 
 /// Relations are the same when from, type and to match case-insensitively (the identity key).
 fn rel_key(r: &GraphRelation) -> (String, String, String) {
     (normalise_key(&r.from), normalise_key(&r.relation_type), normalise_key(&r.to))
-}
-
-fn rel_of(r: &Record) -> Option<GraphRelation> {
-    match &r.body {
-        Body::Relation(x) => Some(GraphRelation {
-            from: x.from.clone(),
-            to: x.to.clone(),
-            relation_type: x.relation_type.clone(),
-        }),
-        _ => None,
-    }
 }

@@ -199,7 +199,9 @@ pub enum OpenError {
         oldest: u32,
     },
     /// Another process holds the database.
-    #[error("{path} is in use by another process")]
+    #[error(
+        "{path} is in use by another process that opened it exclusively (or this one did, and another shares it)"
+    )]
     InUse {
         /// The path.
         path: PathBuf,

@@ -119,6 +119,14 @@ pub(crate) fn upgrade(table: &mut Table<&str, &[u8]>) -> Result<(), Error> {
     Ok(())
 }
 
+/// The format version recorded in the meta table (0 when missing).
+pub(crate) fn read_version(table: &impl ReadableTable<&'static str, &'static [u8]>) -> Result<u32, Error> {
+    Ok(match table.get(keys::FORMAT_VERSION)? {
+        Some(v) => v.value().try_into().map(u32::from_le_bytes).unwrap_or(0),
+        None => 0,
+    })
+}
+
 /// Check that the meta table identifies a mnemon database this build can read.
 pub(crate) fn check(
     path: &Path,

@@ -503,6 +503,26 @@ impl Snapshot {
         })())
     }
 
+    /// The first valid time after `after` at which a record of one of `kinds` (empty: any)
+    /// starts or stops being visible in `ns`, as known now: until then, and until the next
+    /// commit, `list(ns, as of t)` gives the same records for every `t` in between. Caches of
+    /// the records valid "now" use it to know when they go stale without a commit (a
+    /// future-dated record coming into force, an expiry).
+    pub fn next_change(
+        &self,
+        ns: &Namespace,
+        after: Timestamp,
+        kinds: &[Kind],
+    ) -> Result<Option<Timestamp>, Error> {
+        self.ctx((|| {
+            let events = self.txn.open_table(tables::EVENTS)?;
+            let codes: Vec<u8> = kinds.iter().map(|k| k.code()).collect();
+            let filter = (!codes.is_empty()).then_some(codes.as_slice());
+            Ok(timeline::next_event_after(&events, ns.as_str(), after.as_micros(), i64::MAX - 1, filter)?
+                .map(Timestamp::from_micros))
+        })())
+    }
+
     /// The commit log after `seq`: `(seq, transaction time, changed records)`.
     pub fn commits_after(&self, seq: u64) -> Result<Vec<CommitLogEntry>, Error> {
         self.ctx((|| {

@@ -62,6 +62,13 @@ pub struct StoreOptions {
     /// How long the writer may wait for more jobs before a commit, when the previous commit
     /// showed concurrent writers (it carried several jobs). A lone writer never waits.
     pub group_commit_window: std::time::Duration,
+    /// Share the file with other processes that also open it shared (redb's multi-writer
+    /// mode): any number of them read and write, one write transaction at a time across all
+    /// of them. Every commit is then durable and two-phase ([`Durability::Eventual`] jobs are
+    /// committed as immediate ones: redb keeps no non-durable commit that other processes
+    /// could not see). A process that opens the file exclusively (the default) excludes
+    /// every other process, and is excluded by a shared one.
+    pub shared: bool,
 }
 
 impl Default for StoreOptions {
@@ -74,6 +81,7 @@ impl Default for StoreOptions {
             max_jobs_per_commit: 4096,
             read_only: false,
             group_commit_window: std::time::Duration::from_micros(250),
+            shared: false,
         }
     }
 }
@@ -181,6 +189,13 @@ impl Store {
         let exists = probe_file(&path)?;
         let mut builder = redb::Builder::new();
         builder.set_cache_size(options.cache_size);
+        if options.shared {
+            builder.set_concurrency_mode(redb::ConcurrencyMode::MultiWriter);
+        }
+        if !exists && options.create && !options.read_only {
+            create_file(&builder, &path, options.clock.now())?;
+            return Store::open(path, StoreOptions { create: false, ..options });
+        }
         if options.read_only {
             if !exists {
                 return Err(OpenError::Missing { path }.into());
@@ -230,15 +245,6 @@ impl Store {
                 }
                 Err(e) => return Err(open_error(&path, e).into()),
             }
-        } else if options.create {
-            let db = builder.create(&path).map_err(|e| match e {
-                redb::DatabaseError::Storage(redb::StorageError::Io(io)) => {
-                    OpenError::Io { path: path.clone(), source: io }
-                }
-                other => open_error(&path, other),
-            })?;
-            init_tables(&db, options.clock.now()).map_err(|e| e.with_path(&path))?;
-            db
         } else {
             return Err(OpenError::Missing { path }.into());
         };
@@ -249,12 +255,21 @@ impl Store {
             let clock = Arc::clone(&options.clock);
             let thread_path = path.clone();
             let min_gap = options.min_checkpoint_gap;
+            let shared = options.shared;
             let max_jobs = options.max_jobs_per_commit.max(1);
             let window = options.group_commit_window;
             std::thread::Builder::new()
                 .name("mnemon-writer".into())
                 .spawn(move || {
-                    writer_loop(&db, &thread_path, clock.as_ref(), min_gap, max_jobs, window, &receiver)
+                    writer_loop(
+                        &db,
+                        &thread_path,
+                        clock.as_ref(),
+                        (min_gap, shared),
+                        max_jobs,
+                        window,
+                        &receiver,
+                    )
                 })
                 .map_err(|e| OpenError::Io { path: path.clone(), source: e })?
         };
@@ -367,6 +382,11 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
         return Ok(());
     }
     let txn = db.begin_write()?;
+    // Another process sharing the file may have upgraded it meanwhile.
+    if format::read_version(&txn.open_table(tables::META)?)? >= format::FORMAT_VERSION {
+        txn.abort()?;
+        return Ok(());
+    }
     {
         txn.open_table(tables::VECTORS)?;
         txn.open_table(tables::VECTOR_SPACES)?;
@@ -408,6 +428,32 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
     Ok(())
 }
 
+/// Create a new database at `path` so that no process ever sees it half made: build it under
+/// a temporary name beside `path`, then link it into place, which fails if another process
+/// created `path` meanwhile (its file is kept; ours is dropped).
+fn create_file(builder: &redb::Builder, path: &Path, now: Timestamp) -> Result<(), Error> {
+    let io = |e: std::io::Error| OpenError::Io { path: path.to_path_buf(), source: e };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.creating-{}", std::process::id()));
+    let built = (|| {
+        let db = builder.create(&tmp).map_err(|e| match e {
+            redb::DatabaseError::Storage(redb::StorageError::Io(e)) => io(e).into(),
+            other => Error::from(open_error(path, other)),
+        })?;
+        init_tables(&db, now).map_err(|e| e.with_path(path))?;
+        drop(db);
+        match std::fs::hard_link(&tmp, path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            // A file system without hard links: a rename (only racy against a concurrent create).
+            Err(_) if !path.exists() => std::fs::rename(&tmp, path).map_err(|e| io(e).into()),
+            Err(e) => Err(io(e).into()),
+        }
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    built
+}
+
 fn init_tables(db: &Database, now: Timestamp) -> Result<(), Error> {
     let txn = db.begin_write()?;
     {
@@ -436,7 +482,7 @@ fn writer_loop(
     db: &Database,
     path: &Path,
     clock: &dyn Clock,
-    min_gap: u64,
+    (min_gap, shared): (u64, bool),
     max_jobs: usize,
     window: std::time::Duration,
     rx: &Receiver<Job>,
@@ -468,7 +514,7 @@ fn writer_loop(
         }
         concurrency = jobs.len();
         let replies: Vec<SyncSender<Result<Receipt, Error>>> = jobs.iter().map(|j| j.reply.clone()).collect();
-        let results = match commit(db, clock, min_gap, &mut hints, jobs) {
+        let results = match commit(db, clock, (min_gap, shared), &mut hints, jobs) {
             Ok(r) => r,
             Err(e) => {
                 let reason = e.with_path(path).to_string();
@@ -489,12 +535,13 @@ fn writer_loop(
 fn commit(
     db: &Database,
     clock: &dyn Clock,
-    min_gap: u64,
+    (min_gap, shared): (u64, bool),
     hints: &mut GapHints,
     jobs: Vec<Job>,
 ) -> Result<Vec<Result<Receipt, Error>>, Error> {
     let mut txn = db.begin_write()?;
-    let durable = jobs.iter().any(|j| j.durability == Durability::Immediate);
+    // A shared file has no non-durable commits (redb keeps them in one process's memory).
+    let durable = shared || jobs.iter().any(|j| j.durability == Durability::Immediate);
     if !durable {
         txn.set_durability(redb::Durability::None)?;
     }

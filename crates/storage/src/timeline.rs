@@ -668,6 +668,25 @@ fn apply_pending(live: &mut BTreeMap<u128, u8>, pending: &mut HashMap<u128, (u8,
 
 /// The records visible at valid time `v` as known at transaction time `k`, as `(id, kind)`
 /// pairs in id order. `kinds`, when given, keeps only those kind codes.
+/// The first valid time after `after` at which a record of one of `kinds` (all when `None`)
+/// starts or stops being visible in `ns`, as known at `k`.
+pub(crate) fn next_event_after(
+    events: &impl ReadableTable<EventKey<'static>, &'static [u8]>,
+    ns: &str,
+    after: i64,
+    k: i64,
+    kinds: Option<&[u8]>,
+) -> Result<Option<i64>, Error> {
+    for r in events.range((ns, after.saturating_add(1), 0u128, 0u8)..=(ns, i64::MAX, u128::MAX, u8::MAX))? {
+        let (key, val) = r?;
+        let (kind, believed) = spans_contain(names::EVENTS, val.value(), k)?;
+        if believed && kinds.is_none_or(|ks| ks.contains(&kind)) {
+            return Ok(Some(key.value().1));
+        }
+    }
+    Ok(None)
+}
+
 pub(crate) fn live_at(
     events: &impl ReadableTable<EventKey<'static>, &'static [u8]>,
     checkpoints: &impl ReadableTable<CheckpointKey<'static>, &'static [u8]>,

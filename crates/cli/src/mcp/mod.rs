@@ -18,6 +18,8 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+mod tools;
+
 const REFERENCE_TOOLS: &str = include_str!("reference-tools.json");
 const GRAPH_URI: &str = "memory://knowledge-graph";
 
@@ -97,12 +99,22 @@ fn done(message: &str) -> CallToolResult {
 impl MemoryServer {
     /// A server over `db`'s namespace `ns`.
     pub fn new(db: Db, ns: &str) -> Result<MemoryServer> {
-        let tools: Vec<Tool> = serde_json::from_str(REFERENCE_TOOLS).context("the embedded tool list")?;
+        let mut tools: Vec<Tool> = serde_json::from_str(REFERENCE_TOOLS).context("the embedded tool list")?;
+        for t in tools::definitions() {
+            tools.push(serde_json::from_value(t).context("mnemon's tool list")?);
+        }
         db.ns(ns)?;
         Ok(MemoryServer { db, ns: ns.to_string(), tools })
     }
 
     fn call(&self, name: &str, a: Value) -> Result<CallToolResult, McpError> {
+        if tools::NAMES.contains(&name) {
+            return match tools::call(&self.db, &self.ns, name, a) {
+                Ok(v) => Ok(result(&v, v.clone())),
+                Err(tools::ToolError::Args(m)) => Err(McpError::invalid_params(m, None)),
+                Err(tools::ToolError::Failed(m)) => Ok(CallToolResult::error(vec![ContentBlock::text(m)])),
+            };
+        }
         let ns = self.db.ns(&self.ns).map_err(|e| McpError::internal_error(e.to_string(), None))?;
         let g = ns.graph();
         // Domain refusals (an unknown entity, ...) are tool errors the model can read, as in
