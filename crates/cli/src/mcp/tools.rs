@@ -58,7 +58,7 @@ pub fn definitions() -> Vec<Value> {
         json!({
             "name": "remember",
             "title": "Remember",
-            "description": "Store one memory: a decision, task, gotcha, pattern, learning, entity, preference, knowledge item, episode, brief or other kind. Use it whenever you learn something worth keeping beyond this conversation (why something was decided, a pitfall and its fix, the user's preferences, a task to do). Give the main text in `text` and kind-specific fields in `data` (decision: title, decision, rationale, alternatives; task: title, description, priority 1-5, due; gotcha: title, problem, solution, severity; pattern: title, description, example). To change an existing memory later use `supersede`, not a second `remember`. Returns the new id.",
+            "description": "Store one memory: a decision, task, gotcha, pattern, learning, entity, preference, knowledge item, episode, brief or other kind. Use it whenever you learn something worth keeping beyond this conversation (why something was decided, a pitfall and its fix, the user's preferences, a task to do). Give the main text in `text` and kind-specific fields in `data` (decision: title, decision, rationale, alternatives; task: title, description, priority (critical, high, medium, low), due, assignee, dependencies (task ids); gotcha: title, problem, solution, severity; pattern: title, description, example). To change an existing memory later use `supersede`, not a second `remember`. Returns the new id.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -66,7 +66,7 @@ pub fn definitions() -> Vec<Value> {
                     "text": {"type": "string", "description": "The memory in plain words (its main text field)."},
                     "data": {"type": "object", "description": "Kind-specific fields, e.g. {\"title\": \"Use redb\", \"rationale\": \"embedded, no server\"} for a decision."},
                     "tags": {"type": "array", "items": {"type": "string"}, "description": "Labels to find it by."},
-                    "importance": {"type": "integer", "minimum": 1, "maximum": 5, "description": "1 (trivia) to 5 (critical)."},
+                    "importance": {"type": "integer", "minimum": 1, "maximum": 5, "description": "How much it matters, which also sets how long it is kept from valid_from: 1 (trivia, a day), 2 (a week), 3 (a month), 4 (90 days), 5 (critical, permanent). Leave it out for a permanent memory of ordinary weight."},
                     "valid_from": {"type": "string", "description": format!("When it became true (default: now). {TIME}")},
                     "valid_until": {"type": "string", "description": format!("When it stops being true (default: open). {TIME}")},
                     "metadata": {"type": "object", "description": "Free-form extra fields."},
@@ -159,7 +159,7 @@ pub fn definitions() -> Vec<Value> {
                     "text": {"type": "string", "description": "The new main text."},
                     "data": {"type": "object", "description": "The new kind-specific fields."},
                     "tags": {"type": "array", "items": {"type": "string"}},
-                    "importance": {"type": "integer", "minimum": 1, "maximum": 5},
+                    "importance": {"type": "integer", "minimum": 1, "maximum": 5, "description": "As for remember: 1-4 also limit how long it is kept (a day to 90 days), 5 is critical and permanent."},
                     "at": {"type": "string", "description": format!("When the change took effect (default: now). {TIME}")},
                     "namespace": {"type": "string", "description": NS}
                 },
@@ -381,8 +381,7 @@ pub fn call(db: &Db, default_ns: &str, name: &str, a: Value) -> Out {
                 p.kind.parse().map_err(|e: mnemon::InputError| ToolError::Args(e.to_string()))?;
             let ns = ns(&p.namespace)?;
             let value = loose(p.text, p.data, p.tags, p.importance, p.metadata)?;
-            let mut rec =
-                parse_input(value, Some(kind), ns.name()).map_err(|e| ToolError::Args(e.to_string()))?;
+            let mut rec = parse_input(value, Some(kind), ns.name()).map_err(body_error)?;
             rec.record.valid_from = time("valid_from", &p.valid_from)?.or(rec.record.valid_from);
             rec.record.valid_until = time("valid_until", &p.valid_until)?.or(rec.record.valid_until);
             let o = if kind == Kind::Task { ns.tasks().insert(rec.record)? } else { ns.insert(rec.record)? };
@@ -484,9 +483,7 @@ pub fn call(db: &Db, default_ns: &str, name: &str, a: Value) -> Out {
             let old = resolve(&ns, &p.id)?;
             let latest = ns.latest(old)?.ok_or_else(|| failed(format!("no record {old}")))?;
             let value = loose(p.text, p.data, p.tags, p.importance, None)?;
-            let mut rec = parse_input(value, Some(latest.kind()), ns.name())
-                .map_err(|e| ToolError::Args(e.to_string()))?
-                .record;
+            let mut rec = parse_input(value, Some(latest.kind()), ns.name()).map_err(body_error)?.record;
             if let Some(t) = time("at", &p.at)? {
                 rec.valid_from = Some(t);
             }
@@ -538,6 +535,17 @@ pub fn call(db: &Db, default_ns: &str, name: &str, a: Value) -> Out {
             }
         }
         other => Err(ToolError::Args(format!("Tool {other} not found"))),
+    }
+}
+
+fn body_error(e: mnemon::Error) -> ToolError {
+    let m = e.to_string();
+    if m.contains("duplicate field") {
+        ToolError::Args(format!(
+            "{m}: `text` fills the kind's main field; give it once, in `text` or in `data`"
+        ))
+    } else {
+        ToolError::Args(m)
     }
 }
 

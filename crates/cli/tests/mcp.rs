@@ -1,0 +1,280 @@
+//! `mnemon mcp` as real child processes: mnemon's own tools in a working session, several
+//! servers and CLI calls writing one file at once, and SIGKILL right after acknowledged
+//! writes. (The reference tools' contract is checked in cli.rs; the official Python SDK
+//! drives the server in tests/mcp_sdk.rs.)
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// A `mnemon mcp` child process and a minimal JSON-RPC client on its stdio.
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    next: u64,
+}
+
+impl Server {
+    fn start(db: &Path, ns: &str) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+            .env_remove("MNEMON_DB")
+            .env_remove("MEMORY_FILE_PATH")
+            .args(["--db", db.to_str().unwrap(), "--ns", ns, "mcp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut s = Server { child, stdin, stdout, next: 1 };
+        let init = s.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "mnemon", "{init}");
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s
+    }
+
+    fn send(&mut self, v: &Value) {
+        let w = self.stdin.as_mut().unwrap();
+        writeln!(w, "{v}").unwrap();
+        w.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "server closed stdout");
+            let v: Value = serde_json::from_str(&line).expect("stdout carries only JSON-RPC");
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    /// A tool call's result (`isError` false), structured.
+    fn call(&mut self, tool: &str, args: Value) -> Value {
+        let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        assert_eq!(r["result"]["isError"], false, "{tool} {args}: {r}");
+        r["result"]["structuredContent"].clone()
+    }
+
+    /// A tool call that fails: its error text.
+    fn call_err(&mut self, tool: &str, args: Value) -> String {
+        let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        assert_eq!(r["result"]["isError"], true, "{tool} {args} should fail: {r}");
+        r["result"]["content"][0]["text"].as_str().unwrap().to_string()
+    }
+
+    /// Close stdin and wait for a clean exit.
+    fn close(mut self) {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{status}");
+    }
+}
+
+fn mnemon(db: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .env_remove("MNEMON_DB")
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn db_in(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().join("m.redb")
+}
+
+#[test]
+fn own_tools_in_a_working_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Server::start(&db_in(&dir), "proj");
+    let d = s.call(
+        "remember",
+        json!({"kind": "decision", "data": {"title": "Storage engine", "decision": "SQLite", "rationale": "well known"},
+               "tags": ["storage"], "importance": 5, "valid_from": "2025-01-01"}),
+    );
+    let first = d["id"].as_str().unwrap().to_string();
+    let g = s.call("remember", json!({"kind": "gotcha", "data": {"title": "fsync cost", "problem": "every durable commit fsyncs", "solution": "group commit", "severity": "critical"}}));
+    assert!(g["id"].is_string());
+    let hits = s.call("recall", json!({"query": "which storage engine", "kinds": ["decision"]}));
+    assert_eq!(hits["hits"][0]["id"], first.as_str(), "{hits}");
+    // The decision changes: supersede, then the chain, history and time travel tell the story.
+    let sup = s.call(
+        "supersede",
+        json!({"id": first, "data": {"title": "Storage engine", "decision": "redb", "rationale": "embedded, pure Rust"}, "at": "2025-03-01"}),
+    );
+    let second = sup["new"].as_str().unwrap().to_string();
+    let chain = s.call("chain", json!({"id": &first[first.len() - 8..]}));
+    let ids: Vec<&str> =
+        chain["chain"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [first.as_str(), second.as_str()]);
+    let hist = s.call("history", json!({"id": first}));
+    assert!(hist["revisions"].as_array().unwrap().len() >= 2, "{hist}");
+    let then = s.call("list", json!({"kinds": ["decision"], "as_of": "2025-02-01"}));
+    assert_eq!(then["records"].as_array().unwrap().len(), 1);
+    assert_eq!(then["records"][0]["body"]["description"], "SQLite");
+    let now = s.call("list", json!({"kinds": ["decision"]}));
+    assert_eq!(now["records"][0]["body"]["description"], "redb");
+    let old = s.call("get", json!({"id": first, "as_of": "2025-02-01"}));
+    assert_eq!(old["record"]["status"], "active", "{old}");
+    // Tasks move through their states; a final state is final.
+    let t = s
+        .call("remember", json!({"kind": "task", "text": "Port the importer", "data": {"priority": "high"}}));
+    let tid = t["id"].as_str().unwrap().to_string();
+    assert_eq!(s.call("task", json!({"id": tid, "action": "start"}))["task"]["status"], "in_progress");
+    assert_eq!(
+        s.call("task", json!({"id": tid, "action": "block", "reason": "waiting on review"}))["task"]["status"],
+        "blocked"
+    );
+    assert_eq!(s.call("task", json!({"id": tid, "action": "unblock"}))["task"]["status"], "in_progress");
+    assert_eq!(s.call("task", json!({"id": tid, "action": "complete"}))["task"]["status"], "completed");
+    let refused = s.call_err("task", json!({"id": tid, "action": "start"}));
+    assert!(refused.contains("completed"), "{refused}");
+    // The context block: the critical gotcha and the active decision, within budget.
+    let ctx = s.call("context", json!({"query": "storage work", "budget_tokens": 300}));
+    let text = ctx["context"].as_str().unwrap();
+    assert!(text.contains("fsync cost") && text.contains("redb"), "{text}");
+    assert!(ctx["tokens"].as_u64().unwrap() <= 300);
+    // forget retires (time travel keeps it); erase removes every revision.
+    s.call("forget", json!({"id": second}));
+    assert!(s.call("list", json!({"kinds": ["decision"]}))["records"].as_array().unwrap().is_empty());
+    assert_eq!(
+        s.call("get", json!({"id": second, "as_of": "2025-04-01"}))["record"]["body"]["description"],
+        "redb"
+    );
+    let erased = s.call("forget", json!({"id": tid, "erase": true}));
+    assert!(erased["erased_revisions"].as_u64().unwrap() >= 5, "{erased}");
+    assert!(s.call_err("history", json!({"id": tid})).contains("no record"));
+    // Bad arguments are errors the model can read; the server lives on.
+    assert!(s.call_err("remember", json!({"text": "no kind"})).contains("kind"));
+    assert!(s.call_err("remember", json!({"kind": "wish", "text": "x"})).contains("wish"));
+    assert!(
+        s.call_err("remember", json!({"kind": "task", "text": "a", "data": {"title": "b"}}))
+            .contains("give it once")
+    );
+    assert!(s.call_err("recall", json!({"query": "x", "as_of": "yesterday-ish"})).contains("as_of"));
+    assert!(s.call_err("get", json!({"id": "not-an-id"})).contains("not a record id"));
+    assert!(s.call_err("list", json!({"bogus": 1})).contains("unknown field"));
+    let left = s.call("recall", json!({"query": "importer", "mode": "lexical"}));
+    assert_eq!(left["hits"].as_array().unwrap().len(), 0, "{left}");
+    s.close();
+}
+
+/// Three MCP servers and a stream of CLI calls write the same file at once: every write
+/// lands, nobody sees "database already open", and each server sees the others' writes.
+#[test]
+fn many_processes_share_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    const SERVERS: usize = 3;
+    const CALLS: usize = 20;
+    const CLI: usize = 15;
+    let mut handles = Vec::new();
+    for p in 0..SERVERS {
+        let db = db.clone();
+        handles.push(std::thread::spawn(move || {
+            let mut s = Server::start(&db, "kg");
+            for i in 0..CALLS {
+                let name = format!("p{p}-e{i}");
+                let made = s.call(
+                    "create_entities",
+                    json!({"entities": [{"name": name, "entityType": "thing", "observations": [format!("made by {p}")]}]}),
+                );
+                assert_eq!(made["entities"].as_array().unwrap().len(), 1);
+                s.call("add_observations", json!({"observations": [{"entityName": name, "contents": ["second"]}]}));
+                s.call("create_relations", json!({"relations": [{"from": name, "to": "hub", "relationType": "links"}]}));
+                if i % 5 == 0 {
+                    s.call("remember", json!({"kind": "learning", "text": format!("server {p} learned {i}")}));
+                }
+            }
+            s.close();
+        }));
+    }
+    let cli = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            // Racing the servers to create the file: exactly one creation wins, atomically.
+            let (code, _, err) = mnemon(&db, &["init"]);
+            assert_eq!(code, 0, "{err}");
+            for i in 0..CLI {
+                let (code, _, err) = mnemon(
+                    &db,
+                    &["--ns", "kg", "add", "learning", "--data", &format!("{{\"text\":\"cli {i}\"}}")],
+                );
+                assert_eq!(code, 0, "{err}");
+                let (code, _, err) = mnemon(&db, &["--ns", "kg", "list", "entity", "--limit", "3"]);
+                assert_eq!(code, 0, "{err}");
+            }
+        })
+    };
+    for h in handles {
+        h.join().unwrap();
+    }
+    cli.join().unwrap();
+    // A new server sees everything, from every process.
+    let mut s = Server::start(&db, "kg");
+    let g = s.call("read_graph", json!({}));
+    assert_eq!(g["entities"].as_array().unwrap().len(), SERVERS * CALLS);
+    assert_eq!(g["relations"].as_array().unwrap().len(), SERVERS * CALLS);
+    assert!(
+        g["entities"].as_array().unwrap().iter().all(|e| e["observations"].as_array().unwrap().len() == 2)
+    );
+    let learnings = s.call("list", json!({"kinds": ["learning"], "limit": 1000}));
+    assert_eq!(learnings["records"].as_array().unwrap().len(), CLI + SERVERS * CALLS.div_ceil(5));
+    // While this server runs, a CLI write is seen by its next call (its in-memory graph
+    // follows other processes' commits).
+    let (code, _, err) =
+        mnemon(&db, &["--ns", "kg", "add", "entity", "--data", r#"{"name":"FromCli","entity_type":"tool"}"#]);
+    assert_eq!(code, 0, "{err}");
+    let found = s.call("search_nodes", json!({"query": "fromcli"}));
+    assert_eq!(found["entities"][0]["name"], "FromCli");
+    s.close();
+    let (code, out, err) = mnemon(&db, &["check"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// SIGKILL right after acknowledged writes: all of them are there after a restart.
+#[test]
+fn acknowledged_writes_survive_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    for round in 0..3 {
+        let mut s = Server::start(&db, "kg");
+        for i in 0..10 {
+            s.call(
+                "create_entities",
+                json!({"entities": [{"name": format!("r{round}-{i}"), "entityType": "t", "observations": ["o"]}]}),
+            );
+        }
+        s.call("remember", json!({"kind": "learning", "text": format!("round {round}")}));
+        s.child.kill().unwrap(); // SIGKILL
+        s.child.wait().unwrap();
+        let mut again = Server::start(&db, "kg");
+        let g = again.call("read_graph", json!({}));
+        assert_eq!(g["entities"].as_array().unwrap().len(), 10 * (round + 1));
+        let l = again.call("recall", json!({"query": format!("round {round}"), "kinds": ["learning"]}));
+        assert!(!l["hits"].as_array().unwrap().is_empty());
+        again.close();
+    }
+    let (code, out, err) = mnemon(&db, &["check"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
