@@ -459,6 +459,20 @@ pub enum BenchCmd {
         #[arg(long)]
         write_texts: Option<PathBuf>,
     },
+    /// Latency (p50/p95/p99) of each knowledge-graph tool call of `mnemon mcp`, from request
+    /// to response over stdio, at several graph sizes (entities with 5 observations each).
+    Mcp {
+        #[arg(long, value_delimiter = ',', default_value = "500,1000,2000")]
+        sizes: Vec<usize>,
+        /// Calls per tool and size.
+        #[arg(long, default_value_t = 200)]
+        samples: usize,
+        /// Also run the same calls against this server command, side by side (for example
+        /// `node ~/.cache/mnemon/reference-memory-server/node_modules/@modelcontextprotocol/server-memory/dist/index.js`,
+        /// installed by scripts/fetch-reference-memory-server.sh); it gets MEMORY_FILE_PATH.
+        #[arg(long)]
+        reference: Option<String>,
+    },
     /// Write a seeded clustered data set with its exact cosine ground truth (TEXMEX format).
     AnnData {
         #[arg(long)]

@@ -105,14 +105,16 @@ struct Model {
     by_entity: HashMap<String, BTreeSet<RecordId>>,
     relations: BTreeMap<RecordId, Rel>,
     by_rel: HashMap<(String, String, String), RecordId>,
+    /// Relations by the key of each end.
+    by_end: HashMap<String, BTreeSet<RecordId>>,
 }
 
 struct Ent {
     name: String,
     key: String,
     entity_type: String,
-    /// Lower-cased name and type, for search.
-    lower: String,
+    /// Lower-cased name, type and observations, each after a `\u{1f}`: what search scans.
+    hay: String,
 }
 
 struct Obs {
@@ -143,10 +145,18 @@ impl Model {
                 self.by_entity.remove(&o.entity_key);
             }
         }
-        if let Some(r) = self.relations.remove(&id)
-            && self.by_rel.get(&r.key) == Some(&id)
-        {
-            self.by_rel.remove(&r.key);
+        if let Some(r) = self.relations.remove(&id) {
+            if self.by_rel.get(&r.key) == Some(&id) {
+                self.by_rel.remove(&r.key);
+            }
+            for end in [&r.key.0, &r.key.2] {
+                if let Some(set) = self.by_end.get_mut(end) {
+                    set.remove(&id);
+                    if set.is_empty() {
+                        self.by_end.remove(end);
+                    }
+                }
+            }
         }
     }
 
@@ -155,9 +165,8 @@ impl Model {
             Body::Entity(e) => {
                 let key = normalise_key(&e.name);
                 let entity_type = e.entity_type.to_string();
-                let lower = format!("{}\u{1f}{}", e.name.to_lowercase(), entity_type.to_lowercase());
                 self.by_name.insert(key.clone(), r.id);
-                self.entities.insert(r.id, Ent { name: e.name, key, entity_type, lower });
+                self.entities.insert(r.id, Ent { name: e.name, key, entity_type, hay: String::new() });
             }
             Body::Observation(o) => {
                 let entity_key = normalise_key(&o.entity);
@@ -169,6 +178,8 @@ impl Model {
                 let rel = GraphRelation { from: x.from, to: x.to, relation_type: x.relation_type };
                 let key = rel_key(&rel);
                 self.by_rel.insert(key.clone(), r.id);
+                self.by_end.entry(key.0.clone()).or_default().insert(r.id);
+                self.by_end.entry(key.2.clone()).or_default().insert(r.id);
                 self.relations.insert(r.id, Rel { rel, key });
             }
             _ => {}
@@ -196,19 +207,48 @@ impl Model {
                 self.add(r);
             }
             self.loaded = true;
+            let ids: Vec<RecordId> = self.entities.keys().copied().collect();
+            self.rebuild_hay(ids);
         } else {
+            let mut touched = BTreeSet::new();
             for id in changed {
+                touched.extend(self.key_of(id));
                 self.remove(id);
                 if let Some(r) = snap.get(ns, id, AsOf::now())?
                     && GRAPH_KINDS.contains(&r.kind())
                 {
                     self.add(r);
+                    touched.extend(self.key_of(id));
                 }
             }
+            let ids: Vec<RecordId> = touched.iter().filter_map(|k| self.by_name.get(k).copied()).collect();
+            self.rebuild_hay(ids);
         }
         self.seq = seq;
         self.stale_at = snap.next_change(ns, now, &GRAPH_KINDS)?;
         Ok(())
+    }
+
+    /// The entity key an entity or observation record belongs to.
+    fn key_of(&self, id: RecordId) -> Option<String> {
+        self.entities
+            .get(&id)
+            .map(|e| e.key.clone())
+            .or_else(|| self.observations.get(&id).map(|o| o.entity_key.clone()))
+    }
+
+    fn rebuild_hay(&mut self, ids: Vec<RecordId>) {
+        for id in ids {
+            let Some(e) = self.entities.get(&id) else { continue };
+            let mut hay = format!("\u{1f}{}\u{1f}{}", e.name.to_lowercase(), e.entity_type.to_lowercase());
+            for o in self.observations_of(&e.key) {
+                hay.push('\u{1f}');
+                hay.push_str(&o.lower);
+            }
+            if let Some(e) = self.entities.get_mut(&id) {
+                e.hay = hay;
+            }
+        }
     }
 
     fn observations_of(&self, key: &str) -> impl Iterator<Item = &Obs> {
@@ -378,10 +418,10 @@ impl Graph<'_> {
                     }
                 }
             }
-            for (id, r) in &m.relations {
-                if keys.contains(&r.key.0) || keys.contains(&r.key.2) {
-                    self.retire(*id, &mut ops);
-                }
+            let rels: BTreeSet<RecordId> =
+                keys.iter().flat_map(|k| m.by_end.get(k).into_iter().flatten().copied()).collect();
+            for id in rels {
+                self.retire(id, &mut ops);
             }
             self.write(ops, Vec::new())
         })
@@ -430,10 +470,16 @@ impl Graph<'_> {
     pub fn search_nodes(&self, query: &str) -> Result<KnowledgeGraph> {
         let q = query.to_lowercase();
         self.with(|m| {
+            // One scan per entity over its name, type and observations, which the separator
+            // keeps apart (a query holding the separator itself is matched field by field).
             let hits = m.entities.values().filter(|e| {
-                // The name and the type are matched apart (the separator cannot join them).
-                e.lower.split('\u{1f}').any(|part| part.contains(&q))
-                    || m.observations_of(&e.key).any(|o| o.lower.contains(&q))
+                if q.contains('\u{1f}') {
+                    e.name.to_lowercase().contains(&q)
+                        || e.entity_type.to_lowercase().contains(&q)
+                        || m.observations_of(&e.key).any(|o| o.lower.contains(&q))
+                } else {
+                    e.hay.contains(&q)
+                }
             });
             Ok(m.subgraph(hits))
         })
@@ -459,14 +505,10 @@ impl Model {
             keys.insert(e.key.as_str());
             g.entities.push(self.entity(e));
         }
-        if !keys.is_empty() {
-            g.relations = self
-                .relations
-                .values()
-                .filter(|r| keys.contains(r.key.0.as_str()) || keys.contains(r.key.2.as_str()))
-                .map(|r| r.rel.clone())
-                .collect();
-        }
+        // Relations in creation order (ids are time-ordered), each once.
+        let ids: BTreeSet<RecordId> =
+            keys.iter().flat_map(|k| self.by_end.get(*k).into_iter().flatten().copied()).collect();
+        g.relations = ids.iter().filter_map(|id| self.relations.get(id)).map(|r| r.rel.clone()).collect();
         g
     }
 }

@@ -18,6 +18,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+pub mod bench;
 mod tools;
 
 const REFERENCE_TOOLS: &str = include_str!("reference-tools.json");
