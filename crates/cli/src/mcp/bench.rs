@@ -101,14 +101,17 @@ impl Rng {
     }
 }
 
-fn percentiles(mut v: Vec<f64>) -> (f64, f64, f64) {
+/// p50, p95 and p99, in milliseconds.
+type Pcts = (f64, f64, f64);
+
+fn percentiles(mut v: Vec<f64>) -> Pcts {
     v.sort_by(f64::total_cmp);
     let at = |p: f64| v.get(((v.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(f64::NAN);
     (at(0.50), at(0.95), at(0.99))
 }
 
 /// Load `n` entities (5 observations each) and `n` relations, then time each tool.
-fn measure(mut c: Client, n: usize, samples: usize) -> Result<Vec<(String, (f64, f64, f64))>> {
+fn measure(mut c: Client, n: usize, samples: usize) -> Result<Vec<(String, Pcts)>> {
     for chunk in (0..n).collect::<Vec<_>>().chunks(100) {
         c.call("create_entities", json!({"entities": chunk.iter().map(|i| entity(*i)).collect::<Vec<_>>()}))?;
     }
