@@ -1,0 +1,59 @@
+//! `mnemon mcp` driven by the official MCP Python SDK (mcp 2.3.0, installed pinned and
+//! hash-checked by scripts/fetch-mcp-sdk.sh): a coding agent's session, concurrent calls, two
+//! servers on one file, a restart, and SIGKILL right after acknowledged writes
+//! (`mcp_sdk/session.py`).
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn python() -> PathBuf {
+    let venv = std::env::var_os("MNEMON_MCP_SDK_VENV").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/mnemon/mcp-sdk")
+    });
+    let py = venv.join("bin/python");
+    assert!(
+        py.is_file(),
+        "the MCP Python SDK is not installed in {}: run scripts/fetch-mcp-sdk.sh first",
+        venv.display()
+    );
+    py
+}
+
+#[test]
+fn the_official_python_sdk_drives_a_session() {
+    let work = tempfile::tempdir().unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_sdk/session.py");
+    let mut child = Command::new(python())
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_mnemon"))
+        .arg(work.path())
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(work.path().join("stdout.txt")).unwrap())
+        .stderr(std::fs::File::create(work.path().join("stderr.txt")).unwrap())
+        .spawn()
+        .unwrap();
+    // A hung session fails the test instead of hanging CI.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the SDK session did not finish in 300 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = child.wait().unwrap();
+    let stdout = std::fs::read_to_string(work.path().join("stdout.txt")).unwrap();
+    let stderr = std::fs::read_to_string(work.path().join("stderr.txt")).unwrap();
+    assert!(status.success(), "session failed:\n{stdout}\n{stderr}");
+    for step in [
+        "ok realistic session",
+        "ok concurrent calls",
+        "ok two servers on one file",
+        "ok restart",
+        "ok SIGKILL after acknowledged writes",
+    ] {
+        assert!(stdout.contains(step), "missing {step:?}:\n{stdout}\n{stderr}");
+    }
+}

@@ -1,0 +1,204 @@
+"""A coding agent's session with `mnemon mcp`, driven by the official MCP Python SDK.
+
+Run by crates/cli/tests/mcp_sdk.rs as `python session.py MNEMON_EXE WORK_DIR`, with the
+SDK installed by scripts/fetch-mcp-sdk.sh (pinned, hash-checked). Exits non-zero on the
+first failed check. Steps: a realistic session (graph and mnemon's own tools), concurrent
+calls, two servers on one file at once, a restart, and SIGKILL right after acknowledged
+writes.
+"""
+
+import asyncio
+import os
+import signal
+import sys
+from contextlib import AsyncExitStack
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+EXE, WORK = sys.argv[1], sys.argv[2]
+DB = os.path.join(WORK, "memory.redb")
+
+REFERENCE_TOOLS = [
+    "create_entities", "create_relations", "add_observations", "delete_entities",
+    "delete_observations", "delete_relations", "read_graph", "search_nodes", "open_nodes",
+]
+OWN_TOOLS = ["remember", "recall", "context", "get", "list", "supersede", "history", "chain", "task", "forget"]
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+class Server:
+    """One `mnemon mcp` process and an SDK session on it."""
+
+    def __init__(self, ns="proj"):
+        self.ns = ns
+        self.stack = AsyncExitStack()
+        self.session = None
+
+    async def __aenter__(self):
+        before = children()
+        params = StdioServerParameters(command=EXE, args=["--db", DB, "--ns", self.ns, "mcp"],
+                                       env={"PATH": os.environ.get("PATH", "")})
+        read, write = await self.stack.enter_async_context(stdio_client(params))
+        self.session = await self.stack.enter_async_context(ClientSession(read, write))
+        await self.session.initialize()
+        new = children() - before
+        check(len(new) == 1, f"one new server process, got {new}")
+        self.pid = new.pop()
+        return self
+
+    async def __aexit__(self, *exc):
+        try:
+            await self.stack.aclose()
+        except BaseException:  # a killed server leaves the transport broken
+            if not exc[0]:
+                raise
+
+    async def call(self, tool, args):
+        res = await self.session.call_tool(tool, args)
+        text = res.content[0].text if res.content else ""
+        check(not res.is_error, f"{tool} {args}: {text}")
+        return res.structured_content
+
+    async def error(self, tool, args):
+        res = await self.session.call_tool(tool, args)
+        check(res.is_error, f"{tool} {args} should fail")
+        return res.content[0].text
+
+
+def children():
+    """The pids of this process's children (Linux /proc)."""
+    me, out = os.getpid(), set()
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+                out.add(int(d))
+    return out
+
+
+async def realistic_session():
+    async with Server() as s:
+        tools = await s.session.list_tools()
+        names = [t.name for t in tools.tools]
+        check(names == REFERENCE_TOOLS + OWN_TOOLS, names)
+        check(all(t.description for t in tools.tools), "every tool is described")
+        # Starting a task: ask for context and earlier work (nothing yet).
+        ctx = await s.call("context", {"query": "add a retry to the HTTP embedder", "budget_tokens": 500})
+        check(ctx["tokens"] <= 500, ctx)
+        check((await s.call("recall", {"query": "HTTP embedder retry"}))["hits"] == [], "empty at first")
+        # Working: it learns about the code base and records what it decides.
+        await s.call("create_entities", {"entities": [
+            {"name": "HttpEmbedder", "entityType": "component", "observations": ["calls an OpenAI-compatible server"]},
+            {"name": "reqwest", "entityType": "crate", "observations": ["uses rustls"]},
+        ]})
+        await s.call("create_relations", {"relations": [
+            {"from": "HttpEmbedder", "to": "reqwest", "relationType": "depends_on"}]})
+        added = await s.call("add_observations", {"observations": [
+            {"entityName": "HttpEmbedder", "contents": ["retries 429 with backoff", "calls an OpenAI-compatible server"]}]})
+        check(added["results"][0]["addedObservations"] == ["retries 429 with backoff"], added)
+        d = await s.call("remember", {"kind": "decision", "data": {
+            "title": "Retry policy", "decision": "3 retries, exponential backoff", "rationale": "servers rate-limit"},
+            "tags": ["embedder"]})
+        g = await s.call("remember", {"kind": "gotcha", "data": {
+            "title": "Retry-After header", "problem": "servers send Retry-After in seconds",
+            "solution": "honour it before backing off", "severity": "critical"}})
+        t = await s.call("remember", {"kind": "task", "text": "Add retry tests"})
+        await s.call("task", {"id": t["id"], "action": "start"})
+        found = await s.call("search_nodes", {"query": "BACKOFF"})
+        check([e["name"] for e in found["entities"]] == ["HttpEmbedder"], found)
+        check(found["relations"] == [{"from": "HttpEmbedder", "to": "reqwest", "relationType": "depends_on"}], found)
+        # The decision changes; the chain and time travel keep the story.
+        new = await s.call("supersede", {"id": d["id"], "data": {
+            "title": "Retry policy", "decision": "5 retries, honour Retry-After", "rationale": "fewer failures"}})
+        chain = await s.call("chain", {"id": new["new"]})
+        check([r["id"] for r in chain["chain"]] == [d["id"], new["new"]], chain)
+        hits = await s.call("recall", {"query": "retry policy", "kinds": ["decision"]})
+        check(hits["hits"][0]["id"] == new["new"], hits)
+        await s.call("task", {"id": t["id"], "action": "complete"})
+        refused = await s.error("task", {"id": t["id"], "action": "start"})
+        check("completed" in refused, refused)
+        ctx = await s.call("context", {"query": "HTTP embedder retries", "budget_tokens": 400})
+        check("Retry-After header" in ctx["context"] and g["id"] in ctx["ids"], ctx)
+        res = await s.session.read_resource("memory://knowledge-graph")
+        check('"HttpEmbedder"' in res.contents[0].text, res)
+        # Bad calls are errors; the session goes on.
+        await s.error("add_observations", {"observations": [{"entityName": "Nobody", "contents": ["x"]}]})
+        await s.error("remember", {"text": "no kind"})
+        await s.error("no_such_tool", {})
+        check(len((await s.call("read_graph", {}))["entities"]) == 2, "intact")
+    print("ok realistic session")
+
+
+async def concurrent_calls():
+    async with Server() as s:
+        writes = [s.call("create_entities", {"entities": [{"name": f"c{i}", "entityType": "t", "observations": [f"o{i}"]}]})
+                  for i in range(30)]
+        reads = [s.call("search_nodes", {"query": "c1"}) for _ in range(10)]
+        notes = [s.call("remember", {"kind": "learning", "text": f"concurrent note {i}"}) for i in range(10)]
+        await asyncio.gather(*writes, *reads, *notes)
+        g = await s.call("read_graph", {})
+        check(sum(1 for e in g["entities"] if e["name"].startswith("c")) == 30, g)
+        ls = await s.call("list", {"kinds": ["learning"], "limit": 100})
+        check(len(ls["records"]) == 10, ls)
+    print("ok concurrent calls")
+
+
+async def two_servers_one_file():
+    async with Server() as a, Server() as b:
+        await asyncio.gather(
+            *[a.call("create_entities", {"entities": [{"name": f"a{i}", "entityType": "t", "observations": []}]}) for i in range(15)],
+            *[b.call("create_entities", {"entities": [{"name": f"b{i}", "entityType": "t", "observations": []}]}) for i in range(15)],
+        )
+        # Each sees the other's writes.
+        check(len((await a.call("search_nodes", {"query": "b1"}))["entities"]) >= 1, "a sees b")
+        check(len((await b.call("search_nodes", {"query": "a1"}))["entities"]) >= 1, "b sees a")
+    print("ok two servers on one file")
+
+
+async def restart():
+    async with Server() as s:
+        g = await s.call("read_graph", {})
+        names = {e["name"] for e in g["entities"]}
+        check({"HttpEmbedder", "reqwest", "c0", "c29", "a14", "b14"} <= names, names)
+        hits = await s.call("recall", {"query": "Retry policy", "kinds": ["decision"]})
+        check("Retry-After" in hits["hits"][0]["text"], hits)
+    print("ok restart")
+
+
+async def sigkill_after_acknowledged_writes():
+    acked = []
+    async with Server(ns="crash") as s:
+        for i in range(20):
+            await s.call("create_entities", {"entities": [{"name": f"k{i}", "entityType": "t", "observations": [f"obs {i}"]}]})
+            acked.append(f"k{i}")
+        r = await s.call("remember", {"kind": "learning", "text": "written just before the kill"})
+        os.kill(s.pid, signal.SIGKILL)
+        await asyncio.sleep(0.2)
+    async with Server(ns="crash") as s:
+        g = await s.call("read_graph", {})
+        names = [e["name"] for e in g["entities"]]
+        check(names == acked, names)
+        check(all(e["observations"] for e in g["entities"]), g)
+        got = await s.call("get", {"id": r["id"]})
+        check(got["record"]["text"] == "written just before the kill", got)
+    print("ok SIGKILL after acknowledged writes")
+
+
+async def main():
+    await realistic_session()
+    await concurrent_calls()
+    await two_servers_one_file()
+    await restart()
+    await sigkill_after_acknowledged_writes()
+
+
+asyncio.run(main())
