@@ -1,4 +1,5 @@
-//! How long does a bare durable redb commit take here? `redb_floor [tables]`.
+//! How long does a bare durable redb commit take here? `redb_floor [tables] [shared]`
+//! (`shared`: redb's multi-writer mode, as `DbBuilder::shared(true)` opens files).
 #![allow(missing_docs, clippy::unwrap_used, clippy::print_stdout, reason = "measurement driver")]
 
 use std::time::Instant;
@@ -6,7 +7,12 @@ use std::time::Instant;
 fn main() {
     let tables: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1);
     let dir = tempfile::tempdir().unwrap();
-    let db = redb::Database::create(dir.path().join("f.redb")).unwrap();
+    let shared = std::env::args().nth(2).is_some_and(|s| s == "shared");
+    let mut builder = redb::Builder::new();
+    if shared {
+        builder.set_concurrency_mode(redb::ConcurrencyMode::MultiWriter);
+    }
+    let db = builder.create(dir.path().join("f.redb")).unwrap();
     let names: Vec<String> = (0..tables).map(|i| format!("t{i}")).collect();
     let n = 2000u64;
     let t = Instant::now();
@@ -18,5 +24,6 @@ fn main() {
         }
         w.commit().unwrap();
     }
-    println!("{tables} table(s): {:?} per durable commit", t.elapsed() / n as u32);
+    let mode = if shared { "shared" } else { "exclusive" };
+    println!("{tables} table(s), {mode}: {:?} per durable commit", t.elapsed() / n as u32);
 }
