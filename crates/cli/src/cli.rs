@@ -335,8 +335,10 @@ pub enum Command {
         #[arg(long = "in")]
         namespaces: Vec<String>,
     },
-    /// Serve the Model Context Protocol on stdio: a drop-in for the reference knowledge-graph
-    /// memory server (its nine tools and the memory://knowledge-graph resource), on --ns.
+    /// Serve the Model Context Protocol on stdio, on --ns: a drop-in for the reference
+    /// knowledge-graph memory server (its nine tools and the memory://knowledge-graph
+    /// resource), plus mnemon's own tools (remember, recall, context, get, list, supersede,
+    /// history, chain, task, forget). Any number of servers and mnemon commands share the file.
     Mcp,
     /// Current records of every kind carrying TAG.
     Tagged { tag: String },

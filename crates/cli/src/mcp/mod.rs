@@ -2,8 +2,9 @@
 //! knowledge-graph memory server (`@modelcontextprotocol/server-memory`): the same nine tools
 //! with the same input and output schemas and annotations (`reference-tools.json`, the tool
 //! list the reference serves, version 2026.8.31, MIT), the same results (`structuredContent`
-//! and the pretty-printed JSON text), and the `memory://knowledge-graph` resource. Logs go to
-//! stderr; stdout carries only JSON-RPC.
+//! and the pretty-printed JSON text), and the `memory://knowledge-graph` resource; and
+//! mnemon's own tools (`tools.rs`). Logs go to stderr; stdout carries only JSON-RPC. The
+//! database is opened shared, so several servers and CLI calls use one file (docs/mcp.md).
 
 use anyhow::{Context, Result};
 use mnemon::Db;
