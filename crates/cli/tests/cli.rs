@@ -1135,9 +1135,9 @@ fn mcp_jsonl_round_trip_is_byte_identical() {
     assert_eq!(env.run(&["--ns", "empty", "export", "--format", "mcp-jsonl"]).stdout, "");
 }
 
-/// `mnemon mcp` as a real child process speaking JSON-RPC on stdio (raw client; the official
-/// SDK client test is still to come): the reference's tool list, results, errors, the
-/// resource, and a clean exit on EOF with the writes durable.
+/// `mnemon mcp` as a real child process speaking JSON-RPC on stdio (a raw client; the official
+/// SDK drives it in mcp_sdk.rs): the reference's tool list, results, errors, the resource,
+/// and a clean exit on EOF with the writes durable.
 #[test]
 fn mcp_server_speaks_the_reference_contract() {
     let env = Env::new();
