@@ -38,23 +38,7 @@ pub(crate) fn read_json(data: &str, flag: &str) -> Result<Value> {
 
 /// A full id, or a unique suffix of one (at least 6 hex digits) in the namespace.
 fn resolve_id(db: &Db, ns: &Namespace, s: &str) -> Result<RecordId> {
-    if let Ok(id) = RecordId::parse(s) {
-        return Ok(id);
-    }
-    let hex: String = s.chars().filter(|c| *c != '-').collect();
-    if hex.len() < 6 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Ok(RecordId::parse(s)?);
-    }
-    let found = db.snapshot()?.ids_with_suffix(ns, &hex)?;
-    match found.as_slice() {
-        [one] => Ok(*one),
-        [] => Err(anyhow!("no record in namespace {ns:?} has an id ending in {s}")),
-        many => Err(usage(format!(
-            "{} records have an id ending in {s}: {}",
-            many.len(),
-            many.iter().take(5).map(ToString::to_string).collect::<Vec<_>>().join(", ")
-        ))),
-    }
+    Ok(db.ns(ns.as_str())?.resolve_id(s)?)
 }
 
 /// Check the id's form, open the database for writing, and resolve the id in the namespace.

@@ -172,7 +172,7 @@ fn own_tools_in_a_working_session() {
             .contains("give it once")
     );
     assert!(s.call_err("recall", json!({"query": "x", "as_of": "yesterday-ish"})).contains("as_of"));
-    assert!(s.call_err("get", json!({"id": "not-an-id"})).contains("not a record id"));
+    assert!(s.call_err("get", json!({"id": "not-an-id"})).contains("invalid record id"));
     assert!(s.call_err("list", json!({"bogus": 1})).contains("unknown field"));
     let left = s.call("recall", json!({"query": "importer", "mode": "lexical"}));
     assert_eq!(left["hits"].as_array().unwrap().len(), 0, "{left}");

@@ -450,6 +450,28 @@ impl Ns {
             .ok_or_else(|| crate::error::invalid("the writer returned no outcome"))
     }
 
+    /// A record id given in full, or as a unique tail of at least 6 hex digits (what
+    /// [`RecordId::short`] prints), in this namespace. Anything else, or a tail several ids
+    /// share, is an input error; a tail no id has is [`Error::NoSuchId`].
+    pub fn resolve_id(&self, s: &str) -> Result<RecordId> {
+        if let Ok(id) = RecordId::parse(s) {
+            return Ok(id);
+        }
+        let hex: String = s.chars().filter(|c| *c != '-').collect();
+        if hex.len() < 6 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Ok(RecordId::parse(s)?);
+        }
+        match self.db.snapshot()?.ids_with_suffix(&self.ns, &hex)?.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(Error::NoSuchId { namespace: self.ns.as_str().to_string(), tail: s.to_string() }),
+            many => Err(crate::error::invalid(format!(
+                "{} records have an id ending in {s}: {}",
+                many.len(),
+                many.iter().take(5).map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            ))),
+        }
+    }
+
     /// The record as valid now.
     pub fn get(&self, id: RecordId) -> Result<Option<Record>> {
         self.get_as_of(id, AsOf::now())

@@ -69,6 +69,14 @@ pub enum Error {
         /// Why not.
         reason: String,
     },
+    /// No record's id ends in the given digits (see [`crate::Ns::resolve_id`]).
+    #[error("no record in namespace {namespace:?} has an id ending in {tail}")]
+    NoSuchId {
+        /// The namespace searched.
+        namespace: String,
+        /// The digits given.
+        tail: String,
+    },
     /// A record changed concurrently too often for a read-modify-write to succeed.
     #[error("record {id} kept changing concurrently; gave up after {attempts} attempts")]
     Contended {

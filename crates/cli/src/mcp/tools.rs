@@ -25,12 +25,6 @@ impl From<mnemon::Error> for ToolError {
     }
 }
 
-impl From<mnemon::StorageError> for ToolError {
-    fn from(e: mnemon::StorageError) -> Self {
-        ToolError::Failed(e.to_string())
-    }
-}
-
 type Out = Result<Value, ToolError>;
 
 fn failed(msg: impl Into<String>) -> ToolError {
@@ -250,18 +244,7 @@ fn view(r: &Record, at: Timestamp) -> Value {
 }
 
 fn resolve(ns: &Ns, s: &str) -> Result<RecordId, ToolError> {
-    if let Ok(id) = RecordId::parse(s) {
-        return Ok(id);
-    }
-    let hex: String = s.chars().filter(|c| *c != '-').collect();
-    if hex.len() < 6 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(ToolError::Args(format!("{s:?} is not a record id")));
-    }
-    match ns.db().snapshot()?.ids_with_suffix(ns.name(), &hex)?.as_slice() {
-        [one] => Ok(*one),
-        [] => Err(failed(format!("no record in namespace {:?} has an id ending in {s}", ns.name().as_str()))),
-        many => Err(failed(format!("{} records have an id ending in {s}; give more of it", many.len()))),
-    }
+    ns.resolve_id(s).map_err(|e| if e.is_input() { ToolError::Args(e.to_string()) } else { e.into() })
 }
 
 #[derive(Deserialize)]
