@@ -196,16 +196,33 @@ fn records_are_embedded_on_write_failures_are_backfilled_and_the_embedder_is_rem
     // Another embedder is refused unless a reindex is asked for.
     let err = Db::builder(&path).embedder(Arc::new(HashEmbedder::default())).open().unwrap_err();
     assert!(matches!(err, Error::EmbedderMismatch { .. }) && err.to_string().contains("reindex"), "{err}");
-    let db = Db::builder(&path).embedder(Arc::new(HashEmbedder::default())).reembed(true).open().unwrap();
+    // The hash embedder, as an embedder worth caching (as a model would be), counting its calls.
+    struct Cached(HashEmbedder, std::sync::atomic::AtomicUsize);
+    impl mnemon::embed::Embedder for Cached {
+        fn model_id(&self) -> &str {
+            self.0.model_id()
+        }
+        fn dimension(&self) -> usize {
+            self.0.dimension()
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, mnemon::embed::EmbedError> {
+            self.1.fetch_add(texts.len(), std::sync::atomic::Ordering::SeqCst);
+            self.0.embed(texts)
+        }
+    }
+    let cached = Arc::new(Cached(HashEmbedder::default(), 0.into()));
+    let db = Db::builder(&path).embedder(cached.clone()).reembed(true).open().unwrap();
     let backfilled = db.reindex(None, 16, |_, _| {}).unwrap();
     assert_eq!(backfilled.misses, 1);
     let ns = db.ns("p").unwrap();
     let b =
         ns.add(Learning { text: "Bounded queues keep memory flat".into(), ..Default::default() }).unwrap();
+    let calls = cached.1.load(std::sync::atomic::Ordering::SeqCst);
     // The same text again comes from the cache.
     let c =
         ns.add(Learning { text: "Bounded queues keep memory flat".into(), ..Default::default() }).unwrap();
     assert!(db.embed_stats().hits >= 1);
+    assert_eq!(cached.1.load(std::sync::atomic::Ordering::SeqCst), calls, "no second embedding");
     let vec_hits = ns.search("exponential backoff retry").mode(TextMode::Vector).run().unwrap();
     assert_eq!(vec_hits[0].record.id, a);
     // Revising the text re-embeds it in the same commit.
@@ -226,7 +243,17 @@ fn records_are_embedded_on_write_failures_are_backfilled_and_the_embedder_is_rem
     assert_eq!(all_vector[..vector.len()], vector[..]);
     assert_eq!(mnemon::default_lexical_share("mnemon-hash-v1-384"), 0.3);
     drop((ns, db));
-    // Reopened without naming an embedder: the recorded one (hash) is used.
+    // Reopened without naming an embedder: the recorded one (hash) is used. Hashing is
+    // cheaper than a lookup, so it writes no cache rows and reads none.
     let db = Db::open(&path).unwrap();
     assert_eq!(db.embedder().model_id(), "mnemon-hash-v1-384");
+    let aux =
+        |db: &Db| db.snapshot().unwrap().table_sizes().unwrap()["aux (index manifests, embedding cache)"];
+    let before = aux(&db);
+    let ns = db.ns("p").unwrap();
+    for _ in 0..2 {
+        ns.add(Learning { text: "Hashing needs no cache".into(), ..Default::default() }).unwrap();
+    }
+    assert_eq!((db.embed_stats().hits, db.embed_stats().misses), (0, 2));
+    assert_eq!(aux(&db), before);
 }

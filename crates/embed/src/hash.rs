@@ -80,6 +80,11 @@ impl Embedder for HashEmbedder {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         texts.iter().enumerate().map(|(index, t)| self.one(t).ok_or(EmbedError::Empty { index })).collect()
     }
+    /// No: hashing a text is cheaper than looking its vector up, and a cache row per text
+    /// would cost every durable commit a page write.
+    fn worth_caching(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

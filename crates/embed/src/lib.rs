@@ -111,6 +111,12 @@ pub trait Embedder: Send + Sync {
     fn dimension(&self) -> usize;
     /// One unit vector per text, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+    /// Whether the database should cache this embedder's vectors by text. True by default
+    /// (a model or a server costs far more than a lookup); an embedder cheaper to run than a
+    /// B-tree lookup and write, as [`HashEmbedder`] is, says no.
+    fn worth_caching(&self) -> bool {
+        true
+    }
 }
 
 /// Scale to unit length (`None` for the zero vector or non-finite input).

@@ -103,8 +103,13 @@ impl Embedding {
         let dim = self.embedder.dimension();
         let mut out: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
         let mut todo: Vec<usize> = Vec::new();
+        let cached = self.embedder.worth_caching();
         for (i, t) in texts.iter().enumerate() {
             if t.trim().is_empty() {
+                continue;
+            }
+            if !cached {
+                todo.push(i);
                 continue;
             }
             match snap.aux(&self.key(t)).ok().flatten().and_then(|b| decode(&b, dim)) {
@@ -125,7 +130,10 @@ impl Embedding {
                 self.misses.fetch_add(todo.len() as u64, Ordering::Relaxed);
                 for (&i, v) in todo.iter().zip(vs) {
                     if v.len() == dim {
-                        cache_ops.push(WriteOp::PutAux { key: self.key(texts[i]), value: Some(encode(&v)) });
+                        if cached {
+                            cache_ops
+                                .push(WriteOp::PutAux { key: self.key(texts[i]), value: Some(encode(&v)) });
+                        }
                         out[i] = Some(v);
                     } else {
                         self.failures.fetch_add(1, Ordering::Relaxed);
@@ -171,8 +179,9 @@ impl Embedding {
 
     /// The vector of a search query (cached vectors are used, nothing is written).
     pub(crate) fn query(&self, snap: &Snapshot, text: &str) -> Result<Vec<f32>, mnemon_embed::EmbedError> {
-        if let Some(v) =
-            snap.aux(&self.key(text)).ok().flatten().and_then(|b| decode(&b, self.embedder.dimension()))
+        if self.embedder.worth_caching()
+            && let Some(v) =
+                snap.aux(&self.key(text)).ok().flatten().and_then(|b| decode(&b, self.embedder.dimension()))
         {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(v);

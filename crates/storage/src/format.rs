@@ -14,6 +14,9 @@
 //!
 //! ## Versions
 //! - 1: the first format (mnemon 0.1).
+//! - 2: adds the vector, vector-space, auxiliary and lexical tables.
+//! - 3: adds `mnemon.fresh` (texts not yet merged into the posting lists) and a fresh count
+//!   in `mnemon.lexstats`; a format-2 file is upgraded by creating the empty table.
 //!
 //! A file with a newer version is refused with [`OpenError::NewerFormat`]; one older than
 //! [`OLDEST_SUPPORTED_FORMAT_VERSION`] with [`OpenError::TooOld`]; anything between is upgraded
@@ -31,7 +34,7 @@ use crate::time::Timestamp;
 /// The magic value stored under `magic`.
 pub const MAGIC: [u8; 8] = *b"mnemon\x00\x01";
 /// The format version this build writes.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format version this build can open (upgrading it if needed).
 pub const OLDEST_SUPPORTED_FORMAT_VERSION: u32 = 1;
 /// The first bytes of every redb file.
@@ -112,8 +115,8 @@ pub(crate) fn init(table: &mut Table<&str, &[u8]>, now: Timestamp) -> Result<(),
 }
 
 /// Bring a file of an older supported format up to [`FORMAT_VERSION`] (inside the caller's
-/// write transaction). Format 2 added the vector, vector-space and auxiliary tables; the
-/// caller creates them, and this records the new version.
+/// write transaction): the caller creates the tables added since and builds what they hold,
+/// and this records the new version.
 pub(crate) fn upgrade(table: &mut Table<&str, &[u8]>) -> Result<(), Error> {
     table.insert(keys::FORMAT_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())?;
     Ok(())

@@ -1,12 +1,23 @@
 //! The lexical index: BM25 over the tokens of each record's text, kept in the same commits as
 //! the records and answerable as of any (valid, known) time.
 //!
-//! A record's text is indexed when a revision changes it (or creates the record): one posting
-//! `(ns, term, id, from_rev) -> [1][tf u32][doc length u32]` per distinct term, and a row
-//! `(ns, id, from_rev) -> [1][doc length u32]` saying that revision `from_rev` starts a new
-//! text. A posting serves revision `from_rev` and the later revisions until the next text
-//! row: a search resolves each matching record to its revision visible at the asked time and
-//! counts only the postings of the text serving that revision. `forget` removes all of them.
+//! A record's text is indexed when a revision changes it (or creates the record): a row
+//! `(ns, id, from_rev) -> [1][0 u32][doc length u32]` in `mnemon.texts` saying that revision
+//! `from_rev` starts a new text, and the text's terms in one of two places:
+//!
+//! - **fresh**: one row `(ns, id, from_rev) -> [1][doc length u32][terms u32]([tf u32][term
+//!   length u16][term])*` in `mnemon.fresh`. A new text costs one row next to the previous
+//!   one (ids are time-ordered), not one B-tree leaf per distinct term: a durable commit of a
+//!   small record writes a few pages instead of dozens.
+//! - **merged**: one posting `(ns, term, id, from_rev) -> [1][tf u32][doc length u32]` per
+//!   distinct term in `mnemon.postings`. When a commit would leave a namespace with
+//!   [`FRESH_LIMIT`] fresh texts or more, it moves them all there (and writes its own texts
+//!   there directly), so a search reads at most that many fresh rows beside the posting lists
+//!   of its terms, and a bulk import writes postings once.
+//!
+//! A text's terms serve revision `from_rev` and the later revisions until the next text row:
+//! a search resolves each matching record to its revision visible at the asked time and
+//! counts only the terms of the text serving that revision. `forget` removes all of them.
 
 use std::collections::BTreeMap;
 
@@ -18,17 +29,28 @@ use crate::record::Record;
 use crate::tokens::{is_stopword, tokenize};
 
 const POSTING_VERSION: u8 = 1;
-const STATS_VERSION: u8 = 1;
+const FRESH_VERSION: u8 = 1;
+/// Namespace totals without the fresh count (format 2).
+const STATS_VERSION_1: u8 = 1;
+const STATS_VERSION: u8 = 2;
+
+/// A namespace's fresh texts are merged into the posting lists once a commit would leave this
+/// many (see the module documentation).
+pub const FRESH_LIMIT: u64 = 256;
 
 /// BM25 parameters (the usual ones).
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
 pub(crate) type PostingKey = (&'static str, &'static str, u128, u32);
+/// A text's distinct terms with their counts, and its length in tokens.
+pub(crate) type TermCounts = (BTreeMap<String, u32>, u32);
+/// A text a commit indexes: `((id, from_rev), terms)`.
+type NewText = ((u128, u32), TermCounts);
 pub(crate) type TextKey = (&'static str, u128, u32);
 
 /// Term frequencies and length of a text.
-pub(crate) fn term_counts(text: &str) -> (BTreeMap<String, u32>, u32) {
+pub(crate) fn term_counts(text: &str) -> TermCounts {
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     let tokens = tokenize(text);
     for t in &tokens {
@@ -56,48 +78,167 @@ fn decode_posting(b: &[u8]) -> Option<(u32, u32)> {
     Some((tf, len))
 }
 
-/// Namespace totals: texts indexed and their summed length.
-pub(crate) fn encode_stats(docs: u64, total: u64) -> [u8; 17] {
-    let mut out = [0u8; 17];
-    out[0] = STATS_VERSION;
-    out[1..9].copy_from_slice(&docs.to_le_bytes());
-    out[9..17].copy_from_slice(&total.to_le_bytes());
+/// The terms of a fresh text and its length.
+fn encode_fresh(counts: &BTreeMap<String, u32>, len: u32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(9 + counts.keys().map(|t| 6 + t.len()).sum::<usize>());
+    out.push(FRESH_VERSION);
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&u32::try_from(counts.len()).unwrap_or(u32::MAX).to_le_bytes());
+    for (term, tf) in counts {
+        // Terms are at most 64 bytes (see `term_counts`).
+        let n = u16::try_from(term.len()).unwrap_or(u16::MAX);
+        out.extend_from_slice(&tf.to_le_bytes());
+        out.extend_from_slice(&n.to_le_bytes());
+        out.extend_from_slice(&term.as_bytes()[..usize::from(n)]);
+    }
     out
 }
 
-pub(crate) fn decode_stats(b: &[u8]) -> (u64, u64) {
-    if b.len() != 17 || b[0] != STATS_VERSION {
-        return (0, 0);
+/// A fresh row: its text's length and `(term, tf)` in term order (`None` if malformed).
+fn decode_fresh(b: &[u8]) -> Option<(u32, Vec<(&str, u32)>)> {
+    let u32_at = |i: usize| b.get(i..i + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes);
+    if b.first() != Some(&FRESH_VERSION) {
+        return None;
     }
-    let d = u64::from_le_bytes(b[1..9].try_into().unwrap_or([0; 8]));
-    let t = u64::from_le_bytes(b[9..17].try_into().unwrap_or([0; 8]));
-    (d, t)
+    let len = u32_at(1)?;
+    let n = usize::try_from(u32_at(5)?).ok()?;
+    let mut terms = Vec::with_capacity(n.min(1024));
+    let mut at = 9;
+    for _ in 0..n {
+        let tf = u32_at(at)?;
+        let tl = usize::from(u16::from_le_bytes(b.get(at + 4..at + 6)?.try_into().ok()?));
+        let term = std::str::from_utf8(b.get(at + 6..at + 6 + tl)?).ok()?;
+        terms.push((term, tf));
+        at += 6 + tl;
+    }
+    Some((len, terms))
+}
+
+/// Namespace totals: texts indexed, their summed length, and how many are fresh.
+pub(crate) fn encode_stats(s: LexStats) -> [u8; 25] {
+    let mut out = [0u8; 25];
+    out[0] = STATS_VERSION;
+    out[1..9].copy_from_slice(&s.docs.to_le_bytes());
+    out[9..17].copy_from_slice(&s.total.to_le_bytes());
+    out[17..25].copy_from_slice(&s.fresh.to_le_bytes());
+    out
+}
+
+/// A namespace's lexical totals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LexStats {
+    /// Texts indexed.
+    pub(crate) docs: u64,
+    /// Their summed length in tokens.
+    pub(crate) total: u64,
+    /// How many of them are fresh (not yet in the posting lists).
+    pub(crate) fresh: u64,
+}
+
+pub(crate) fn decode_stats(b: &[u8]) -> LexStats {
+    let u64_at = |i: usize| b.get(i..i + 8).and_then(|s| s.try_into().ok()).map_or(0, u64::from_le_bytes);
+    match (b.first(), b.len()) {
+        (Some(&STATS_VERSION), 25) => LexStats { docs: u64_at(1), total: u64_at(9), fresh: u64_at(17) },
+        // Format 2 had no fresh texts.
+        (Some(&STATS_VERSION_1), 17) => LexStats { docs: u64_at(1), total: u64_at(9), fresh: 0 },
+        _ => LexStats::default(),
+    }
 }
 
 /// The write side, used by the commit that writes the revision.
 pub(crate) struct LexicalWriter<'txn> {
     pub(crate) postings: Table<'txn, PostingKey, &'static [u8]>,
     pub(crate) texts: Table<'txn, TextKey, &'static [u8]>,
+    pub(crate) fresh: Table<'txn, TextKey, &'static [u8]>,
     pub(crate) stats: Table<'txn, &'static str, &'static [u8]>,
-    /// Changes to the namespace totals, written once per commit by [`Self::flush`].
-    pub(crate) pending: BTreeMap<String, (i64, i64)>,
+    /// Per namespace: changes to the totals (texts, length, stored fresh rows), written once
+    /// per commit by [`Self::flush`].
+    pub(crate) pending: BTreeMap<String, (i64, i64, i64)>,
+    /// The texts this commit indexes, placed by [`Self::flush`] (fresh, or merged).
+    pub(crate) new_texts: BTreeMap<(String, u128, u32), TermCounts>,
 }
 
-impl LexicalWriter<'_> {
-    fn bump(&mut self, ns: &str, docs: i64, len: i64) -> Result<(), Error> {
-        let e = self.pending.entry(ns.to_string()).or_insert((0, 0));
+impl<'txn> LexicalWriter<'txn> {
+    /// The writer over a write transaction's tables.
+    pub(crate) fn open(txn: &'txn redb::WriteTransaction) -> Result<Self, Error> {
+        Ok(LexicalWriter {
+            postings: txn.open_table(crate::tables::POSTINGS)?,
+            texts: txn.open_table(crate::tables::TEXTS)?,
+            fresh: txn.open_table(crate::tables::FRESH)?,
+            stats: txn.open_table(crate::tables::LEXSTATS)?,
+            pending: BTreeMap::new(),
+            new_texts: BTreeMap::new(),
+        })
+    }
+
+    fn bump(&mut self, ns: &str, docs: i64, len: i64, fresh: i64) {
+        let e = self.pending.entry(ns.to_string()).or_insert((0, 0, 0));
         e.0 += docs;
         e.1 += len;
+        e.2 += fresh;
+    }
+
+    /// Place this commit's texts and write the namespace totals it changed. A namespace
+    /// that would have [`FRESH_LIMIT`] fresh texts or more gets them all merged into its
+    /// posting lists.
+    pub(crate) fn flush(&mut self) -> Result<(), Error> {
+        let mut by_ns: BTreeMap<String, Vec<NewText>> = BTreeMap::new();
+        for ((ns, id, rev), text) in std::mem::take(&mut self.new_texts) {
+            by_ns.entry(ns).or_default().push(((id, rev), text));
+        }
+        for ns in by_ns.keys() {
+            self.pending.entry(ns.clone()).or_insert((0, 0, 0));
+        }
+        for (ns, (docs, len, fresh)) in std::mem::take(&mut self.pending) {
+            let s = self.stats.get(ns.as_str())?.map(|v| decode_stats(v.value())).unwrap_or_default();
+            let stored = s.fresh.saturating_add_signed(fresh);
+            let new = by_ns.remove(&ns).unwrap_or_default();
+            let merge = stored + new.len() as u64 >= FRESH_LIMIT;
+            if merge {
+                self.merge_fresh(&ns)?;
+            }
+            for ((id, rev), (counts, len)) in &new {
+                if merge {
+                    for (term, tf) in counts {
+                        self.postings.insert(
+                            (ns.as_str(), term.as_str(), *id, *rev),
+                            encode_posting(*tf, *len).as_slice(),
+                        )?;
+                    }
+                } else {
+                    self.fresh.insert((ns.as_str(), *id, *rev), encode_fresh(counts, *len).as_slice())?;
+                }
+            }
+            let s = LexStats {
+                docs: s.docs.saturating_add_signed(docs),
+                total: s.total.saturating_add_signed(len),
+                fresh: if merge { 0 } else { stored + new.len() as u64 },
+            };
+            self.stats.insert(ns.as_str(), encode_stats(s).as_slice())?;
+        }
         Ok(())
     }
 
-    /// Write the namespace totals changed by this commit.
-    pub(crate) fn flush(&mut self) -> Result<(), Error> {
-        for (ns, (docs, len)) in std::mem::take(&mut self.pending) {
-            let (d, t) = self.stats.get(ns.as_str())?.map(|v| decode_stats(v.value())).unwrap_or((0, 0));
-            let d = d.saturating_add_signed(docs);
-            let t = t.saturating_add_signed(len);
-            self.stats.insert(ns.as_str(), encode_stats(d, t).as_slice())?;
+    /// Move every fresh text of a namespace into the posting lists.
+    fn merge_fresh(&mut self, ns: &str) -> Result<(), Error> {
+        let mut rows: Vec<(u128, u32, Vec<u8>)> = Vec::new();
+        for r in self.fresh.range((ns, 0u128, 0u32)..=(ns, u128::MAX, u32::MAX))? {
+            let (k, v) = r?;
+            let (_, id, rev) = k.value();
+            rows.push((id, rev, v.value().to_vec()));
+        }
+        for (id, rev, bytes) in &rows {
+            let (len, terms) = decode_fresh(bytes).ok_or_else(|| Error::Inconsistent {
+                namespace: ns.to_string(),
+                detail: format!(
+                    "malformed fresh text row of {} revision {rev}",
+                    crate::id::RecordId::from_u128(*id)
+                ),
+            })?;
+            for (term, tf) in terms {
+                self.postings.insert((ns, term, *id, *rev), encode_posting(tf, len).as_slice())?;
+            }
+            self.fresh.remove((ns, *id, *rev))?;
         }
         Ok(())
     }
@@ -110,12 +251,11 @@ impl LexicalWriter<'_> {
         }
         let (counts, len) = term_counts(&text);
         let (ns, id) = (new.namespace.as_str(), new.id.as_u128());
-        for (term, tf) in &counts {
-            self.postings.insert((ns, term.as_str(), id, new.rev), encode_posting(*tf, len).as_slice())?;
-        }
         let row = encode_posting(0, len);
         self.texts.insert((ns, id, new.rev), &row[..])?;
-        self.bump(ns, 1, i64::from(len))
+        self.new_texts.insert((ns.to_string(), id, new.rev), (counts, len));
+        self.bump(ns, 1, i64::from(len), 0);
+        Ok(())
     }
 
     /// Remove every indexed text of a forgotten record (`all`: its revisions, in order).
@@ -124,19 +264,30 @@ impl LexicalWriter<'_> {
         for r in self.texts.range((ns, id, 0u32)..=(ns, id, u32::MAX))? {
             revs.push(r?.0.value().2);
         }
+        let mut fresh_revs = Vec::new();
+        for r in self.fresh.range((ns, id, 0u32)..=(ns, id, u32::MAX))? {
+            fresh_revs.push(r?.0.value().2);
+        }
+        for rev in &fresh_revs {
+            self.fresh.remove((ns, id, *rev))?;
+        }
         let mut removed_len = 0i64;
         for rev in &revs {
+            let unplaced = self.new_texts.remove(&(ns.to_string(), id, *rev)).is_some();
             if let Some(rec) = all.iter().find(|r| r.rev == *rev) {
                 let (counts, len) = term_counts(&rec.body.text());
-                for term in counts.keys() {
-                    self.postings.remove((ns, term.as_str(), id, *rev))?;
+                if !unplaced && !fresh_revs.contains(rev) {
+                    for term in counts.keys() {
+                        self.postings.remove((ns, term.as_str(), id, *rev))?;
+                    }
                 }
                 removed_len += i64::from(len);
             }
             self.texts.remove((ns, id, *rev))?;
         }
-        if !revs.is_empty() {
-            self.bump(ns, -i64::try_from(revs.len()).unwrap_or(0), -removed_len)?;
+        if !revs.is_empty() || !fresh_revs.is_empty() {
+            let fresh = -i64::try_from(fresh_revs.len()).unwrap_or(0);
+            self.bump(ns, -i64::try_from(revs.len()).unwrap_or(0), -removed_len, fresh);
         }
         Ok(())
     }
@@ -151,13 +302,31 @@ pub struct LexicalHit {
     pub score: f64,
 }
 
-/// Score the postings of `terms` in a namespace, resolve each record at `as_of` through
-/// `resolve` (which applies the filters), and keep the best `k`.
+/// A namespace's fresh rows, as read for one search: `(id, from_rev, row)`.
+pub(crate) type FreshRows = Vec<(u128, u32, Vec<u8>)>;
+
+/// Read a namespace's fresh rows.
+pub(crate) fn fresh_rows(
+    fresh: &impl ReadableTable<TextKey, &'static [u8]>,
+    ns: &Namespace,
+) -> Result<FreshRows, Error> {
+    let mut out = Vec::new();
+    for r in fresh.range((ns.as_str(), 0u128, 0u32)..=(ns.as_str(), u128::MAX, u32::MAX))? {
+        let (k, v) = r?;
+        let (_, id, rev) = k.value();
+        out.push((id, rev, v.value().to_vec()));
+    }
+    Ok(out)
+}
+
+/// Score the posting lists and the fresh rows of the query's terms in a namespace, resolve
+/// each record at `as_of` through `resolve` (which applies the filters), and keep the best `k`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn search(
     postings: &impl ReadableTable<PostingKey, &'static [u8]>,
     texts: &impl ReadableTable<TextKey, &'static [u8]>,
-    stats: (u64, u64),
+    fresh: &FreshRows,
+    stats: LexStats,
     ns: &Namespace,
     query: &str,
     k: usize,
@@ -166,37 +335,51 @@ pub(crate) fn search(
     let mut terms: Vec<String> = tokenize(query).into_iter().filter(|t| !is_stopword(t)).collect();
     terms.sort();
     terms.dedup();
-    let (docs, total) = stats;
-    let n = docs.max(1) as f64;
-    let avgdl = if docs == 0 { 1.0 } else { total as f64 / docs as f64 };
+    let n = stats.docs.max(1) as f64;
+    let avgdl = if stats.docs == 0 { 1.0 } else { stats.total as f64 / stats.docs as f64 };
+    // The fresh rows' terms that the query asks for: per query term, (id, rev, tf, len).
+    let mut fresh_hits: Vec<Vec<(u128, u32, u32, u32)>> = vec![Vec::new(); terms.len()];
+    for (id, rev, bytes) in fresh {
+        let (len, row_terms) = decode_fresh(bytes).ok_or_else(|| Error::Inconsistent {
+            namespace: ns.to_string(),
+            detail: format!("malformed fresh text row of {} revision {rev}", RecordId::from_u128(*id)),
+        })?;
+        for (term, tf) in row_terms {
+            if let Ok(i) = terms.binary_search_by(|t| t.as_str().cmp(term)) {
+                fresh_hits[i].push((*id, *rev, tf, len));
+            }
+        }
+    }
+    let weight = |tf: u32, len: u32| {
+        let tf = f64::from(tf);
+        tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * f64::from(len) / avgdl))
+    };
     // (id, from_rev) -> score
     // Every posting's contribution, then summed per (record, text revision) by sorting: no
     // hashing in the loop.
     let mut contributions: Vec<(u128, u32, f64)> = Vec::new();
-    for term in &terms {
+    for (term, fresh_hits) in terms.iter().zip(&fresh_hits) {
         let start = contributions.len();
-        let mut df = 0usize;
-        let mut last: Option<u128> = None;
+        // The records holding the term, for its document frequency.
+        let mut holders: Vec<u128> = Vec::new();
         for r in postings.range(
             (ns.as_str(), term.as_str(), 0u128, 0u32)..=(ns.as_str(), term.as_str(), u128::MAX, u32::MAX),
         )? {
             let (key, v) = r?;
             let (_, _, id, rev) = key.value();
             if let Some((tf, len)) = decode_posting(v.value()) {
-                if last != Some(id) {
-                    df += 1;
-                    last = Some(id);
-                }
+                holders.push(id);
                 // The term's weight without its IDF (known once the list is read).
-                let tf = f64::from(tf);
-                contributions.push((
-                    id,
-                    rev,
-                    tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * f64::from(len) / avgdl)),
-                ));
+                contributions.push((id, rev, weight(tf, len)));
             }
         }
-        let df = df as f64;
+        for &(id, rev, tf, len) in fresh_hits {
+            holders.push(id);
+            contributions.push((id, rev, weight(tf, len)));
+        }
+        holders.sort_unstable();
+        holders.dedup();
+        let df = holders.len() as f64;
         let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
         for c in &mut contributions[start..] {
             c.2 *= idf;

@@ -447,11 +447,19 @@ impl Snapshot {
             out.insert("events", self.txn.open_table(tables::EVENTS)?.len()?);
             out.insert("checkpoints", self.txn.open_table(tables::CHECKPOINTS)?.len()?);
             out.insert("checkpoint_entries", self.txn.open_table(tables::CHECKPOINT_ENTRIES)?.len()?);
-            let meta = self.txn.open_table(tables::META)?;
-            let log = meta.range(write::commit_key(0).as_str()..="log/~")?.count() as u64;
+            let log = match self.open_optional(tables::LOG)? {
+                Some(t) => t.len()?,
+                // A format-2 file opened read-only.
+                None => self
+                    .txn
+                    .open_table(tables::META)?
+                    .range(write::format2_commit_key(0).as_str()..="log/~")?
+                    .count() as u64,
+            };
             out.insert("commit_log", log);
             out.insert("vectors", self.open_optional(tables::VECTORS)?.map_or(Ok(0), |t| t.len())?);
             out.insert("postings", self.open_optional(tables::POSTINGS)?.map_or(Ok(0), |t| t.len())?);
+            out.insert("fresh texts", self.open_optional(tables::FRESH)?.map_or(Ok(0), |t| t.len())?);
             let aux = self.open_optional(tables::AUX)?.map_or(Ok(0), |t| t.len())?;
             out.insert("aux (index manifests, embedding cache)", aux);
             Ok(out)
@@ -526,13 +534,25 @@ impl Snapshot {
     /// The commit log after `seq`: `(seq, transaction time, changed records)`.
     pub fn commits_after(&self, seq: u64) -> Result<Vec<CommitLogEntry>, Error> {
         self.ctx((|| {
-            let t = self.txn.open_table(tables::META)?;
+            let mut rows: Vec<(u64, Vec<u8>)> = Vec::new();
+            if let Some(t) = self.open_optional(tables::LOG)? {
+                for r in t.range(seq.saturating_add(1)..)? {
+                    let (k, v) = r?;
+                    rows.push((k.value(), v.value().to_vec()));
+                }
+            } else {
+                // A format-2 file opened read-only (not upgraded) keeps its log in the meta table.
+                let t = self.txn.open_table(tables::META)?;
+                let from = write::format2_commit_key(seq.saturating_add(1));
+                for r in t.range(from.as_str()..="log/~")? {
+                    let (k, v) = r?;
+                    let seq = k.value().strip_prefix("log/").and_then(|n| n.parse().ok()).unwrap_or(0);
+                    rows.push((seq, v.value().to_vec()));
+                }
+            }
             let mut out = Vec::new();
-            let from = write::commit_key(seq.saturating_add(1));
-            for r in t.range(from.as_str()..="log/~")? {
-                let (k, v) = r?;
-                let seq: u64 = k.value().strip_prefix("log/").and_then(|n| n.parse().ok()).unwrap_or(0);
-                let entry = write::decode_commit(v.value())?;
+            for (seq, bytes) in rows {
+                let entry = write::decode_commit(&bytes)?;
                 let changed = entry
                     .changed
                     .into_iter()
@@ -685,14 +705,18 @@ impl Snapshot {
             };
             let stats = match self.open_optional(tables::LEXSTATS)? {
                 Some(t) => {
-                    t.get(ns.as_str())?.map(|v| crate::lexical::decode_stats(v.value())).unwrap_or((0, 0))
+                    t.get(ns.as_str())?.map(|v| crate::lexical::decode_stats(v.value())).unwrap_or_default()
                 }
-                None => (0, 0),
+                None => crate::lexical::LexStats::default(),
+            };
+            let fresh = match self.open_optional(tables::FRESH)? {
+                Some(t) => crate::lexical::fresh_rows(&t, ns)?,
+                None => Vec::new(),
             };
             let resolve = |id: RecordId| -> Result<Option<Record>, Error> {
                 Ok(self.get(ns, id, filter.as_of)?.filter(|r| crate::lexical::matches(r, filter)))
             };
-            crate::lexical::search(&postings, &texts, stats, ns, query, k, &resolve)
+            crate::lexical::search(&postings, &texts, &fresh, stats, ns, query, k, &resolve)
         })())
     }
 

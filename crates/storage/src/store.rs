@@ -375,7 +375,8 @@ fn check_meta(path: &Path, txn: &redb::ReadTransaction) -> Result<u32, Error> {
     }
 }
 
-/// Upgrade a file of an older format in one transaction (format 1 lacks the vector tables).
+/// Upgrade a file of an older format in one transaction: format 1 lacks the vector tables and
+/// the lexical index, format 2 the fresh texts.
 fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
     use redb::ReadableTable;
     if version >= format::FORMAT_VERSION {
@@ -383,7 +384,8 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
     }
     let txn = db.begin_write()?;
     // Another process sharing the file may have upgraded it meanwhile.
-    if format::read_version(&txn.open_table(tables::META)?)? >= format::FORMAT_VERSION {
+    let found = format::read_version(&txn.open_table(tables::META)?)?;
+    if found >= format::FORMAT_VERSION {
         txn.abort()?;
         return Ok(());
     }
@@ -391,14 +393,30 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
         txn.open_table(tables::VECTORS)?;
         txn.open_table(tables::VECTOR_SPACES)?;
         txn.open_table(tables::AUX)?;
+        txn.open_table(tables::FRESH)?;
+        // Format 3 moved the commit log out of the meta table.
+        let mut meta = txn.open_table(tables::META)?;
+        let mut log = txn.open_table(tables::LOG)?;
+        let mut moved = Vec::new();
+        for r in meta.range(write::format2_commit_key(0).as_str()..="log/~")? {
+            let (k, v) = r?;
+            moved.push((k.value().to_string(), v.value().to_vec()));
+        }
+        for (key, bytes) in &moved {
+            let seq = key.strip_prefix("log/").and_then(|n| n.parse::<u64>().ok()).ok_or_else(|| {
+                Error::Inconsistent {
+                    namespace: String::new(),
+                    detail: format!("malformed commit log key {key:?}"),
+                }
+            })?;
+            log.insert(seq, bytes.as_slice())?;
+            meta.remove(key.as_str())?;
+        }
+    }
+    if found < 2 {
         // Index the text of every stored revision (format 1 had no lexical index).
         let revisions = txn.open_table(tables::REVISIONS)?;
-        let mut lexical = crate::lexical::LexicalWriter {
-            postings: txn.open_table(tables::POSTINGS)?,
-            texts: txn.open_table(tables::TEXTS)?,
-            stats: txn.open_table(tables::LEXSTATS)?,
-            pending: std::collections::BTreeMap::new(),
-        };
+        let mut lexical = crate::lexical::LexicalWriter::open(&txn)?;
         let mut prev: Option<crate::record::Record> = None;
         for r in revisions.iter()? {
             let (k, v) = r?;
@@ -420,7 +438,8 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
             prev = Some(record);
         }
         lexical.flush()?;
-        drop((revisions, lexical));
+    }
+    {
         let mut meta = txn.open_table(tables::META)?;
         format::upgrade(&mut meta)?;
     }
@@ -473,6 +492,8 @@ fn init_tables(db: &Database, now: Timestamp) -> Result<(), Error> {
         txn.open_table(tables::POSTINGS)?;
         txn.open_table(tables::TEXTS)?;
         txn.open_table(tables::LEXSTATS)?;
+        txn.open_table(tables::FRESH)?;
+        txn.open_table(tables::LOG)?;
     }
     txn.commit()?;
     Ok(())
@@ -573,12 +594,7 @@ fn commit(
             vectors: txn.open_table(tables::VECTORS)?,
             vector_spaces: txn.open_table(tables::VECTOR_SPACES)?,
             aux: txn.open_table(tables::AUX)?,
-            lexical: crate::lexical::LexicalWriter {
-                postings: txn.open_table(tables::POSTINGS)?,
-                texts: txn.open_table(tables::TEXTS)?,
-                stats: txn.open_table(tables::LEXSTATS)?,
-                pending: std::collections::BTreeMap::new(),
-            },
+            lexical: crate::lexical::LexicalWriter::open(&txn)?,
             known_namespaces: std::collections::HashSet::new(),
         };
         for job in jobs {
@@ -621,7 +637,8 @@ fn commit(
     {
         let mut meta_t = txn.open_table(tables::META)?;
         format::write_state(&mut meta_t, &meta)?;
-        write::log_commit(&mut meta_t, meta.commit_seq, tx.as_micros(), changed)?;
+        let mut log = txn.open_table(tables::LOG)?;
+        write::log_commit(&mut log, meta.commit_seq, tx.as_micros(), changed)?;
     }
     txn.commit()?;
     let seq = meta.commit_seq;

@@ -5,10 +5,15 @@
 
 use redb::TableDefinition;
 
-/// `name -> value`: magic, format version, clocks and counters, and the commit log under
-/// `log/<seq>` (see `format.rs`). Every commit writes here anyway, so the log costs no extra
-/// B-tree per commit.
+/// `name -> value`: magic, format version, clocks and counters (see `format.rs`). A handful
+/// of small rows, so the counters every commit updates share one small page.
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemon.meta");
+
+/// `commit_seq -> [1][bincode (tx, [(namespace, id)])]`: the commit log, what each commit
+/// changed. Appended to, so a commit writes its tail. (Format 2 kept it in `META` under
+/// `log/<seq>`, where a bulk commit's large entry beside the counters cost every later commit
+/// a large page.)
+pub(crate) const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("mnemon.log");
 
 /// `(namespace, id, recorded_at, rev) -> revision`: every revision ever written (until forgotten).
 /// Ordering by `recorded_at` inside a record makes "the revision current at K" one descent.
@@ -67,7 +72,12 @@ pub(crate) const POSTINGS: TableDefinition<(&str, &str, u128, u32), &[u8]> =
 /// text of a record.
 pub(crate) const TEXTS: TableDefinition<(&str, u128, u32), &[u8]> = TableDefinition::new("mnemon.texts");
 
-/// `namespace -> [1][texts u64][total length u64]`: BM25's collection statistics.
+/// `(namespace, id, from_rev) -> [1][doc length u32][terms u32]([tf u32][length u16][term])*`:
+/// texts not yet merged into `POSTINGS` (see `lexical.rs`).
+pub(crate) const FRESH: TableDefinition<(&str, u128, u32), &[u8]> = TableDefinition::new("mnemon.fresh");
+
+/// `namespace -> [2][texts u64][total length u64][fresh texts u64]`: BM25's collection
+/// statistics, and how many texts are fresh (format 2 wrote `[1][texts][total]`).
 pub(crate) const LEXSTATS: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemon.lexstats");
 
 /// Table names, for error messages.
@@ -79,6 +89,7 @@ pub(crate) mod names {
     pub(crate) const CHECKPOINT_ENTRIES: &str = "mnemon.checkpoint_entries";
     pub(crate) const NAMESPACES: &str = "mnemon.namespaces";
     pub(crate) const META: &str = "mnemon.meta";
+    pub(crate) const LOG: &str = "mnemon.log";
     pub(crate) const VECTORS: &str = "mnemon.vectors";
     pub(crate) const VECTOR_SPACES: &str = "mnemon.vector_spaces";
 }

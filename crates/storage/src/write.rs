@@ -291,7 +291,7 @@ pub struct NamespaceCounters {
 const NAMESPACE_VERSION: u8 = 1;
 const COMMIT_VERSION: u8 = 1;
 
-/// The stored commit log entry (kept in the meta table under `log/<seq>`).
+/// The stored commit log entry (in `mnemon.log`).
 #[derive(Serialize, Deserialize)]
 pub(crate) struct CommitEntry {
     pub(crate) tx: i64,
@@ -300,11 +300,11 @@ pub(crate) struct CommitEntry {
 
 pub(crate) fn decode_commit(bytes: &[u8]) -> Result<CommitEntry, Error> {
     codec::decode_versioned("commit entry", COMMIT_VERSION, bytes)
-        .map_err(|e| Error::Codec { table: names::META, source: e })
+        .map_err(|e| Error::Codec { table: names::LOG, source: e })
 }
 
-/// The meta-table key of a commit log entry: ordered by sequence number.
-pub(crate) fn commit_key(seq: u64) -> String {
+/// Where format 2 kept a commit log entry in the meta table (read when upgrading).
+pub(crate) fn format2_commit_key(seq: u64) -> String {
     format!("log/{seq:020}")
 }
 
@@ -1052,15 +1052,15 @@ fn check_aux_key(key: &str) -> Result<(), InputError> {
     Ok(())
 }
 
-/// Write the commit log entry into the meta table.
+/// Append the commit log entry.
 pub(crate) fn log_commit(
-    meta: &mut Table<&'static str, &'static [u8]>,
+    log: &mut Table<u64, &'static [u8]>,
     seq: u64,
     tx: i64,
     changed: Vec<(String, u128)>,
 ) -> Result<(), Error> {
     let bytes = codec::encode_versioned(COMMIT_VERSION, &CommitEntry { tx, changed })
-        .map_err(|e| Error::Codec { table: names::META, source: e })?;
-    meta.insert(commit_key(seq).as_str(), bytes.as_slice())?;
+        .map_err(|e| Error::Codec { table: names::LOG, source: e })?;
+    log.insert(seq, bytes.as_slice())?;
     Ok(())
 }

@@ -42,7 +42,11 @@ impl Client {
 
     fn send(&mut self, v: &Value) -> Result<()> {
         let w = self.stdin.as_mut().context("stdin closed")?;
-        writeln!(w, "{v}")?;
+        // One line, one write, as MCP clients send them (formatting straight into the pipe
+        // would cost a system call per fragment, on both sides).
+        let mut line = v.to_string();
+        line.push('\n');
+        w.write_all(line.as_bytes())?;
         w.flush()?;
         Ok(())
     }

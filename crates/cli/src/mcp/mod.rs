@@ -187,8 +187,8 @@ impl ServerHandler for MemoryServer {
     ) -> Result<CallToolResponse, McpError> {
         let a = Value::Object(request.arguments.clone().unwrap_or_default());
         let name = request.name.to_string();
-        // Database work is blocking: keep it off the reactor.
-        let r = tokio::task::block_in_place(|| self.call(&name, a));
+        // The runtime has one thread (see `serve`): the call runs right here.
+        let r = self.call(&name, a);
         match r {
             Ok(res) => Ok(res.into()),
             // As the reference does, a bad call is an error result the client can show.
@@ -221,7 +221,10 @@ impl ServerHandler for MemoryServer {
         if request.uri != GRAPH_URI {
             return Err(McpError::resource_not_found(format!("unknown resource {}", request.uri), None));
         }
-        let g = tokio::task::block_in_place(|| self.db.ns(&self.ns).and_then(|ns| ns.graph().read_graph()))
+        let g = self
+            .db
+            .ns(&self.ns)
+            .and_then(|ns| ns.graph().read_graph())
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         let text =
             serde_json::to_string_pretty(&g).map_err(|e| McpError::internal_error(e.to_string(), None))?;
@@ -249,7 +252,11 @@ pub fn serve(db: Db, ns: &str) -> Result<()> {
         }
     }
     let server = MemoryServer::new(db.clone(), ns)?;
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    // One thread runs the protocol and the calls, one after the other: a call is a few hundred
+    // microseconds of blocking database work, and handing it to another thread and back would
+    // cost a good part of that. Calls on one namespace were serialised anyway (`Ns::graph`);
+    // concurrency comes from several processes sharing the file.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async move {
         let running = server.serve(rmcp::transport::stdio()).await?;
         running.waiting().await?;

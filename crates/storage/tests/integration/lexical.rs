@@ -87,3 +87,131 @@ fn bm25_identifiers_time_travel_filters_and_forget() {
     assert!(snap.lexical_search(&ns, "response", &past, 10).unwrap().is_empty());
     assert!(snap.verify().unwrap().is_empty());
 }
+
+/// BM25 as the index defines it, computed naively: every indexed text (each revision that
+/// changed a record's text) counts toward the totals, a term's document frequency is the
+/// number of records with a text holding it, and a record scores by the text serving its
+/// latest revision.
+fn naive_bm25(
+    texts: &[(RecordId, String)],
+    current: &[(RecordId, String)],
+    query: &str,
+) -> Vec<(RecordId, f64)> {
+    let (k1, b) = (1.2, 0.75);
+    let terms_of = |t: &str| -> Vec<String> {
+        tokens::tokenize(t).into_iter().filter(|w| w.len() <= 64 && !tokens::is_stopword(w)).collect()
+    };
+    let docs = texts.len() as f64;
+    let avgdl = texts.iter().map(|(_, t)| tokens::tokenize(t).len() as f64).sum::<f64>() / docs;
+    let all_terms: Vec<(RecordId, Vec<String>)> = texts.iter().map(|(i, t)| (*i, terms_of(t))).collect();
+    let mut q: Vec<String> = terms_of(query);
+    q.sort();
+    q.dedup();
+    let mut out = Vec::new();
+    for (id, text) in current {
+        let words = terms_of(text);
+        let len = tokens::tokenize(text).len() as f64;
+        let mut score = 0.0;
+        let mut matched = false;
+        for term in &q {
+            let tf = words.iter().filter(|w| *w == term).count() as f64;
+            if tf == 0.0 {
+                continue;
+            }
+            matched = true;
+            let holders: std::collections::BTreeSet<RecordId> =
+                all_terms.iter().filter(|(_, t)| t.contains(term)).map(|(i, _)| *i).collect();
+            let df = holders.len() as f64;
+            let idf = ((docs - df + 0.5) / (df + 0.5) + 1.0).ln();
+            score += idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * len / avgdl));
+        }
+        if matched {
+            out.push((*id, score));
+        }
+    }
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+#[test]
+fn fresh_texts_and_merged_postings_rank_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        Store::open(dir.path().join("f.redb"), StoreOptions { create: true, ..Default::default() }).unwrap();
+    let ns = Namespace::new("fresh").unwrap();
+    let words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"];
+    let text =
+        |i: usize| format!("{} {} {} note {i}", words[i % 8], words[(i / 8) % 8], words[(i * 7 + 3) % 8]);
+    // Every text ever indexed, and the text serving each live record.
+    let mut indexed: Vec<(RecordId, String)> = Vec::new();
+    let mut live: Vec<(RecordId, String)> = Vec::new();
+    let queries = ["alpha", "beta gamma", "omega note", "kappa theta sigma", "note 17"];
+    let check = |indexed: &[(RecordId, String)], live: &[(RecordId, String)], when: &str| {
+        let snap = store.snapshot().unwrap();
+        let fresh = snap.table_sizes().unwrap()["fresh texts"];
+        assert!(fresh < FRESH_LIMIT, "{when}: {fresh} fresh texts");
+        for q in queries {
+            let want = naive_bm25(indexed, live, q);
+            let got = snap.lexical_search(&ns, q, &ListQuery::new(), want.len() + 5).unwrap();
+            assert_eq!(got.len(), want.len(), "{when}: {q}");
+            for (g, (id, score)) in got.iter().zip(&want) {
+                assert!((g.score - score).abs() < 1e-9, "{when}: {q}: {} vs {score}", g.score);
+                // Ties may come in either order; the scores say they are ties.
+                if g.record.id != *id {
+                    assert!(want.iter().any(|(i, s)| *i == g.record.id && (s - score).abs() < 1e-9));
+                }
+            }
+        }
+    };
+    // One commit per record, across several merges.
+    let limit = usize::try_from(FRESH_LIMIT).unwrap();
+    for i in 0..(2 * limit + 40) {
+        let rec = NewRecord::new(ns.clone(), learning(&text(i)));
+        indexed.push((rec.id, text(i)));
+        live.push((rec.id, text(i)));
+        store.write(vec![WriteOp::Insert(rec)]).unwrap();
+        if i % 97 == 0 || i + 1 == limit || i == limit {
+            check(&indexed, &live, &format!("after insert {i}"));
+        }
+    }
+    // Revise merged and fresh records; forget both kinds; a batch that forgets a text it
+    // indexes itself.
+    for (k, i) in [3usize, 300, 2 * limit + 30].into_iter().enumerate() {
+        let (id, _) = live[i].clone();
+        let new_text = format!("revised omega text {k}");
+        store
+            .write(vec![WriteOp::Revise(Revise {
+                body: Some(learning(&new_text)),
+                ..Revise::new(ns.clone(), id)
+            })])
+            .unwrap();
+        indexed.push((id, new_text.clone()));
+        live[i].1 = new_text;
+    }
+    check(&indexed, &live, "after revisions");
+    for i in [5usize, 2 * limit + 35] {
+        let (id, _) = live[i].clone();
+        store.write(vec![WriteOp::Forget { namespace: ns.clone(), id }]).unwrap();
+        indexed.retain(|(x, _)| *x != id);
+        live.retain(|(x, _)| *x != id);
+    }
+    let rec = NewRecord::new(ns.clone(), learning("alpha written and forgotten at once"));
+    let gone = rec.id;
+    store.write(vec![WriteOp::Insert(rec), WriteOp::Forget { namespace: ns.clone(), id: gone }]).unwrap();
+    check(&indexed, &live, "after forgets");
+    // A bulk batch bigger than the limit goes straight to the posting lists.
+    let mut batch = Vec::new();
+    for i in 0..(limit + 10) {
+        let rec = NewRecord::new(ns.clone(), learning(&text(10_000 + i)));
+        indexed.push((rec.id, text(10_000 + i)));
+        live.push((rec.id, text(10_000 + i)));
+        batch.push(WriteOp::Insert(rec));
+    }
+    store.write(batch).unwrap();
+    assert_eq!(store.snapshot().unwrap().table_sizes().unwrap()["fresh texts"], 0);
+    check(&indexed, &live, "after a bulk batch");
+    drop(store);
+    let store = Store::open(dir.path().join("f.redb"), StoreOptions::default()).unwrap();
+    let snap = store.snapshot().unwrap();
+    assert_eq!(snap.lexical_search(&ns, "revised omega", &ListQuery::new(), 3).unwrap().len(), 3);
+}

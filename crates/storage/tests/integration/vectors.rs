@@ -2,7 +2,7 @@
 
 use mnemon_storage::body::Learning;
 use mnemon_storage::*;
-use redb::ReadableDatabase;
+use redb::{ReadableDatabase, ReadableTable};
 
 fn learning(text: &str) -> Body {
     Learning { text: text.into(), ..Default::default() }.into()
@@ -98,6 +98,21 @@ fn aux_rows_are_written_in_commits() {
     assert_eq!(store.snapshot().unwrap().aux("index/x").unwrap(), None);
 }
 
+/// Move the commit log back into the meta table, where formats 1 and 2 kept it.
+fn log_into_meta(txn: &redb::WriteTransaction) {
+    let def = redb::TableDefinition::<u64, &[u8]>::new("mnemon.log");
+    let rows: Vec<(u64, Vec<u8>)> = {
+        let log = txn.open_table(def).unwrap();
+        log.iter().unwrap().map(|r| r.unwrap()).map(|(k, v)| (k.value(), v.value().to_vec())).collect()
+    };
+    assert!(!rows.is_empty());
+    assert!(txn.delete_table(def).unwrap());
+    let mut meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+    for (seq, bytes) in rows {
+        meta.insert(format!("log/{seq:020}").as_str(), bytes.as_slice()).unwrap();
+    }
+}
+
 #[test]
 fn a_format_1_file_is_read_and_upgraded() {
     let dir = tempfile::tempdir().unwrap();
@@ -121,6 +136,9 @@ fn a_format_1_file_is_read_and_upgraded() {
         assert!(txn.delete_table(postings).unwrap());
         let texts = redb::TableDefinition::<(&str, u128, u32), &[u8]>::new("mnemon.texts");
         assert!(txn.delete_table(texts).unwrap());
+        let fresh = redb::TableDefinition::<(&str, u128, u32), &[u8]>::new("mnemon.fresh");
+        assert!(txn.delete_table(fresh).unwrap());
+        log_into_meta(&txn);
         {
             let mut meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
             meta.insert("format_version", 1u32.to_le_bytes().as_slice()).unwrap();
@@ -146,4 +164,82 @@ fn a_format_1_file_is_read_and_upgraded() {
     let txn = db.begin_read().unwrap();
     let meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
     assert_eq!(meta.get("format_version").unwrap().unwrap().value(), FORMAT_VERSION.to_le_bytes().as_slice());
+}
+
+#[test]
+fn a_format_2_file_is_upgraded_and_its_index_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two.redb");
+    let ns = Namespace::new("p").unwrap();
+    let limit = usize::try_from(FRESH_LIMIT).unwrap();
+    {
+        let store = Store::open(&path, StoreOptions { create: true, ..Default::default() }).unwrap();
+        // One batch over the limit: every posting is merged, none fresh, as format 2 kept them.
+        let ops = (0..limit + 1)
+            .map(|i| WriteOp::Insert(NewRecord::new(ns.clone(), learning(&format!("older text {i}")))))
+            .collect();
+        store.write(ops).unwrap();
+    }
+    // Make it format 2: no fresh table, the older totals row, version 2.
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let fresh = redb::TableDefinition::<(&str, u128, u32), &[u8]>::new("mnemon.fresh");
+        assert!(txn.delete_table(fresh).unwrap());
+        log_into_meta(&txn);
+        {
+            let mut stats =
+                txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.lexstats")).unwrap();
+            let row = stats.get("p").unwrap().unwrap().value().to_vec();
+            assert_eq!((row[0], row.len(), &row[17..]), (2, 25, &[0u8; 8][..]));
+            let mut old = vec![1u8];
+            old.extend_from_slice(&row[1..17]);
+            stats.insert("p", old.as_slice()).unwrap();
+            let mut meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+            meta.insert("format_version", 2u32.to_le_bytes().as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let (before, log_before) = {
+        let ro = Store::open(&path, StoreOptions { read_only: true, ..Default::default() }).unwrap();
+        let snap = ro.snapshot().unwrap();
+        let hits = snap.lexical_search(&ns, "older text 7", &ListQuery::new(), 3).unwrap();
+        let log: Vec<(u64, usize)> =
+            snap.commits_after(0).unwrap().iter().map(|c| (c.seq, c.changed.len())).collect();
+        assert_eq!(snap.table_sizes().unwrap()["commit_log"], log.len() as u64);
+        (hits.iter().map(|h| (h.record.id, h.score)).collect::<Vec<_>>(), log)
+    };
+    assert_eq!(before.len(), 3);
+    assert_eq!(log_before.last(), Some(&(1, limit + 1)), "the read-only open reads the older log");
+    let store = Store::open(&path, StoreOptions::default()).unwrap();
+    let after: Vec<_> = store
+        .snapshot()
+        .unwrap()
+        .lexical_search(&ns, "older text 7", &ListQuery::new(), 3)
+        .unwrap()
+        .iter()
+        .map(|h| (h.record.id, h.score))
+        .collect();
+    assert_eq!(after, before, "the upgrade keeps the totals and the postings");
+    let log_after: Vec<(u64, usize)> = store
+        .snapshot()
+        .unwrap()
+        .commits_after(0)
+        .unwrap()
+        .iter()
+        .map(|c| (c.seq, c.changed.len()))
+        .collect();
+    assert_eq!(log_after, log_before, "the upgrade moves the commit log");
+    let rec = NewRecord::new(ns.clone(), learning("newer text"));
+    let id = rec.id;
+    store.write(vec![WriteOp::Insert(rec)]).unwrap();
+    let snap = store.snapshot().unwrap();
+    assert_eq!(snap.table_sizes().unwrap()["fresh texts"], 1);
+    assert_eq!(snap.lexical_search(&ns, "newer", &ListQuery::new(), 3).unwrap()[0].record.id, id);
+    assert_eq!(snap.commits_after(1).unwrap().len(), 1);
+    drop((snap, store));
+    let db = redb::Database::open(&path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+    assert_eq!(meta.get("format_version").unwrap().unwrap().value(), 3u32.to_le_bytes().as_slice());
 }
