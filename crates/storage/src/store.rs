@@ -2,11 +2,13 @@
 //!
 //! # Writes and durability
 //!
-//! All writes go through one writer thread. A caller hands it a job (a batch of operations)
-//! and blocks until the job's commit has finished. The writer takes every job that is waiting
-//! when it becomes free and commits them together in one redb transaction: with many threads
-//! writing, one fsync acknowledges many jobs (group commit), so durable throughput grows with
-//! concurrency instead of being capped at one fsync per write.
+//! A caller queues its job (a batch of operations) and blocks until the job's commit has
+//! finished. Whoever finds no commit under way becomes the committer: it takes every job
+//! waiting in the queue and commits them together in one redb transaction, on its own thread,
+//! then hands the turn to the next waiting caller. With many threads writing, one fsync
+//! acknowledges many jobs (group commit), so durable throughput grows with concurrency instead
+//! of being capped at one fsync per write; a lone writer commits on its own thread, with no
+//! hand-off to another thread and back.
 //!
 //! A job is atomic: all its operations are applied, or, if any is invalid, none (the other
 //! jobs of the same commit are unaffected). A job acknowledged with [`Durability::Immediate`]
@@ -15,11 +17,11 @@
 //! visible at once but reach the disk only with the next immediate commit or a clean close;
 //! a crash may lose them, but never a part of one, and never an earlier immediate commit.
 
+use std::collections::{HashMap, VecDeque};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use redb::{Database, ReadableDatabase};
 
@@ -98,14 +100,169 @@ pub struct Receipt {
 }
 
 struct Job {
+    ticket: u64,
     ops: Vec<WriteOp>,
     durability: Durability,
-    reply: SyncSender<Result<Receipt, Error>>,
 }
 
-/// The open redb handle: writable (with the writer thread) or read-only.
+/// The group-commit queue of a writable store.
+struct Writer {
+    db: Arc<Database>,
+    clock: Arc<dyn Clock>,
+    path: PathBuf,
+    min_gap: u64,
+    shared: bool,
+    max_jobs: usize,
+    window: Duration,
+    state: Mutex<Queue>,
+    /// Signalled when jobs are queued (the committer may be waiting for more).
+    queued: Condvar,
+    /// Signalled when results are posted and the turn is free (callers wait on it). Two
+    /// condition variables, so that queueing a job wakes only the committer, not every
+    /// waiting caller.
+    posted: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    next_ticket: u64,
+    waiting: VecDeque<Job>,
+    /// A caller is committing.
+    committing: bool,
+    /// Results of committed jobs, until their callers take them.
+    done: HashMap<u64, Result<Receipt, Error>>,
+    /// Checkpoint hints, kept between commits (the committer takes them).
+    hints: Option<GapHints>,
+    /// Jobs in the previous commit: how many writers are active.
+    concurrency: usize,
+}
+
+/// Frees the turn when a committer leaves, even by unwinding: the jobs it took get an error,
+/// and a waiting caller takes over.
+struct Turn<'a> {
+    writer: &'a Writer,
+    tickets: Vec<u64>,
+    hints: Option<GapHints>,
+    concurrency: usize,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let mut q = self.writer.lock();
+        for t in self.tickets.drain(..) {
+            q.done.entry(t).or_insert_with(|| {
+                Err(Error::CommitFailed {
+                    path: self.writer.path.clone(),
+                    reason: "the committing thread stopped".into(),
+                })
+            });
+        }
+        q.hints = Some(self.hints.take().unwrap_or_default());
+        q.concurrency = self.concurrency;
+        q.committing = false;
+        drop(q);
+        self.writer.posted.notify_all();
+    }
+}
+
+impl Writer {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queue jobs and wait for their results (in order).
+    fn submit(&self, jobs: Vec<(Vec<WriteOp>, Durability)>) -> Vec<Result<Receipt, Error>> {
+        let mut q = self.lock();
+        let mut mine = Vec::with_capacity(jobs.len());
+        for (ops, durability) in jobs {
+            let ticket = q.next_ticket;
+            q.next_ticket += 1;
+            mine.push(ticket);
+            q.waiting.push_back(Job { ticket, ops, durability });
+        }
+        if q.committing {
+            self.queued.notify_one();
+        }
+        let mut results: HashMap<u64, Result<Receipt, Error>> = HashMap::with_capacity(mine.len());
+        loop {
+            for t in &mine {
+                if let Some(r) = q.done.remove(t) {
+                    results.insert(*t, r);
+                }
+            }
+            if results.len() == mine.len() {
+                break;
+            }
+            if q.committing {
+                q = self.posted.wait(q).unwrap_or_else(PoisonError::into_inner);
+            } else {
+                q = self.commit_turn(q);
+            }
+        }
+        drop(q);
+        mine.iter()
+            .map(|t| {
+                results.remove(t).unwrap_or_else(|| {
+                    Err(Error::CommitFailed { path: self.path.clone(), reason: "no result".into() })
+                })
+            })
+            .collect()
+    }
+
+    /// Take the turn: gather waiting jobs, commit them without the lock, post the results.
+    fn commit_turn<'a>(&'a self, mut q: MutexGuard<'a, Queue>) -> MutexGuard<'a, Queue> {
+        q.committing = true;
+        // The writers of the last commit are usually still writing: give them a moment to
+        // join this one (they were just woken), rather than committing a handful of jobs and
+        // making the rest wait a whole commit. A lone writer never waits.
+        let want = q.concurrency.clamp(1, self.max_jobs);
+        if q.waiting.len() < want && !self.window.is_zero() {
+            let deadline = Instant::now() + self.window;
+            while q.waiting.len() < want {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                q = self.queued.wait_timeout(q, left).unwrap_or_else(PoisonError::into_inner).0;
+            }
+        }
+        let n = q.waiting.len().min(self.max_jobs);
+        let jobs: Vec<Job> = q.waiting.drain(..n).collect();
+        let mut turn = Turn {
+            writer: self,
+            tickets: jobs.iter().map(|j| j.ticket).collect(),
+            hints: Some(q.hints.take().unwrap_or_default()),
+            concurrency: jobs.len(),
+        };
+        drop(q);
+        let mut hints = turn.hints.take().unwrap_or_default();
+        let tickets = turn.tickets.clone();
+        let results =
+            match commit(&self.db, self.clock.as_ref(), (self.min_gap, self.shared), &mut hints, jobs) {
+                Ok(r) => r,
+                Err(e) => {
+                    let reason = e.with_path(&self.path).to_string();
+                    tickets
+                        .iter()
+                        .map(|_| Err(Error::CommitFailed { path: self.path.clone(), reason: reason.clone() }))
+                        .collect()
+                }
+            };
+        turn.hints = Some(hints);
+        let mut q = self.lock();
+        for (t, r) in tickets.into_iter().zip(results) {
+            q.done.insert(t, r.map_err(|e| e.with_path(&self.path)));
+        }
+        drop(q);
+        // Frees the turn and wakes the waiters.
+        drop(turn);
+        self.lock()
+    }
+}
+
+/// The open redb handle: writable (with its group-commit queue) or read-only.
 enum Handle {
-    Writable(Arc<Database>),
+    Writable(Arc<Writer>),
     ReadOnly(redb::ReadOnlyDatabase),
 }
 
@@ -113,18 +270,6 @@ struct Inner {
     db: Handle,
     path: PathBuf,
     clock: Arc<dyn Clock>,
-    sender: Option<Sender<Job>>,
-    writer: Option<JoinHandle<()>>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        // Closing the channel lets the writer finish the jobs it has and stop.
-        self.sender.take();
-        if let Some(h) = self.writer.take() {
-            let _ = h.join();
-        }
-    }
 }
 
 /// A handle on an open mnemon database. Cheap to clone, `Send + Sync`: any number of threads
@@ -213,13 +358,7 @@ impl Store {
             };
             check_meta(&path, &ro.begin_read()?)?;
             return Ok(Store {
-                inner: Arc::new(Inner {
-                    db: Handle::ReadOnly(ro),
-                    path,
-                    clock: options.clock,
-                    sender: None,
-                    writer: None,
-                }),
+                inner: Arc::new(Inner { db: Handle::ReadOnly(ro), path, clock: options.clock }),
             });
         }
         let db = if exists {
@@ -248,39 +387,20 @@ impl Store {
         } else {
             return Err(OpenError::Missing { path }.into());
         };
-        let db = Arc::new(db);
-        let (sender, receiver) = mpsc::channel::<Job>();
-        let writer = {
-            let db = Arc::clone(&db);
-            let clock = Arc::clone(&options.clock);
-            let thread_path = path.clone();
-            let min_gap = options.min_checkpoint_gap;
-            let shared = options.shared;
-            let max_jobs = options.max_jobs_per_commit.max(1);
-            let window = options.group_commit_window;
-            std::thread::Builder::new()
-                .name("mnemon-writer".into())
-                .spawn(move || {
-                    writer_loop(
-                        &db,
-                        &thread_path,
-                        clock.as_ref(),
-                        (min_gap, shared),
-                        max_jobs,
-                        window,
-                        &receiver,
-                    )
-                })
-                .map_err(|e| OpenError::Io { path: path.clone(), source: e })?
+        let writer = Writer {
+            db: Arc::new(db),
+            clock: Arc::clone(&options.clock),
+            path: path.clone(),
+            min_gap: options.min_checkpoint_gap,
+            shared: options.shared,
+            max_jobs: options.max_jobs_per_commit.max(1),
+            window: options.group_commit_window,
+            state: Mutex::new(Queue::default()),
+            queued: Condvar::new(),
+            posted: Condvar::new(),
         };
         Ok(Store {
-            inner: Arc::new(Inner {
-                db: Handle::Writable(db),
-                path,
-                clock: options.clock,
-                sender: Some(sender),
-                writer: Some(writer),
-            }),
+            inner: Arc::new(Inner { db: Handle::Writable(Arc::new(writer)), path, clock: options.clock }),
         })
     }
 
@@ -297,7 +417,7 @@ impl Store {
     /// A consistent read-only view at the latest commit.
     pub fn snapshot(&self) -> Result<Snapshot, Error> {
         let txn = match &self.inner.db {
-            Handle::Writable(db) => db.begin_read(),
+            Handle::Writable(w) => w.db.begin_read(),
             Handle::ReadOnly(db) => db.begin_read(),
         }
         .map_err(|e| Error::from(e).with_path(&self.inner.path))?;
@@ -311,41 +431,21 @@ impl Store {
 
     /// Commit a batch with the given durability.
     pub fn write_with(&self, ops: Vec<WriteOp>, durability: Durability) -> Result<Receipt, Error> {
-        if matches!(self.inner.db, Handle::ReadOnly(_)) {
+        let Handle::Writable(w) = &self.inner.db else {
             return Err(Error::ReadOnly { path: self.inner.path.clone() });
-        }
-        let stopped = || Error::WriterStopped { path: self.inner.path.clone() };
-        let sender = self.inner.sender.as_ref().ok_or_else(stopped)?;
-        let (reply, answer) = mpsc::sync_channel(1);
-        sender.send(Job { ops, durability, reply }).map_err(|_| stopped())?;
-        answer.recv().map_err(|_| stopped())?
+        };
+        w.submit(vec![(ops, durability)]).pop().unwrap_or_else(|| {
+            Err(Error::CommitFailed { path: self.inner.path.clone(), reason: "no result".into() })
+        })
     }
 
-    /// Submit many jobs at once and wait for all of them. The writer group-commits them (a
-    /// job is still atomic on its own: one failing job does not affect the others).
+    /// Submit many jobs at once and wait for all of them. They are group-committed (a job is
+    /// still atomic on its own: one failing job does not affect the others).
     pub fn write_many(&self, jobs: Vec<Vec<WriteOp>>, durability: Durability) -> Vec<Result<Receipt, Error>> {
-        let stopped = || Error::WriterStopped { path: self.inner.path.clone() };
-        if matches!(self.inner.db, Handle::ReadOnly(_)) {
+        let Handle::Writable(w) = &self.inner.db else {
             return jobs.iter().map(|_| Err(Error::ReadOnly { path: self.inner.path.clone() })).collect();
-        }
-        let Some(sender) = self.inner.sender.as_ref() else {
-            return jobs.iter().map(|_| Err(stopped())).collect();
         };
-        let mut waiting = Vec::with_capacity(jobs.len());
-        for ops in jobs {
-            let (reply, answer) = mpsc::sync_channel(1);
-            match sender.send(Job { ops, durability, reply }) {
-                Ok(()) => waiting.push(Some(answer)),
-                Err(_) => waiting.push(None),
-            }
-        }
-        waiting
-            .into_iter()
-            .map(|w| match w {
-                Some(answer) => answer.recv().map_err(|_| stopped()).and_then(|r| r),
-                None => Err(stopped()),
-            })
-            .collect()
+        w.submit(jobs.into_iter().map(|ops| (ops, durability)).collect())
     }
 
     /// Make every earlier commit durable (an empty immediate commit).
@@ -497,59 +597,6 @@ fn init_tables(db: &Database, now: Timestamp) -> Result<(), Error> {
     }
     txn.commit()?;
     Ok(())
-}
-
-fn writer_loop(
-    db: &Database,
-    path: &Path,
-    clock: &dyn Clock,
-    (min_gap, shared): (u64, bool),
-    max_jobs: usize,
-    window: std::time::Duration,
-    rx: &Receiver<Job>,
-) {
-    let mut hints = GapHints::default();
-    // Jobs in the previous commit: how many writers are active.
-    let mut concurrency = 1usize;
-    while let Ok(first) = rx.recv() {
-        let mut jobs = vec![first];
-        while jobs.len() < max_jobs {
-            match rx.try_recv() {
-                Ok(j) => jobs.push(j),
-                Err(_) => break,
-            }
-        }
-        // The writers of the last commit are usually still writing: give them a moment to
-        // join this one (they were just woken), rather than committing a handful of jobs and
-        // making the rest wait a whole commit.
-        let want = concurrency.min(max_jobs);
-        if jobs.len() < want && !window.is_zero() {
-            let deadline = std::time::Instant::now() + window;
-            while jobs.len() < want {
-                let left = deadline.saturating_duration_since(std::time::Instant::now());
-                match rx.recv_timeout(left) {
-                    Ok(j) => jobs.push(j),
-                    Err(_) => break,
-                }
-            }
-        }
-        concurrency = jobs.len();
-        let replies: Vec<SyncSender<Result<Receipt, Error>>> = jobs.iter().map(|j| j.reply.clone()).collect();
-        let results = match commit(db, clock, (min_gap, shared), &mut hints, jobs) {
-            Ok(r) => r,
-            Err(e) => {
-                let reason = e.with_path(path).to_string();
-                replies
-                    .iter()
-                    .map(|_| Err(Error::CommitFailed { path: path.to_path_buf(), reason: reason.clone() }))
-                    .collect()
-            }
-        };
-        for (reply, result) in replies.into_iter().zip(results) {
-            // A caller that gave up waiting is not an error of the commit.
-            let _ = reply.send(result.map_err(|e| e.with_path(path)));
-        }
-    }
 }
 
 /// One group commit. An `Err` means nothing was committed.

@@ -255,10 +255,12 @@ pub fn serve(db: Db, ns: &str) -> Result<()> {
     // One thread runs the protocol and the calls, one after the other: a call is a few hundred
     // microseconds of blocking database work, and handing it to another thread and back would
     // cost a good part of that. Calls on one namespace were serialised anyway (`Ns::graph`);
-    // concurrency comes from several processes sharing the file.
+    // concurrency comes from several processes sharing the file. For the same reason stdin and
+    // stdout, pipes when a client starts the server, are polled by the reactor
+    // (`stdio_pipes`) rather than read and written on tokio's blocking pool.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async move {
-        let running = server.serve(rmcp::transport::stdio()).await?;
+        let running = server.serve(rmcp::transport::io::stdio_pipes()).await?;
         running.waiting().await?;
         Ok::<(), anyhow::Error>(())
     })?;
