@@ -383,12 +383,6 @@ pub enum Error {
         /// The database file.
         path: PathBuf,
     },
-    /// The background writer stopped (the store is shutting down or a commit panicked).
-    #[error("the writer of {path} has stopped")]
-    WriterStopped {
-        /// The database file.
-        path: PathBuf,
-    },
 }
 
 impl Error {
@@ -402,9 +396,6 @@ impl Error {
         match self {
             Error::Database { path, source } if path.as_os_str().is_empty() => {
                 Error::Database { path: p.to_path_buf(), source }
-            }
-            Error::WriterStopped { path } if path.as_os_str().is_empty() => {
-                Error::WriterStopped { path: p.to_path_buf() }
             }
             other => other,
         }
