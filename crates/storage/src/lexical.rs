@@ -94,8 +94,11 @@ fn encode_fresh(counts: &BTreeMap<String, u32>, len: u32) -> Vec<u8> {
     out
 }
 
+/// A decoded fresh row: the text's length and its `(term, tf)` in term order.
+type FreshText<'b> = (u32, Vec<(&'b str, u32)>);
+
 /// A fresh row: its text's length and `(term, tf)` in term order (`None` if malformed).
-fn decode_fresh(b: &[u8]) -> Option<(u32, Vec<(&str, u32)>)> {
+fn decode_fresh(b: &[u8]) -> Option<FreshText<'_>> {
     let u32_at = |i: usize| b.get(i..i + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes);
     if b.first() != Some(&FRESH_VERSION) {
         return None;
@@ -112,6 +115,14 @@ fn decode_fresh(b: &[u8]) -> Option<(u32, Vec<(&str, u32)>)> {
         at += 6 + tl;
     }
     Some((len, terms))
+}
+
+/// [`decode_fresh`], with the row named in the error.
+fn decode_fresh_row<'b>(ns: &str, id: u128, rev: u32, bytes: &'b [u8]) -> Result<FreshText<'b>, Error> {
+    decode_fresh(bytes).ok_or_else(|| Error::Inconsistent {
+        namespace: ns.to_string(),
+        detail: format!("malformed fresh text row of {} revision {rev}", RecordId::from_u128(id)),
+    })
 }
 
 /// Namespace totals: texts indexed, their summed length, and how many are fresh.
@@ -221,24 +232,12 @@ impl<'txn> LexicalWriter<'txn> {
 
     /// Move every fresh text of a namespace into the posting lists.
     fn merge_fresh(&mut self, ns: &str) -> Result<(), Error> {
-        let mut rows: Vec<(u128, u32, Vec<u8>)> = Vec::new();
-        for r in self.fresh.range((ns, 0u128, 0u32)..=(ns, u128::MAX, u32::MAX))? {
-            let (k, v) = r?;
-            let (_, id, rev) = k.value();
-            rows.push((id, rev, v.value().to_vec()));
-        }
-        for (id, rev, bytes) in &rows {
-            let (len, terms) = decode_fresh(bytes).ok_or_else(|| Error::Inconsistent {
-                namespace: ns.to_string(),
-                detail: format!(
-                    "malformed fresh text row of {} revision {rev}",
-                    crate::id::RecordId::from_u128(*id)
-                ),
-            })?;
+        for (id, rev, bytes) in fresh_rows(&self.fresh, ns)? {
+            let (len, terms) = decode_fresh_row(ns, id, rev, &bytes)?;
             for (term, tf) in terms {
-                self.postings.insert((ns, term, *id, *rev), encode_posting(tf, len).as_slice())?;
+                self.postings.insert((ns, term, id, rev), encode_posting(tf, len).as_slice())?;
             }
-            self.fresh.remove((ns, *id, *rev))?;
+            self.fresh.remove((ns, id, rev))?;
         }
         Ok(())
     }
@@ -308,10 +307,10 @@ pub(crate) type FreshRows = Vec<(u128, u32, Vec<u8>)>;
 /// Read a namespace's fresh rows.
 pub(crate) fn fresh_rows(
     fresh: &impl ReadableTable<TextKey, &'static [u8]>,
-    ns: &Namespace,
+    ns: &str,
 ) -> Result<FreshRows, Error> {
     let mut out = Vec::new();
-    for r in fresh.range((ns.as_str(), 0u128, 0u32)..=(ns.as_str(), u128::MAX, u32::MAX))? {
+    for r in fresh.range((ns, 0u128, 0u32)..=(ns, u128::MAX, u32::MAX))? {
         let (k, v) = r?;
         let (_, id, rev) = k.value();
         out.push((id, rev, v.value().to_vec()));
@@ -340,10 +339,7 @@ pub(crate) fn search(
     // The fresh rows' terms that the query asks for: per query term, (id, rev, tf, len).
     let mut fresh_hits: Vec<Vec<(u128, u32, u32, u32)>> = vec![Vec::new(); terms.len()];
     for (id, rev, bytes) in fresh {
-        let (len, row_terms) = decode_fresh(bytes).ok_or_else(|| Error::Inconsistent {
-            namespace: ns.to_string(),
-            detail: format!("malformed fresh text row of {} revision {rev}", RecordId::from_u128(*id)),
-        })?;
+        let (len, row_terms) = decode_fresh_row(ns.as_str(), *id, *rev, bytes)?;
         for (term, tf) in row_terms {
             if let Ok(i) = terms.binary_search_by(|t| t.as_str().cmp(term)) {
                 fresh_hits[i].push((*id, *rev, tf, len));

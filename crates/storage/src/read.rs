@@ -450,11 +450,7 @@ impl Snapshot {
             let log = match self.open_optional(tables::LOG)? {
                 Some(t) => t.len()?,
                 // A format-2 file opened read-only.
-                None => self
-                    .txn
-                    .open_table(tables::META)?
-                    .range(write::format2_commit_key(0).as_str()..="log/~")?
-                    .count() as u64,
+                None => write::format2_log(&self.txn.open_table(tables::META)?, 0)?.len() as u64,
             };
             out.insert("commit_log", log);
             out.insert("vectors", self.open_optional(tables::VECTORS)?.map_or(Ok(0), |t| t.len())?);
@@ -542,13 +538,7 @@ impl Snapshot {
                 }
             } else {
                 // A format-2 file opened read-only (not upgraded) keeps its log in the meta table.
-                let t = self.txn.open_table(tables::META)?;
-                let from = write::format2_commit_key(seq.saturating_add(1));
-                for r in t.range(from.as_str()..="log/~")? {
-                    let (k, v) = r?;
-                    let seq = k.value().strip_prefix("log/").and_then(|n| n.parse().ok()).unwrap_or(0);
-                    rows.push((seq, v.value().to_vec()));
-                }
+                rows = write::format2_log(&self.txn.open_table(tables::META)?, seq.saturating_add(1))?;
             }
             let mut out = Vec::new();
             for (seq, bytes) in rows {
@@ -710,7 +700,7 @@ impl Snapshot {
                 None => crate::lexical::LexStats::default(),
             };
             let fresh = match self.open_optional(tables::FRESH)? {
-                Some(t) => crate::lexical::fresh_rows(&t, ns)?,
+                Some(t) => crate::lexical::fresh_rows(&t, ns.as_str())?,
                 None => Vec::new(),
             };
             let resolve = |id: RecordId| -> Result<Option<Record>, Error> {

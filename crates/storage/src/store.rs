@@ -497,20 +497,9 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
         // Format 3 moved the commit log out of the meta table.
         let mut meta = txn.open_table(tables::META)?;
         let mut log = txn.open_table(tables::LOG)?;
-        let mut moved = Vec::new();
-        for r in meta.range(write::format2_commit_key(0).as_str()..="log/~")? {
-            let (k, v) = r?;
-            moved.push((k.value().to_string(), v.value().to_vec()));
-        }
-        for (key, bytes) in &moved {
-            let seq = key.strip_prefix("log/").and_then(|n| n.parse::<u64>().ok()).ok_or_else(|| {
-                Error::Inconsistent {
-                    namespace: String::new(),
-                    detail: format!("malformed commit log key {key:?}"),
-                }
-            })?;
+        for (seq, bytes) in write::format2_log(&meta, 0)? {
             log.insert(seq, bytes.as_slice())?;
-            meta.remove(key.as_str())?;
+            meta.remove(write::format2_commit_key(seq).as_str())?;
         }
     }
     if found < 2 {

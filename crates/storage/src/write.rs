@@ -303,9 +303,29 @@ pub(crate) fn decode_commit(bytes: &[u8]) -> Result<CommitEntry, Error> {
         .map_err(|e| Error::Codec { table: names::LOG, source: e })
 }
 
-/// Where format 2 kept a commit log entry in the meta table (read when upgrading).
+/// Where formats 1 and 2 kept a commit log entry in the meta table.
 pub(crate) fn format2_commit_key(seq: u64) -> String {
     format!("log/{seq:020}")
+}
+
+/// The commit log entries a format-1 or -2 meta table holds, from `seq` on: `(seq, entry)`.
+pub(crate) fn format2_log(
+    meta: &impl redb::ReadableTable<&'static str, &'static [u8]>,
+    seq: u64,
+) -> Result<Vec<(u64, Vec<u8>)>, Error> {
+    let mut out = Vec::new();
+    for r in meta.range(format2_commit_key(seq).as_str()..="log/~")? {
+        let (k, v) = r?;
+        let key = k.value();
+        let seq = key.strip_prefix("log/").and_then(|n| n.parse::<u64>().ok()).ok_or_else(|| {
+            Error::Inconsistent {
+                namespace: String::new(),
+                detail: format!("malformed commit log key {key:?}"),
+            }
+        })?;
+        out.push((seq, v.value().to_vec()));
+    }
+    Ok(out)
 }
 
 type RevKey = (&'static str, u128, i64, u32);
