@@ -17,7 +17,7 @@
 //! visible at once but reach the disk only with the next immediate commit or a clean close;
 //! a crash may lose them, but never a part of one, and never an earlier immediate commit.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -99,10 +99,63 @@ pub struct Receipt {
     pub outcomes: Vec<Outcome>,
 }
 
+/// One job of a caller: its operations, and where its result goes.
 struct Job {
-    ticket: u64,
     ops: Vec<WriteOp>,
     durability: Durability,
+    slot: Arc<Slot>,
+    /// The job's place among its caller's jobs.
+    index: usize,
+}
+
+/// Where a caller waits: its jobs' results arrive here, and so does the turn to commit when
+/// a committer hands it over. One per call, so that posting a result wakes exactly the
+/// caller it belongs to (not every waiting caller, who would then queue on one lock).
+struct Slot {
+    state: Mutex<SlotState>,
+    ready: Condvar,
+}
+
+struct SlotState {
+    results: Vec<Option<Result<Receipt, Error>>>,
+    missing: usize,
+    /// The caller has been handed the turn: it commits the waiting jobs next.
+    turn: bool,
+}
+
+impl Slot {
+    fn new(jobs: usize) -> Slot {
+        Slot {
+            state: Mutex::new(SlotState {
+                results: (0..jobs).map(|_| None).collect(),
+                missing: jobs,
+                turn: false,
+            }),
+            ready: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn post(&self, index: usize, result: Result<Receipt, Error>) {
+        let mut s = self.lock();
+        if let Some(place) = s.results.get_mut(index)
+            && place.is_none()
+        {
+            *place = Some(result);
+            s.missing -= 1;
+            if s.missing == 0 {
+                self.ready.notify_one();
+            }
+        }
+    }
+
+    fn hand_turn(&self) {
+        self.lock().turn = true;
+        self.ready.notify_one();
+    }
 }
 
 /// The group-commit queue of a writable store.
@@ -115,53 +168,54 @@ struct Writer {
     max_jobs: usize,
     window: Duration,
     state: Mutex<Queue>,
-    /// Signalled when jobs are queued (the committer may be waiting for more).
+    /// Signalled when as many jobs are queued as a gathering committer wants.
     queued: Condvar,
-    /// Signalled when results are posted and the turn is free (callers wait on it). Two
-    /// condition variables, so that queueing a job wakes only the committer, not every
-    /// waiting caller.
-    posted: Condvar,
 }
 
 #[derive(Default)]
 struct Queue {
-    next_ticket: u64,
     waiting: VecDeque<Job>,
-    /// A caller is committing.
+    /// The turn is taken: a caller is committing (or has been handed the turn).
     committing: bool,
-    /// Results of committed jobs, until their callers take them.
-    done: HashMap<u64, Result<Receipt, Error>>,
+    /// While a committer gathers jobs: how many it waits for (0 otherwise).
+    wanted: usize,
     /// Checkpoint hints, kept between commits (the committer takes them).
     hints: Option<GapHints>,
     /// Jobs in the previous commit: how many writers are active.
     concurrency: usize,
 }
 
-/// Frees the turn when a committer leaves, even by unwinding: the jobs it took get an error,
-/// and a waiting caller takes over.
+/// The turn to commit, held by one caller at a time. Dropping it (also by unwinding) fails
+/// the jobs it took and did not post, and passes the turn on: to the caller of the first
+/// waiting job, or back to the queue when none waits.
 struct Turn<'a> {
     writer: &'a Writer,
-    tickets: Vec<u64>,
+    jobs: Vec<(Arc<Slot>, usize)>,
     hints: Option<GapHints>,
     concurrency: usize,
 }
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
-        let mut q = self.writer.lock();
-        for t in self.tickets.drain(..) {
-            q.done.entry(t).or_insert_with(|| {
-                Err(Error::CommitFailed {
-                    path: self.writer.path.clone(),
-                    reason: "the committing thread stopped".into(),
-                })
-            });
-        }
+        let w = self.writer;
+        let mut q = w.lock();
         q.hints = Some(self.hints.take().unwrap_or_default());
         q.concurrency = self.concurrency;
-        q.committing = false;
+        let next = q.waiting.front().map(|j| Arc::clone(&j.slot));
+        q.committing = next.is_some();
         drop(q);
-        self.writer.posted.notify_all();
+        for (slot, index) in self.jobs.drain(..) {
+            slot.post(
+                index,
+                Err(Error::CommitFailed {
+                    path: w.path.clone(),
+                    reason: "the committing thread stopped".into(),
+                }),
+            );
+        }
+        if let Some(slot) = next {
+            slot.hand_turn();
+        }
     }
 }
 
@@ -172,52 +226,53 @@ impl Writer {
 
     /// Queue jobs and wait for their results (in order).
     fn submit(&self, jobs: Vec<(Vec<WriteOp>, Durability)>) -> Vec<Result<Receipt, Error>> {
+        let slot = Arc::new(Slot::new(jobs.len()));
         let mut q = self.lock();
-        let mut mine = Vec::with_capacity(jobs.len());
-        for (ops, durability) in jobs {
-            let ticket = q.next_ticket;
-            q.next_ticket += 1;
-            mine.push(ticket);
-            q.waiting.push_back(Job { ticket, ops, durability });
+        for (index, (ops, durability)) in jobs.into_iter().enumerate() {
+            q.waiting.push_back(Job { ops, durability, slot: Arc::clone(&slot), index });
         }
-        if q.committing {
-            self.queued.notify_one();
+        if !q.committing {
+            q.committing = true;
+            self.commit_turn(q);
+        } else {
+            if q.wanted > 0 && q.waiting.len() >= q.wanted {
+                self.queued.notify_one();
+            }
+            drop(q);
         }
-        let mut results: HashMap<u64, Result<Receipt, Error>> = HashMap::with_capacity(mine.len());
         loop {
-            for t in &mine {
-                if let Some(r) = q.done.remove(t) {
-                    results.insert(*t, r);
-                }
+            let mut s = slot.lock();
+            while s.missing > 0 && !s.turn {
+                s = slot.ready.wait(s).unwrap_or_else(PoisonError::into_inner);
             }
-            if results.len() == mine.len() {
-                break;
+            if s.missing == 0 {
+                let results = std::mem::take(&mut s.results);
+                return results
+                    .into_iter()
+                    .map(|r| {
+                        r.unwrap_or_else(|| {
+                            Err(Error::CommitFailed { path: self.path.clone(), reason: "no result".into() })
+                        })
+                    })
+                    .collect();
             }
-            if q.committing {
-                q = self.posted.wait(q).unwrap_or_else(PoisonError::into_inner);
-            } else {
-                q = self.commit_turn(q);
-            }
+            // Handed the turn: some of this caller's jobs still wait in the queue.
+            s.turn = false;
+            drop(s);
+            self.commit_turn(self.lock());
         }
-        drop(q);
-        mine.iter()
-            .map(|t| {
-                results.remove(t).unwrap_or_else(|| {
-                    Err(Error::CommitFailed { path: self.path.clone(), reason: "no result".into() })
-                })
-            })
-            .collect()
     }
 
-    /// Take the turn: gather waiting jobs, commit them without the lock, post the results.
-    fn commit_turn<'a>(&'a self, mut q: MutexGuard<'a, Queue>) -> MutexGuard<'a, Queue> {
-        q.committing = true;
+    /// Commit with the turn (`committing` is set): gather waiting jobs, commit them without
+    /// the lock, post the results, pass the turn on.
+    fn commit_turn(&self, mut q: MutexGuard<'_, Queue>) {
         // The writers of the last commit are usually still writing: give them a moment to
         // join this one (they were just woken), rather than committing a handful of jobs and
         // making the rest wait a whole commit. A lone writer never waits.
         let want = q.concurrency.clamp(1, self.max_jobs);
         if q.waiting.len() < want && !self.window.is_zero() {
             let deadline = Instant::now() + self.window;
+            q.wanted = want;
             while q.waiting.len() < want {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
@@ -225,38 +280,31 @@ impl Writer {
                 }
                 q = self.queued.wait_timeout(q, left).unwrap_or_else(PoisonError::into_inner).0;
             }
+            q.wanted = 0;
         }
         let n = q.waiting.len().min(self.max_jobs);
-        let jobs: Vec<Job> = q.waiting.drain(..n).collect();
-        let mut turn = Turn {
-            writer: self,
-            tickets: jobs.iter().map(|j| j.ticket).collect(),
-            hints: Some(q.hints.take().unwrap_or_default()),
-            concurrency: jobs.len(),
-        };
+        let (work, places): (Vec<_>, Vec<_>) =
+            q.waiting.drain(..n).map(|j| ((j.ops, j.durability), (j.slot, j.index))).unzip();
+        let mut turn = Turn { writer: self, jobs: places, hints: None, concurrency: n };
+        let mut hints = q.hints.take().unwrap_or_default();
         drop(q);
-        let mut hints = turn.hints.take().unwrap_or_default();
-        let tickets = turn.tickets.clone();
         let results =
-            match commit(&self.db, self.clock.as_ref(), (self.min_gap, self.shared), &mut hints, jobs) {
+            match commit(&self.db, self.clock.as_ref(), (self.min_gap, self.shared), &mut hints, work) {
                 Ok(r) => r,
                 Err(e) => {
                     let reason = e.with_path(&self.path).to_string();
-                    tickets
-                        .iter()
+                    (0..n)
                         .map(|_| Err(Error::CommitFailed { path: self.path.clone(), reason: reason.clone() }))
                         .collect()
                 }
             };
         turn.hints = Some(hints);
-        let mut q = self.lock();
-        for (t, r) in tickets.into_iter().zip(results) {
-            q.done.insert(t, r.map_err(|e| e.with_path(&self.path)));
-        }
-        drop(q);
-        // Frees the turn and wakes the waiters.
+        let posted = std::mem::take(&mut turn.jobs);
+        // Pass the turn on first, so the next commit can start while results are posted.
         drop(turn);
-        self.lock()
+        for ((slot, index), r) in posted.into_iter().zip(results) {
+            slot.post(index, r.map_err(|e| e.with_path(&self.path)));
+        }
     }
 }
 
@@ -397,7 +445,6 @@ impl Store {
             window: options.group_commit_window,
             state: Mutex::new(Queue::default()),
             queued: Condvar::new(),
-            posted: Condvar::new(),
         };
         Ok(Store {
             inner: Arc::new(Inner { db: Handle::Writable(Arc::new(writer)), path, clock: options.clock }),
@@ -594,15 +641,15 @@ fn commit(
     clock: &dyn Clock,
     (min_gap, shared): (u64, bool),
     hints: &mut GapHints,
-    jobs: Vec<Job>,
+    jobs: Vec<(Vec<WriteOp>, Durability)>,
 ) -> Result<Vec<Result<Receipt, Error>>, Error> {
     let mut txn = db.begin_write()?;
     // A shared file has no non-durable commits (redb keeps them in one process's memory).
-    let durable = shared || jobs.iter().any(|j| j.durability == Durability::Immediate);
+    let durable = shared || jobs.iter().any(|(_, d)| *d == Durability::Immediate);
     if !durable {
         txn.set_durability(redb::Durability::None)?;
     }
-    let wants_commit = jobs.iter().any(|j| j.ops.is_empty() && j.durability == Durability::Immediate);
+    let wants_commit = jobs.iter().any(|(ops, d)| ops.is_empty() && *d == Durability::Immediate);
     let mut per_job: Vec<Result<Vec<Outcome>, Error>> = Vec::with_capacity(jobs.len());
     let mut changed: Vec<(String, u128)> = Vec::new();
     let mut wrote = false;
@@ -633,9 +680,9 @@ fn commit(
             lexical: crate::lexical::LexicalWriter::open(&txn)?,
             known_namespaces: std::collections::HashSet::new(),
         };
-        for job in jobs {
-            let mut planner = Planner::new(&tables, tx, job.ops.len());
-            let planned = job.ops.into_iter().try_for_each(|op| planner.plan(op));
+        for (ops, _) in jobs {
+            let mut planner = Planner::new(&tables, tx, ops.len());
+            let planned = ops.into_iter().try_for_each(|op| planner.plan(op));
             let (changes, outcomes) =
                 (std::mem::take(&mut planner.changes), std::mem::take(&mut planner.outcomes));
             drop(planner);

@@ -148,6 +148,63 @@ fn concurrent_durable_writers_share_commits() {
     assert!(commits < total, "{commits} commits for {total} writes: no group commit happened");
 }
 
+/// Callers whose jobs do not fit in one commit (at most 3 jobs here) get the turn handed over
+/// and commit the rest themselves; every caller gets its own results, in order, including a
+/// failing job among good ones.
+#[test]
+fn a_full_queue_hands_the_turn_to_waiting_callers() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(
+        dir.path().join("s.redb"),
+        StoreOptions { create: true, max_jobs_per_commit: 3, ..Default::default() },
+    )
+    .unwrap();
+    let n = ns("p");
+    let threads = 6;
+    let jobs_per_call = 7;
+    let calls = 4;
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let store = store.clone();
+            let n = n.clone();
+            s.spawn(move || {
+                for c in 0..calls {
+                    let mut jobs: Vec<Vec<WriteOp>> = Vec::new();
+                    let mut ids = Vec::new();
+                    for j in 0..jobs_per_call {
+                        let rec = NewRecord::new(
+                            n.clone(),
+                            Learning { text: format!("{t}-{c}-{j}"), ..Default::default() },
+                        );
+                        ids.push(rec.id);
+                        jobs.push(vec![WriteOp::Insert(rec)]);
+                    }
+                    // Job 3 of every call retires a record that does not exist.
+                    jobs[3] = vec![WriteOp::Retire { namespace: n.clone(), id: RecordId::new(), at: None }];
+                    let results = store.write_many(jobs, Durability::Immediate);
+                    assert_eq!(results.len(), jobs_per_call);
+                    let mut seqs = Vec::new();
+                    for (j, r) in results.into_iter().enumerate() {
+                        if j == 3 {
+                            assert!(matches!(r, Err(Error::NotFound { .. })), "{r:?}");
+                            continue;
+                        }
+                        let r = r.unwrap();
+                        assert_eq!(r.outcomes, vec![Outcome::Written { id: ids[j], rev: 0 }]);
+                        seqs.push(r.commit_seq);
+                    }
+                    assert!(seqs.windows(2).all(|w| w[0] <= w[1]), "jobs committed out of order: {seqs:?}");
+                }
+            });
+        }
+    });
+    let snap = store.snapshot().unwrap();
+    let written = threads * calls * (jobs_per_call - 1);
+    assert_eq!(snap.list(&n, &ListQuery::new()).unwrap().len(), written);
+    let commits = snap.meta().commit_seq as usize;
+    assert!(commits >= threads * calls * jobs_per_call / 3, "{commits} commits: more than 3 jobs in one");
+}
+
 #[test]
 fn eventual_writes_survive_a_clean_close() {
     let dir = tempfile::tempdir().unwrap();
