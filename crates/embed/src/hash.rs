@@ -18,15 +18,16 @@ impl Default for HashEmbedder {
     }
 }
 
-/// 64-bit FNV-1a, then a finaliser that spreads the bits (stable across platforms).
-fn hash(parts: &[&str], salt: u64) -> u64 {
+/// 64-bit FNV-1a over byte strings (joined by a separator), then a finaliser that spreads the
+/// bits (stable across platforms).
+fn hash(parts: &[&[u8]], salt: u64) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ salt;
     for (i, p) in parts.iter().enumerate() {
         if i > 0 {
             h ^= 0x1f;
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
-        for b in p.bytes() {
+        for &b in *p {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
@@ -52,17 +53,25 @@ impl HashEmbedder {
     fn one(&self, text: &str) -> Option<Vec<f32>> {
         let words = mnemon_storage::tokens::tokenize(text);
         let mut v = vec![0f32; self.dimension];
+        let mut marked: Vec<char> = Vec::new();
+        let mut tri = [0u8; 12];
         for w in &words {
-            self.add(&mut v, hash(&[w], 1), 1.0);
-            let marked: Vec<char> =
-                std::iter::once('#').chain(w.chars()).chain(std::iter::once('#')).collect();
+            self.add(&mut v, hash(&[w.as_bytes()], 1), 1.0);
+            marked.clear();
+            marked.push('#');
+            marked.extend(w.chars());
+            marked.push('#');
             for t in marked.windows(3) {
-                let tri: String = t.iter().collect();
-                self.add(&mut v, hash(&[&tri], 3), 0.4);
+                // The trigram's UTF-8 bytes, without a string per trigram.
+                let mut n = 0;
+                for c in t {
+                    n += c.encode_utf8(&mut tri[n..]).len();
+                }
+                self.add(&mut v, hash(&[&tri[..n]], 3), 0.4);
             }
         }
         for pair in words.windows(2) {
-            self.add(&mut v, hash(&[&pair[0], &pair[1]], 2), 0.7);
+            self.add(&mut v, hash(&[pair[0].as_bytes(), pair[1].as_bytes()], 2), 0.7);
         }
         unit(v)
     }
@@ -121,5 +130,24 @@ mod tests {
         assert!(cos(&v[0], &v[2]) < 0.2, "{}", cos(&v[0], &v[2]));
         assert!(matches!(e.embed(&["ok", " -- "]), Err(EmbedError::Empty { index: 1 })));
         assert_eq!(e.model_id(), "mnemon-hash-v1-384");
+    }
+}
+
+#[cfg(test)]
+mod pinned {
+    use super::*;
+
+    /// The vectors of `mnemon-hash-v1-*` are stored in databases and must never change: a
+    /// digest of a few embeddings, taken when the embedder was first published.
+    #[test]
+    fn vectors_never_change() {
+        let e = HashEmbedder::default();
+        let v = e
+            .embed(&["Use exponential backoff for retries", "parseHTTPResponse_v2 in Grüße ВОДА", "x"])
+            .unwrap();
+        let digest = v.iter().flatten().fold(0xcbf2_9ce4_8422_2325u64, |h, x| {
+            (h ^ u64::from(x.to_bits())).wrapping_mul(0x0100_0000_01b3)
+        });
+        assert_eq!(format!("{digest:016x}"), "59764500510e43c2");
     }
 }

@@ -17,6 +17,8 @@
 //! - 2: adds the vector, vector-space, auxiliary and lexical tables.
 //! - 3: adds `mnemon.fresh` (texts not yet merged into the posting lists) and a fresh count
 //!   in `mnemon.lexstats`; a format-2 file is upgraded by creating the empty table.
+//! - 4: vectors that are mostly zeros are stored sparsely (see `vector.rs`); older files are
+//!   upgraded by writing the new version (their dense vectors stay readable as they are).
 //!
 //! A file with a newer version is refused with [`OpenError::NewerFormat`]; one older than
 //! [`OLDEST_SUPPORTED_FORMAT_VERSION`] with [`OpenError::TooOld`]; anything between is upgraded
@@ -34,7 +36,7 @@ use crate::time::Timestamp;
 /// The magic value stored under `magic`.
 pub const MAGIC: [u8; 8] = *b"mnemon\x00\x01";
 /// The format version this build writes.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format version this build can open (upgrading it if needed).
 pub const OLDEST_SUPPORTED_FORMAT_VERSION: u32 = 1;
 /// The first bytes of every redb file.

@@ -53,12 +53,13 @@ pub(crate) type TextKey = (&'static str, u128, u32);
 pub(crate) fn term_counts(text: &str) -> TermCounts {
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     let tokens = tokenize(text);
-    for t in &tokens {
-        if t.len() <= 64 && !is_stopword(t) {
-            *counts.entry(t.clone()).or_insert(0) += 1;
+    let len = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
+    for t in tokens {
+        if t.len() <= 64 && !is_stopword(&t) {
+            *counts.entry(t).or_insert(0) += 1;
         }
     }
-    (counts, u32::try_from(tokens.len()).unwrap_or(u32::MAX))
+    (counts, len)
 }
 
 pub(crate) fn encode_posting(tf: u32, len: u32) -> [u8; 9] {

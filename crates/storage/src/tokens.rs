@@ -24,14 +24,43 @@ pub fn tokenize(text: &str) -> Vec<String> {
         if raw.is_empty() {
             continue;
         }
-        let parts: Vec<String> = split_identifier(raw);
-        let whole = raw.trim_matches('_').to_lowercase();
-        if parts.len() > 1 && !whole.is_empty() {
-            out.push(whole);
+        if raw.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+            // The common case: one plain lower-case word, its own only part.
+            out.push(raw.to_string());
+            continue;
+        }
+        let parts: Vec<String> =
+            if raw.is_ascii() { split_ascii_identifier(raw) } else { split_identifier(raw) };
+        if parts.len() > 1 {
+            let whole = raw.trim_matches('_').to_lowercase();
+            if !whole.is_empty() {
+                out.push(whole);
+            }
         }
         out.extend(parts);
     }
     out
+}
+
+/// [`split_identifier`] for ASCII, on bytes (no `char` vector, one allocation per part).
+fn split_ascii_identifier(raw: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    for piece in raw.split('_').filter(|p| !p.is_empty()) {
+        let b = piece.as_bytes();
+        let mut start = 0;
+        for i in 1..b.len() {
+            let (prev, cur) = (b[i - 1], b[i]);
+            let next_lower = b.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+            let boundary = (prev.is_ascii_lowercase() && cur.is_ascii_uppercase())
+                || (prev.is_ascii_uppercase() && cur.is_ascii_uppercase() && next_lower);
+            if boundary {
+                parts.push(piece[start..i].to_ascii_lowercase());
+                start = i;
+            }
+        }
+        parts.push(piece[start..].to_ascii_lowercase());
+    }
+    parts
 }
 
 /// `parseHTTPResponse_v2` -> parse, http, response, v2.
@@ -64,5 +93,37 @@ mod tests {
         assert_eq!(tokenize("parseHTTPResponse"), vec!["parsehttpresponse", "parse", "http", "response"]);
         assert_eq!(tokenize("max_retry_count=3"), vec!["max_retry_count", "max", "retry", "count", "3"]);
         assert_eq!(tokenize("Grüße, ВОДА!"), vec!["grüße", "вода"]);
+    }
+
+    /// The ASCII paths split exactly as the general one does.
+    #[test]
+    fn ascii_paths_agree_with_the_general_split() {
+        for raw in [
+            "parseHTTPResponse_v2",
+            "__init__",
+            "HTTP",
+            "ABCdef",
+            "aB",
+            "a_b_c",
+            "x1Y2z3",
+            "snake_Case_ID",
+            "getURLs",
+            "_",
+            "v2",
+            "already",
+        ] {
+            assert_eq!(split_ascii_identifier(raw), split_identifier(raw), "{raw}");
+            let general: Vec<String> = {
+                let parts = split_identifier(raw);
+                let whole = raw.trim_matches('_').to_lowercase();
+                let mut v = Vec::new();
+                if parts.len() > 1 && !whole.is_empty() {
+                    v.push(whole);
+                }
+                v.extend(parts);
+                v
+            };
+            assert_eq!(tokenize(raw), general, "{raw}");
+        }
     }
 }

@@ -1,17 +1,21 @@
 //! Embedding vectors: validation, normalisation and their stored form.
 //!
 //! A vector belongs to a record and a *vector space* (one per embedding model, named by the
-//! model id, with a fixed dimension recorded on first use). It is stored as raw little-endian
-//! `f32` behind a version byte, normalised to unit length at insert so that cosine similarity
-//! is a plain dot product. A vector attaches to the revision that was latest when it was
+//! model id, with a fixed dimension recorded on first use). It is normalised to unit length at
+//! insert so that cosine similarity is a plain dot product, and stored behind a version byte
+//! in the smaller of two layouts: dense (`[1]` then every component as little-endian `f32`),
+//! or sparse (`[2][dimension u32][n u32]` then `n` times `[index u16][f32]`, indices
+//! ascending) for vectors that are mostly zeros, as the hashing embedder's are (format 4). A vector attaches to the revision that was latest when it was
 //! written and serves that revision and every later one until another vector is written (a
 //! change of tags does not need a new embedding; a change of text does).
 
 use crate::error::{CodecError, InputError};
 use crate::time::Timestamp;
 
-/// The version byte of a stored vector.
+/// The version byte of a dense stored vector.
 const VECTOR_VERSION: u8 = 1;
+/// The version byte of a sparse stored vector (format 4).
+const SPARSE_VERSION: u8 = 2;
 /// The version byte of a vector-space row.
 const SPACE_VERSION: u8 = 1;
 /// The largest dimension accepted.
@@ -66,8 +70,29 @@ pub fn normalise(v: &[f32]) -> Result<Vec<f32>, InputError> {
     Ok(out)
 }
 
-/// The stored form: a version byte, then the components as little-endian `f32`.
+/// The stored form: dense or sparse, whichever is smaller (see the module documentation).
 pub(crate) fn encode(v: &[f32]) -> Vec<u8> {
+    let nonzero = v.iter().filter(|x| **x != 0.0).count();
+    let sparse_len = 9 + 6 * nonzero;
+    if v.len() <= MAX_DIMENSION
+        && sparse_len < 1 + 4 * v.len()
+        && let Ok(dim) = u32::try_from(v.len())
+        && let Ok(n) = u32::try_from(nonzero)
+    {
+        let mut out = Vec::with_capacity(sparse_len);
+        out.push(SPARSE_VERSION);
+        out.extend_from_slice(&dim.to_le_bytes());
+        out.extend_from_slice(&n.to_le_bytes());
+        for (i, x) in v.iter().enumerate() {
+            if *x != 0.0
+                && let Ok(i) = u16::try_from(i)
+            {
+                out.extend_from_slice(&i.to_le_bytes());
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        return out;
+    }
     let mut out = Vec::with_capacity(1 + v.len() * 4);
     out.push(VECTOR_VERSION);
     for x in v {
@@ -76,24 +101,54 @@ pub(crate) fn encode(v: &[f32]) -> Vec<u8> {
     out
 }
 
+fn truncated() -> CodecError {
+    CodecError::Decode { what: "vector", reason: "truncated".into() }
+}
+
+fn le_u32(b: &[u8], at: usize) -> Result<u32, CodecError> {
+    let a: [u8; 4] = b.get(at..at + 4).and_then(|s| s.try_into().ok()).ok_or_else(truncated)?;
+    Ok(u32::from_le_bytes(a))
+}
+
 /// Decode a stored vector into `out` (cleared first).
 pub(crate) fn decode_into(bytes: &[u8], out: &mut Vec<f32>) -> Result<(), CodecError> {
-    let (&version, rest) =
-        bytes.split_first().ok_or(CodecError::Decode { what: "vector", reason: "truncated".into() })?;
-    if version != VECTOR_VERSION {
-        return Err(CodecError::Version { what: "vector", found: version, expected: VECTOR_VERSION });
-    }
-    if rest.len() % 4 != 0 {
-        return Err(CodecError::Decode { what: "vector", reason: "truncated".into() });
-    }
+    let (&version, rest) = bytes.split_first().ok_or_else(truncated)?;
     out.clear();
-    out.extend(rest.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+    match version {
+        VECTOR_VERSION => {
+            if rest.len() % 4 != 0 {
+                return Err(truncated());
+            }
+            out.extend(rest.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+        }
+        SPARSE_VERSION => {
+            let dim = le_u32(rest, 0)? as usize;
+            let n = le_u32(rest, 4)? as usize;
+            let entries = &rest[8.min(rest.len())..];
+            if dim > MAX_DIMENSION || entries.len() != n.saturating_mul(6) {
+                return Err(truncated());
+            }
+            out.resize(dim, 0.0);
+            for e in entries.chunks_exact(6) {
+                let i = usize::from(u16::from_le_bytes([e[0], e[1]]));
+                let slot = out.get_mut(i).ok_or_else(|| CodecError::Decode {
+                    what: "vector",
+                    reason: format!("component index {i} beyond the dimension {dim}"),
+                })?;
+                *slot = f32::from_le_bytes([e[2], e[3], e[4], e[5]]);
+            }
+        }
+        found => return Err(CodecError::Version { what: "vector", found, expected: SPARSE_VERSION }),
+    }
     Ok(())
 }
 
 /// The number of components of a stored vector (without decoding it).
 pub(crate) fn stored_dimension(bytes: &[u8]) -> usize {
-    bytes.len().saturating_sub(1) / 4
+    match bytes.first() {
+        Some(&SPARSE_VERSION) => le_u32(&bytes[1..], 0).map_or(0, |d| d as usize),
+        _ => bytes.len().saturating_sub(1) / 4,
+    }
 }
 
 pub(crate) fn encode_space(dimension: u32, created: Timestamp) -> Vec<u8> {
@@ -159,6 +214,20 @@ mod tests {
         decode_into(&bytes, &mut out).unwrap();
         assert_eq!(out, v);
         assert!(decode_into(&bytes[..12], &mut out).is_err());
+        // Mostly zeros: the sparse layout, 9 + 6 bytes per non-zero component.
+        let mut sparse = vec![0f32; 384];
+        sparse[0] = 0.5;
+        sparse[7] = -0.25;
+        sparse[383] = 1.0;
+        let bytes = encode(&sparse);
+        assert_eq!(bytes.len(), 9 + 3 * 6);
+        assert_eq!(stored_dimension(&bytes), 384);
+        decode_into(&bytes, &mut out).unwrap();
+        assert_eq!(out, sparse);
+        assert!(decode_into(&bytes[..bytes.len() - 1], &mut out).is_err());
+        let mut bad = bytes.clone();
+        bad[1..5].copy_from_slice(&100u32.to_le_bytes());
+        assert!(decode_into(&bad, &mut out).unwrap_err().to_string().contains("beyond the dimension"));
         let s = decode_space("m", &encode_space(384, Timestamp::from_micros(7))).unwrap();
         assert_eq!((s.dimension, s.created.as_micros()), (384, 7));
     }

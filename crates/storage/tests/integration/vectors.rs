@@ -241,5 +241,72 @@ fn a_format_2_file_is_upgraded_and_its_index_kept() {
     let db = redb::Database::open(&path).unwrap();
     let txn = db.begin_read().unwrap();
     let meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
-    assert_eq!(meta.get("format_version").unwrap().unwrap().value(), 3u32.to_le_bytes().as_slice());
+    assert_eq!(meta.get("format_version").unwrap().unwrap().value(), FORMAT_VERSION.to_le_bytes().as_slice());
+}
+
+/// A mostly-zero vector is stored sparsely (format 4), a dense one densely, and a dense row of
+/// a mostly-zero vector (as format 3 wrote every vector) still reads back the same, beside the
+/// sparse ones of the same space, in lookups and in a scan of the space.
+#[test]
+fn sparse_and_dense_vectors_share_a_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    let ns = Namespace::new("p").unwrap();
+    let dim = 384;
+    let mut sparse = vec![0f32; dim];
+    sparse[3] = 0.6;
+    sparse[200] = -0.8;
+    let dense: Vec<f32> = (0..dim).map(|i| if i % 2 == 0 { 1.0 } else { -1.0 }).collect();
+    let (a, b, c) = (
+        NewRecord::new(ns.clone(), learning("a")),
+        NewRecord::new(ns.clone(), learning("b")),
+        NewRecord::new(ns.clone(), learning("c")),
+    );
+    let ids = [a.id, b.id, c.id];
+    {
+        let store = Store::open(&path, StoreOptions { create: true, ..Default::default() }).unwrap();
+        store
+            .write(vec![
+                WriteOp::Insert(a),
+                WriteOp::Insert(b),
+                WriteOp::Insert(c),
+                put(&ns, ids[0], "m", sparse.clone()),
+                put(&ns, ids[1], "m", dense.clone()),
+            ])
+            .unwrap();
+    }
+    let vectors = redb::TableDefinition::<(&str, &str, u128, u32), &[u8]>::new("mnemon.vectors");
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(vectors).unwrap();
+            let lens: Vec<(u128, u8, usize)> = t
+                .iter()
+                .unwrap()
+                .map(|r| {
+                    let (k, v) = r.unwrap();
+                    (k.value().2, v.value()[0], v.value().len())
+                })
+                .collect();
+            assert!(lens.contains(&(ids[0].as_u128(), 2, 9 + 2 * 6)), "{lens:?}");
+            assert!(lens.contains(&(ids[1].as_u128(), 1, 1 + 4 * dim)), "{lens:?}");
+            // Record c gets the mostly-zero vector in the dense layout of format 3.
+            let mut old = vec![1u8];
+            for x in &sparse {
+                old.extend_from_slice(&x.to_le_bytes());
+            }
+            t.insert(("m", "p", ids[2].as_u128(), 0u32), old.as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let store = Store::open(&path, StoreOptions::default()).unwrap();
+    let snap = store.snapshot().unwrap();
+    let unit_dense: Vec<f32> = dense.iter().map(|x| x / (dim as f32).sqrt()).collect();
+    for (id, want) in [(ids[0], &sparse), (ids[1], &unit_dense), (ids[2], &sparse)] {
+        let (_, got) = snap.vector_for("m", &ns, id, 0).unwrap().unwrap();
+        assert_eq!(got.len(), dim);
+        assert!(got.iter().zip(want.iter()).all(|(x, y)| (x - y).abs() < 1e-6), "{id}");
+    }
+    assert!(snap.verify().unwrap().is_empty(), "{:?}", snap.verify().unwrap());
 }
