@@ -226,6 +226,9 @@ impl Writer {
 
     /// Queue jobs and wait for their results (in order).
     fn submit(&self, jobs: Vec<(Vec<WriteOp>, Durability)>) -> Vec<Result<Receipt, Error>> {
+        if jobs.is_empty() {
+            return Vec::new();
+        }
         let slot = Arc::new(Slot::new(jobs.len()));
         let mut q = self.lock();
         for (index, (ops, durability)) in jobs.into_iter().enumerate() {

@@ -203,6 +203,9 @@ fn a_full_queue_hands_the_turn_to_waiting_callers() {
     assert_eq!(snap.list(&n, &ListQuery::new()).unwrap().len(), written);
     let commits = snap.meta().commit_seq as usize;
     assert!(commits >= threads * calls * jobs_per_call / 3, "{commits} commits: more than 3 jobs in one");
+    // No jobs: nothing to wait for, nothing committed.
+    assert!(store.write_many(Vec::new(), Durability::Immediate).is_empty());
+    assert_eq!(store.snapshot().unwrap().meta().commit_seq as usize, commits);
 }
 
 #[test]
