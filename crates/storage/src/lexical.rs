@@ -159,7 +159,7 @@ pub(crate) fn decode_stats(b: &[u8]) -> LexStats {
 
 /// The write side, used by the commit that writes the revision.
 pub(crate) struct LexicalWriter<'txn> {
-    pub(crate) postings: Table<'txn, PostingKey, &'static [u8]>,
+    pub(crate) postings: crate::tables::LazyTable<'txn, PostingKey, &'static [u8]>,
     pub(crate) texts: Table<'txn, TextKey, &'static [u8]>,
     pub(crate) fresh: Table<'txn, TextKey, &'static [u8]>,
     pub(crate) stats: Table<'txn, &'static str, &'static [u8]>,
@@ -174,7 +174,7 @@ impl<'txn> LexicalWriter<'txn> {
     /// The writer over a write transaction's tables.
     pub(crate) fn open(txn: &'txn redb::WriteTransaction) -> Result<Self, Error> {
         Ok(LexicalWriter {
-            postings: txn.open_table(crate::tables::POSTINGS)?,
+            postings: crate::tables::LazyTable::new(txn, crate::tables::POSTINGS),
             texts: txn.open_table(crate::tables::TEXTS)?,
             fresh: txn.open_table(crate::tables::FRESH)?,
             stats: txn.open_table(crate::tables::LEXSTATS)?,
@@ -212,7 +212,7 @@ impl<'txn> LexicalWriter<'txn> {
             for ((id, rev), (counts, len)) in &new {
                 if merge {
                     for (term, tf) in counts {
-                        self.postings.insert(
+                        self.postings.get_mut()?.insert(
                             (ns.as_str(), term.as_str(), *id, *rev),
                             encode_posting(*tf, *len).as_slice(),
                         )?;
@@ -236,7 +236,7 @@ impl<'txn> LexicalWriter<'txn> {
         for (id, rev, bytes) in fresh_rows(&self.fresh, ns)? {
             let (len, terms) = decode_fresh_row(ns, id, rev, &bytes)?;
             for (term, tf) in terms {
-                self.postings.insert((ns, term, id, rev), encode_posting(tf, len).as_slice())?;
+                self.postings.get_mut()?.insert((ns, term, id, rev), encode_posting(tf, len).as_slice())?;
             }
             self.fresh.remove((ns, id, rev))?;
         }
@@ -278,7 +278,7 @@ impl<'txn> LexicalWriter<'txn> {
                 let (counts, len) = term_counts(&rec.body.text());
                 if !unplaced && !fresh_revs.contains(rev) {
                     for term in counts.keys() {
-                        self.postings.remove((ns, term.as_str(), id, *rev))?;
+                        self.postings.get_mut()?.remove((ns, term.as_str(), id, *rev))?;
                     }
                 }
                 removed_len += i64::from(len);

@@ -539,11 +539,8 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
         txn.abort()?;
         return Ok(());
     }
+    create_tables(&txn)?;
     {
-        txn.open_table(tables::VECTORS)?;
-        txn.open_table(tables::VECTOR_SPACES)?;
-        txn.open_table(tables::AUX)?;
-        txn.open_table(tables::FRESH)?;
         // Format 3 moved the commit log out of the meta table.
         let mut meta = txn.open_table(tables::META)?;
         let mut log = txn.open_table(tables::LOG)?;
@@ -612,28 +609,37 @@ fn create_file(builder: &redb::Builder, path: &Path, now: Timestamp) -> Result<(
     built
 }
 
+/// Create every table that does not exist yet. Commits open some tables only when they
+/// write to them, and readers take a missing table for an older format: a new or upgraded
+/// file has all of them.
+fn create_tables(txn: &redb::WriteTransaction) -> Result<(), Error> {
+    txn.open_table(tables::META)?;
+    txn.open_table(tables::LOG)?;
+    txn.open_table(tables::REVISIONS)?;
+    txn.open_table(tables::CURRENT)?;
+    txn.open_table(tables::CURRENT_ENDS)?;
+    txn.open_table(tables::EVENTS)?;
+    txn.open_table(tables::CHECKPOINTS)?;
+    txn.open_table(tables::CHECKPOINT_ENTRIES)?;
+    txn.open_table(tables::IDENTITY)?;
+    txn.open_table(tables::NAMESPACES)?;
+    txn.open_table(tables::VECTORS)?;
+    txn.open_table(tables::VECTOR_SPACES)?;
+    txn.open_table(tables::AUX)?;
+    txn.open_table(tables::POSTINGS)?;
+    txn.open_table(tables::TEXTS)?;
+    txn.open_table(tables::LEXSTATS)?;
+    txn.open_table(tables::FRESH)?;
+    Ok(())
+}
+
 fn init_tables(db: &Database, now: Timestamp) -> Result<(), Error> {
     let txn = db.begin_write()?;
     {
         let mut meta = txn.open_table(tables::META)?;
         format::init(&mut meta, now)?;
-        txn.open_table(tables::REVISIONS)?;
-        txn.open_table(tables::CURRENT)?;
-        txn.open_table(tables::CURRENT_ENDS)?;
-        txn.open_table(tables::EVENTS)?;
-        txn.open_table(tables::CHECKPOINTS)?;
-        txn.open_table(tables::CHECKPOINT_ENTRIES)?;
-        txn.open_table(tables::IDENTITY)?;
-        txn.open_table(tables::NAMESPACES)?;
-        txn.open_table(tables::VECTORS)?;
-        txn.open_table(tables::VECTOR_SPACES)?;
-        txn.open_table(tables::AUX)?;
-        txn.open_table(tables::POSTINGS)?;
-        txn.open_table(tables::TEXTS)?;
-        txn.open_table(tables::LEXSTATS)?;
-        txn.open_table(tables::FRESH)?;
-        txn.open_table(tables::LOG)?;
     }
+    create_tables(&txn)?;
     txn.commit()?;
     Ok(())
 }
@@ -656,30 +662,27 @@ fn commit(
     let mut per_job: Vec<Result<Vec<Outcome>, Error>> = Vec::with_capacity(jobs.len());
     let mut changed: Vec<(String, u128)> = Vec::new();
     let mut wrote = false;
-    let (mut meta, tx) = {
-        let meta_t = txn.open_table(tables::META)?;
-        let meta = format::read_state(&meta_t)?;
-        let tx = clock.now().max(meta.last_tx.plus_micros(1));
-        (meta, tx)
-    };
+    let mut meta_t = txn.open_table(tables::META)?;
+    let mut meta = format::read_state(&meta_t)?;
+    let tx = clock.now().max(meta.last_tx.plus_micros(1));
     let mut last_tx = tx;
     {
         let mut tables = WriteTables {
             revisions: txn.open_table(tables::REVISIONS)?,
             current: txn.open_table(tables::CURRENT)?,
             current_ends: txn.open_table(tables::CURRENT_ENDS)?,
-            identity: txn.open_table(tables::IDENTITY)?,
-            namespaces: txn.open_table(tables::NAMESPACES)?,
+            identity: tables::LazyTable::new(&txn, tables::IDENTITY),
+            namespaces: tables::LazyTable::new(&txn, tables::NAMESPACES),
             timeline: TimelineWriter::new(
                 txn.open_table(tables::EVENTS)?,
                 txn.open_table(tables::CHECKPOINTS)?,
-                txn.open_table(tables::CHECKPOINT_ENTRIES)?,
+                tables::LazyTable::new(&txn, tables::CHECKPOINT_ENTRIES),
                 hints,
                 min_gap,
             ),
-            vectors: txn.open_table(tables::VECTORS)?,
-            vector_spaces: txn.open_table(tables::VECTOR_SPACES)?,
-            aux: txn.open_table(tables::AUX)?,
+            vectors: tables::LazyTable::new(&txn, tables::VECTORS),
+            vector_spaces: tables::LazyTable::new(&txn, tables::VECTOR_SPACES),
+            aux: tables::LazyTable::new(&txn, tables::AUX),
             lexical: crate::lexical::LexicalWriter::open(&txn)?,
             known_namespaces: std::collections::HashSet::new(),
         };
@@ -706,7 +709,7 @@ fn commit(
             }
         }
         if !wrote && !wants_commit {
-            drop(tables);
+            drop((tables, meta_t));
             txn.abort()?;
             return Ok(per_job
                 .into_iter()
@@ -721,8 +724,8 @@ fn commit(
     meta.last_tx = last_tx;
     meta.swept_through = tx;
     {
-        let mut meta_t = txn.open_table(tables::META)?;
         format::write_state(&mut meta_t, &meta)?;
+        drop(meta_t);
         let mut log = txn.open_table(tables::LOG)?;
         write::log_commit(&mut log, meta.commit_seq, tx.as_micros(), changed)?;
     }

@@ -93,3 +93,39 @@ pub(crate) mod names {
     pub(crate) const VECTORS: &str = "mnemon.vectors";
     pub(crate) const VECTOR_SPACES: &str = "mnemon.vector_spaces";
 }
+
+/// A table of a write transaction opened on first use. Every table a commit opens costs it a
+/// lookup in redb's table tree when opened and another when the commit finishes, even if it is
+/// never written; a commit of plain inserts never touches vectors, identities, auxiliary rows,
+/// posting lists (between merges) or checkpoint entries (between splits).
+pub(crate) struct LazyTable<'txn, K: redb::Key + 'static, V: redb::Value + 'static> {
+    txn: &'txn redb::WriteTransaction,
+    def: TableDefinition<'static, K, V>,
+    table: std::cell::OnceCell<redb::Table<'txn, K, V>>,
+}
+
+impl<'txn, K: redb::Key + 'static, V: redb::Value + 'static> LazyTable<'txn, K, V> {
+    pub(crate) fn new(txn: &'txn redb::WriteTransaction, def: TableDefinition<'static, K, V>) -> Self {
+        LazyTable { txn, def, table: std::cell::OnceCell::new() }
+    }
+
+    /// The table, for reading.
+    pub(crate) fn get(&self) -> Result<&redb::Table<'txn, K, V>, redb::TableError> {
+        if let Some(t) = self.table.get() {
+            return Ok(t);
+        }
+        let t = self.txn.open_table(self.def)?;
+        Ok(self.table.get_or_init(|| t))
+    }
+
+    /// The table, for writing.
+    pub(crate) fn get_mut(&mut self) -> Result<&mut redb::Table<'txn, K, V>, redb::TableError> {
+        if self.table.get().is_none() {
+            let t = self.txn.open_table(self.def)?;
+            // Empty a moment ago, and `&mut self` excludes any other caller: `set` succeeds.
+            let _ = self.table.set(t);
+        }
+        // Set just above when it was empty.
+        self.table.get_mut().ok_or_else(|| redb::TableError::TableDoesNotExist(self.def.to_string()))
+    }
+}

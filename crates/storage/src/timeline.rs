@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use crate::codec;
 use crate::error::{CodecError, Error};
 use crate::record::Visible;
-use crate::tables::names;
+use crate::tables::{LazyTable, names};
 use crate::time::Timestamp;
 
 /// Edge code of "stops being visible".
@@ -272,7 +272,7 @@ const GAP_FLUSH: u64 = 256;
 pub(crate) struct TimelineWriter<'txn, 'h> {
     pub(crate) events: Table<'txn, EventKey<'static>, &'static [u8]>,
     pub(crate) checkpoints: Table<'txn, CheckpointKey<'static>, &'static [u8]>,
-    pub(crate) entries: Table<'txn, EntryKey<'static>, &'static [u8]>,
+    pub(crate) entries: LazyTable<'txn, EntryKey<'static>, &'static [u8]>,
     hints: &'h mut GapHints,
     touched_namespaces: HashSet<String>,
     /// The latest checkpoint of each namespace seen in this commit (checkpoints are only
@@ -285,7 +285,7 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
     pub(crate) fn new(
         events: Table<'txn, EventKey<'static>, &'static [u8]>,
         checkpoints: Table<'txn, CheckpointKey<'static>, &'static [u8]>,
-        entries: Table<'txn, EntryKey<'static>, &'static [u8]>,
+        entries: LazyTable<'txn, EntryKey<'static>, &'static [u8]>,
         hints: &'h mut GapHints,
         min_gap: u64,
     ) -> Self {
@@ -399,7 +399,7 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
                 .map(|r| r.map(|(k, _)| k.value().1))
                 .collect::<Result<_, _>>()?;
             for c in cps {
-                let removed = self.entries.remove((ns, c, id))?.is_some();
+                let removed = self.entries.get_mut()?.remove((ns, c, id))?.is_some();
                 if removed {
                     self.adjust_entry_count(ns, c, -1)?;
                 }
@@ -477,18 +477,18 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
         kind: u8,
         f: impl Fn(&Spans) -> Spans,
     ) -> Result<(), Error> {
-        let before = match self.entries.get((ns, c, id))? {
+        let before = match self.entries.get()?.get((ns, c, id))? {
             Some(v) => Some(decode_spans(names::CHECKPOINT_ENTRIES, v.value())?.1),
             None => None,
         };
         let after = f(&before.clone().unwrap_or_default());
         if after.is_empty() {
             if before.is_some() {
-                self.entries.remove((ns, c, id))?;
+                self.entries.get_mut()?.remove((ns, c, id))?;
                 self.adjust_entry_count(ns, c, -1)?;
             }
         } else {
-            self.entries.insert((ns, c, id), encode_spans(kind, &after)?.as_slice())?;
+            self.entries.get_mut()?.insert((ns, c, id), encode_spans(kind, &after)?.as_slice())?;
             if before.is_none() {
                 self.adjust_entry_count(ns, c, 1)?;
             }
@@ -564,7 +564,7 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
         };
         // The records visible at `ca` as known now.
         let mut live: BTreeMap<u128, u8> = BTreeMap::new();
-        for r in self.entries.range((ns, ca, 0u128)..=(ns, ca, u128::MAX))? {
+        for r in self.entries.get()?.range((ns, ca, 0u128)..=(ns, ca, u128::MAX))? {
             let (k, v) = r?;
             let (kind, believed) = spans_contain(names::CHECKPOINT_ENTRIES, v.value(), now)?;
             if believed {
@@ -641,7 +641,7 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
                 if let Some(k) = value.get_mut(1) {
                     *k = *kind;
                 }
-                self.entries.insert((ns, c, *id), value.as_slice())?;
+                self.entries.get_mut()?.insert((ns, c, *id), value.as_slice())?;
             }
             let events = gap_counts.get(i).copied().unwrap_or(0);
             let mut r = self.new_row(now, set.len() as u64, events);

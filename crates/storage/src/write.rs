@@ -17,7 +17,7 @@ use crate::codec;
 use crate::error::{Error, InputError};
 use crate::id::{Namespace, RecordId};
 use crate::record::{self, Envelope, Op, Record, Visible};
-use crate::tables::names;
+use crate::tables::{LazyTable, names};
 use crate::time::Timestamp;
 use crate::timeline::TimelineWriter;
 use crate::vector;
@@ -335,12 +335,12 @@ pub(crate) struct WriteTables<'txn> {
     pub(crate) revisions: Table<'txn, RevKey, &'static [u8]>,
     pub(crate) current: Table<'txn, (&'static str, u8, u128), &'static [u8]>,
     pub(crate) current_ends: Table<'txn, (i64, &'static str, u8, u128), ()>,
-    pub(crate) identity: Table<'txn, (&'static str, u8, &'static str), u128>,
-    pub(crate) namespaces: Table<'txn, &'static str, &'static [u8]>,
+    pub(crate) identity: LazyTable<'txn, (&'static str, u8, &'static str), u128>,
+    pub(crate) namespaces: LazyTable<'txn, &'static str, &'static [u8]>,
     pub(crate) timeline: TimelineWriter<'txn, 'txn>,
-    pub(crate) vectors: Table<'txn, (&'static str, &'static str, u128, u32), &'static [u8]>,
-    pub(crate) vector_spaces: Table<'txn, &'static str, &'static [u8]>,
-    pub(crate) aux: Table<'txn, &'static str, &'static [u8]>,
+    pub(crate) vectors: LazyTable<'txn, (&'static str, &'static str, u128, u32), &'static [u8]>,
+    pub(crate) vector_spaces: LazyTable<'txn, &'static str, &'static [u8]>,
+    pub(crate) aux: LazyTable<'txn, &'static str, &'static [u8]>,
     pub(crate) lexical: crate::lexical::LexicalWriter<'txn>,
     /// Namespaces known to exist in this commit.
     pub(crate) known_namespaces: std::collections::HashSet<String>,
@@ -422,7 +422,7 @@ impl<'a, 'txn> Planner<'a, 'txn> {
         if let Some(h) = self.identity.get(&(ns.clone(), kind, key.to_string())) {
             return Ok(*h);
         }
-        Ok(self.tables.identity.get((ns.as_str(), kind, key))?.map(|v| RecordId::from_u128(v.value())))
+        Ok(self.tables.identity.get()?.get((ns.as_str(), kind, key))?.map(|v| RecordId::from_u128(v.value())))
     }
 
     /// Record a planned revision and keep the overlay in step.
@@ -488,7 +488,7 @@ impl<'a, 'txn> Planner<'a, 'txn> {
         let rec = self.require(&namespace, id)?;
         let known = match self.spaces.get(&space) {
             Some(&d) => Some(d),
-            None => match self.tables.vector_spaces.get(space.as_str())? {
+            None => match self.tables.vector_spaces.get()?.get(space.as_str())? {
                 Some(row) => Some(
                     vector::decode_space(&space, row.value())
                         .map_err(|e| Error::Codec { table: names::VECTOR_SPACES, source: e })?
@@ -892,10 +892,10 @@ impl WriteTables<'_> {
         if self.known_namespaces.contains(ns) {
             return Ok(());
         }
-        if self.namespaces.get(ns)?.is_none() {
+        if self.namespaces.get()?.get(ns)?.is_none() {
             let bytes = codec::encode_versioned(NAMESPACE_VERSION, &tx)
                 .map_err(|e| Error::Codec { table: names::NAMESPACES, source: e })?;
-            self.namespaces.insert(ns, bytes.as_slice())?;
+            self.namespaces.get_mut()?.insert(ns, bytes.as_slice())?;
             self.timeline.ensure_namespace(ns)?;
         }
         self.known_namespaces.insert(ns.to_string());
@@ -929,9 +929,9 @@ impl WriteTables<'_> {
             && let Some(k) = rec.identity()
         {
             let key = (rec.namespace.as_str(), rec.kind().code(), k.as_str());
-            let holder = self.identity.get(key)?.map(|v| v.value());
+            let holder = self.identity.get()?.get(key)?.map(|v| v.value());
             if holder == Some(rec.id.as_u128()) {
-                self.identity.remove(key)?;
+                self.identity.get_mut()?.remove(key)?;
             }
         }
         Ok(())
@@ -971,7 +971,7 @@ impl WriteTables<'_> {
                 if new.holds_identity()
                     && let Some(k) = new.identity()
                 {
-                    self.identity.insert((ns, kind, k.as_str()), id)?;
+                    self.identity.get_mut()?.insert((ns, kind, k.as_str()), id)?;
                 }
                 Ok(Some((ns.to_string(), id)))
             }
@@ -1005,18 +1005,18 @@ impl WriteTables<'_> {
             Change::Vector { namespace, id, space, from_rev, vector } => {
                 let bytes = vector::encode(&vector);
                 let (ns, key) = (namespace.as_str(), id.as_u128());
-                self.vectors.insert((space.as_str(), ns, key, from_rev), bytes.as_slice())?;
+                self.vectors.get_mut()?.insert((space.as_str(), ns, key, from_rev), bytes.as_slice())?;
                 Ok(Some((ns.to_string(), key)))
             }
             Change::Space { name, dimension } => {
                 let row = vector::encode_space(dimension, Timestamp::from_micros(commit_tx));
-                self.vector_spaces.insert(name.as_str(), row.as_slice())?;
+                self.vector_spaces.get_mut()?.insert(name.as_str(), row.as_slice())?;
                 Ok(None)
             }
             Change::Aux { key, value } => {
                 match value {
-                    Some(v) => self.aux.insert(key.as_str(), v.as_slice())?,
-                    None => self.aux.remove(key.as_str())?,
+                    Some(v) => self.aux.get_mut()?.insert(key.as_str(), v.as_slice())?,
+                    None => self.aux.get_mut()?.remove(key.as_str())?,
                 };
                 Ok(None)
             }
@@ -1026,18 +1026,20 @@ impl WriteTables<'_> {
     /// Erase every vector of a forgotten record, in every space.
     fn forget_vectors(&mut self, ns: &str, id: u128) -> Result<(), Error> {
         let mut spaces = Vec::new();
-        for r in self.vector_spaces.iter()? {
+        for r in self.vector_spaces.get()?.iter()? {
             spaces.push(r?.0.value().to_string());
         }
         for space in &spaces {
             let mut revs = Vec::new();
-            for r in
-                self.vectors.range((space.as_str(), ns, id, 0u32)..=(space.as_str(), ns, id, u32::MAX))?
+            for r in self
+                .vectors
+                .get()?
+                .range((space.as_str(), ns, id, 0u32)..=(space.as_str(), ns, id, u32::MAX))?
             {
                 revs.push(r?.0.value().3);
             }
             for rev in revs {
-                self.vectors.remove((space.as_str(), ns, id, rev))?;
+                self.vectors.get_mut()?.remove((space.as_str(), ns, id, rev))?;
             }
         }
         Ok(())
