@@ -222,6 +222,8 @@ pub enum Command {
     },
     /// Check every index against the revisions, and the file's integrity.
     Check,
+    /// Give the file's free pages back to the file system (no other process may have it open).
+    Compact,
     /// A guided demo on a temporary database: run this first.
     Tour,
     /// Search records by text: lexical (BM25) and vector, fused.

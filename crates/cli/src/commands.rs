@@ -282,6 +282,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Tagged { tag } => crate::domain::tagged(&cli, &mut out, tag)?,
         Command::Consolidate { older_than } => crate::domain::consolidate(&cli, &mut out, *older_than)?,
         Command::Check => check(&cli, &mut out)?,
+        Command::Compact => compact(&cli, &mut out)?,
         Command::Search { query, kinds, tags, agent, task, also, limit, mode, as_of: a, batch } => {
             let filter = crate::search::Filter {
                 kinds: kinds.clone(),
@@ -579,6 +580,17 @@ fn stats(cli: &Cli, out: &mut Out) -> Result<()> {
         })
         .collect();
     out.line(table(&["NAMESPACE", "RECORDS", "REVISIONS", "CURRENT BY KIND"], &rows))?;
+    Ok(())
+}
+
+fn compact(cli: &Cli, out: &mut Out) -> Result<()> {
+    let (before, after) = mnemon::compact(&cli.db)?;
+    if out.json {
+        out.json_line(&json!({"bytes_before": before, "bytes_after": after}))?;
+    } else {
+        let mib = |b: u64| b as f64 / 1_048_576.0;
+        out.line(format!("compacted {}: {:.1} MiB -> {:.1} MiB", cli.db.display(), mib(before), mib(after)))?;
+    }
     Ok(())
 }
 

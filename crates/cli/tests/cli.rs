@@ -314,6 +314,31 @@ fn import_simple_form_and_bad_lines() {
 }
 
 #[test]
+fn compact_shrinks_a_file_and_keeps_it_readable() {
+    let e = Env::new();
+    e.init();
+    let lines: String = (0..3000)
+        .map(|i| format!("{{\"kind\":\"learning\",\"text\":\"note {i} on topic {}\"}}\n", i % 50))
+        .collect();
+    let file = e.dir.path().join("bulk.jsonl");
+    std::fs::write(&file, lines).unwrap();
+    assert_eq!(e.run(&["--json", "import", file.to_str().unwrap()]).json()["created"], 3000);
+    let before = e.export_all();
+    let r = e.run(&["--json", "compact"]).json();
+    let (b, a) = (r["bytes_before"].as_u64().unwrap(), r["bytes_after"].as_u64().unwrap());
+    assert!(a <= b && a == std::fs::metadata(e.db()).unwrap().len(), "{r}");
+    assert!(e.run(&["compact"]).ok().contains("MiB ->"));
+    assert_eq!(e.export_all(), before);
+    assert!(e.run(&["check"]).ok().contains("indexes: ok"));
+    // A missing file: one line, runtime error, nothing created.
+    let missing = e.dir.path().join("none.redb");
+    let r = run_at(e.dir.path(), &missing, &["compact"], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+    assert!(!missing.exists());
+}
+
+#[test]
 fn stats_check_and_tour() {
     let e = Env::new();
     e.init();

@@ -372,6 +372,12 @@ pub fn check_integrity(path: impl AsRef<Path>) -> Result<bool> {
     Ok(Store::check_integrity(path)?)
 }
 
+/// Give the free pages inside a database file that no process has open back to the file
+/// system: `(bytes before, bytes after)`. See [`Store::compact`].
+pub fn compact(path: impl AsRef<Path>) -> Result<(u64, u64)> {
+    Ok(Store::compact(path)?)
+}
+
 /// A handle on one namespace of a database, with the typed API over the kinds.
 #[derive(Clone, Debug)]
 pub struct Ns {

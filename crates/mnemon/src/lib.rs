@@ -56,7 +56,9 @@ mod stats;
 pub mod transfer;
 
 pub use agent::{Access, Agent, EpisodeContext, Episodes, Performance};
-pub use db::{Db, DbBuilder, Ns, RecordBuilder, VectorSearch, check_integrity, embedder_for, loose_form};
+pub use db::{
+    Db, DbBuilder, Ns, RecordBuilder, VectorSearch, check_integrity, compact, embedder_for, loose_form,
+};
 pub use domain::{
     CONVERSATIONS_KEPT, CanStart, Consolidation, Conversations, Decisions, DomainStats, Entities, TaskQuery,
     Tasks,

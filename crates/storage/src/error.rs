@@ -418,7 +418,8 @@ from_redb!(
     redb::TransactionError,
     redb::CommitError,
     redb::DatabaseError,
-    redb::SetDurabilityError
+    redb::SetDurabilityError,
+    redb::CompactionError
 );
 
 /// The result type of this crate.

@@ -503,6 +503,31 @@ impl Store {
         self.write_with(Vec::new(), Durability::Immediate).map(|_| ())
     }
 
+    /// Give the free pages inside a database file that no process has open back to the file
+    /// system, and return its size before and after, in bytes. A copy-on-write B-tree keeps
+    /// the pages a commit replaced for reuse rather than shrinking the file, so a file that
+    /// took a large import or many large commits can hold much more free space than data.
+    /// Crash-safe (redb compacts in transactions); the format version is left as it is.
+    /// Refuses a file that is not a mnemon database or has a newer format, and one that
+    /// another process has open.
+    pub fn compact(path: impl AsRef<Path>) -> Result<(u64, u64), Error> {
+        let path = path.as_ref();
+        if !probe_file(path)? {
+            return Err(OpenError::Missing { path: path.to_path_buf() }.into());
+        }
+        let size = |p: &Path| {
+            std::fs::metadata(p)
+                .map(|m| m.len())
+                .map_err(|e| OpenError::Io { path: p.to_path_buf(), source: e })
+        };
+        let before = size(path)?;
+        let mut db = Database::open(path).map_err(|e| open_error(path, e))?;
+        check_meta(path, &db.begin_read().map_err(|e| Error::from(e).with_path(path))?)?;
+        while db.compact().map_err(|e| Error::from(e).with_path(path))? {}
+        drop(db);
+        Ok((before, size(path)?))
+    }
+
     /// Run redb's integrity check on a database file that no process has open. Returns
     /// `Ok(true)` when the file was consistent, `Ok(false)` when redb had to repair it.
     pub fn check_integrity(path: impl AsRef<Path>) -> Result<bool, Error> {
