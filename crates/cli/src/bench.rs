@@ -27,9 +27,13 @@ pub fn run(out: &mut Out, embedder: Option<&str>, cmd: &BenchCmd) -> Result<()> 
             let params = HnswParams { m: *m, ef_construction: *ef_construction, ef_search: 64 };
             ann(out, base, queries, gt, *k, ef, params, *limit, &engines)
         }
-        BenchCmd::Mcp { sizes, samples, reference } => {
-            crate::mcp::bench::run(out, sizes, *samples, reference.as_deref())
-        }
+        BenchCmd::Mcp { sizes, samples, think_ms, reference } => crate::mcp::bench::run(
+            out,
+            sizes,
+            *samples,
+            std::time::Duration::from_millis(*think_ms),
+            reference.as_deref(),
+        ),
         BenchCmd::Search { records, queries, seed, lexical_share } => {
             let e = embedder.map(|n| crate::commands::embedder_named(Some(n))).transpose()?;
             crate::evaluate::run(out, e, *records, *queries, *seed, lexical_share)

@@ -471,6 +471,10 @@ pub enum BenchCmd {
         /// Calls per tool and size.
         #[arg(long, default_value_t = 200)]
         samples: usize,
+        /// Pause this long before each timed call (not timed), as an agent does between calls;
+        /// a quiet server uses such pauses for maintenance (merging fresh texts).
+        #[arg(long, default_value_t = 0)]
+        think_ms: u64,
         /// Also run the same calls against this server command, side by side (for example
         /// `node ~/.cache/mnemon/reference-memory-server/node_modules/@modelcontextprotocol/server-memory/dist/index.js`,
         /// installed by scripts/fetch-reference-memory-server.sh); it gets MEMORY_FILE_PATH.

@@ -338,6 +338,28 @@ fn compact_shrinks_a_file_and_keeps_it_readable() {
     assert!(!missing.exists());
 }
 
+/// The MCP latency bench runs end to end (tiny sizes): a real server, every tool timed.
+#[test]
+fn bench_mcp_times_every_tool() {
+    let e = Env::new();
+    let rows =
+        e.run(&["--json", "bench", "mcp", "--sizes", "10", "--samples", "3", "--think-ms", "1"]).json_lines();
+    let tools: Vec<&str> = rows.iter().map(|r| r["tool"].as_str().unwrap()).collect();
+    assert_eq!(
+        tools,
+        [
+            "search_nodes",
+            "open_nodes",
+            "add_observations",
+            "delete_observations",
+            "create_entities",
+            "create_relations",
+            "read_graph"
+        ]
+    );
+    assert!(rows.iter().all(|r| r["entities"] == 10 && r["p50_ms"].as_f64().unwrap() > 0.0), "{rows:?}");
+}
+
 #[test]
 fn stats_check_and_tour() {
     let e = Env::new();

@@ -278,3 +278,36 @@ fn acknowledged_writes_survive_sigkill() {
     let (code, out, err) = mnemon(&db, &["check"]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// After a quiet moment the server merges the fresh texts its writes left (so that the write
+/// reaching the merge limit does not pay for it); what the tools return is unchanged.
+#[test]
+fn an_idle_server_merges_fresh_texts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let mut s = Server::start(&db, "idle");
+    let entities: Vec<Value> = (0..8)
+        .map(|i| {
+            json!({"name": format!("service-{i}"), "entityType": "service",
+                   "observations": (0..5).map(|j| format!("observation {j} of service {i}")).collect::<Vec<_>>()})
+        })
+        .collect();
+    s.call("create_entities", json!({"entities": entities}));
+    let fresh = || {
+        let db = mnemon::Db::builder(&db).shared(true).open().unwrap();
+        db.snapshot().unwrap().fresh_texts(&mnemon::Namespace::new("idle").unwrap()).unwrap()
+    };
+    let before = s.call("search_nodes", json!({"query": "observation 3 of service 5"}));
+    assert!(fresh() >= 32, "the writes left fresh texts");
+    let mut merged = false;
+    for _ in 0..50 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        if fresh() == 0 {
+            merged = true;
+            break;
+        }
+    }
+    assert!(merged, "no merge after 5 s without calls");
+    assert_eq!(s.call("search_nodes", json!({"query": "observation 3 of service 5"})), before);
+    s.close();
+}

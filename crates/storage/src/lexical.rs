@@ -13,7 +13,9 @@
 //!   distinct term in `mnemon.postings`. When a commit would leave a namespace with
 //!   [`FRESH_LIMIT`] fresh texts or more, it moves them all there (and writes its own texts
 //!   there directly), so a search reads at most that many fresh rows beside the posting lists
-//!   of its terms, and a bulk import writes postings once.
+//!   of its terms, and a bulk import writes postings once. [`crate::WriteOp::MergeTexts`]
+//!   merges a namespace's fresh texts at any time (a server's quiet moment), so that no
+//!   caller's write pays for the merge.
 //!
 //! A text's terms serve revision `from_rev` and the later revisions until the next text row:
 //! a search resolves each matching record to its revision visible at the asked time and
@@ -168,6 +170,8 @@ pub(crate) struct LexicalWriter<'txn> {
     pub(crate) pending: BTreeMap<String, (i64, i64, i64)>,
     /// The texts this commit indexes, placed by [`Self::flush`] (fresh, or merged).
     pub(crate) new_texts: BTreeMap<(String, u128, u32), TermCounts>,
+    /// Namespaces whose fresh texts this commit merges whatever their number.
+    pub(crate) merge_requested: std::collections::BTreeSet<String>,
 }
 
 impl<'txn> LexicalWriter<'txn> {
@@ -180,6 +184,7 @@ impl<'txn> LexicalWriter<'txn> {
             stats: txn.open_table(crate::tables::LEXSTATS)?,
             pending: BTreeMap::new(),
             new_texts: BTreeMap::new(),
+            merge_requested: std::collections::BTreeSet::new(),
         })
     }
 
@@ -198,14 +203,15 @@ impl<'txn> LexicalWriter<'txn> {
         for ((ns, id, rev), text) in std::mem::take(&mut self.new_texts) {
             by_ns.entry(ns).or_default().push(((id, rev), text));
         }
-        for ns in by_ns.keys() {
+        let requested = std::mem::take(&mut self.merge_requested);
+        for ns in by_ns.keys().chain(requested.iter()) {
             self.pending.entry(ns.clone()).or_insert((0, 0, 0));
         }
         for (ns, (docs, len, fresh)) in std::mem::take(&mut self.pending) {
             let s = self.stats.get(ns.as_str())?.map(|v| decode_stats(v.value())).unwrap_or_default();
             let stored = s.fresh.saturating_add_signed(fresh);
             let new = by_ns.remove(&ns).unwrap_or_default();
-            let merge = stored + new.len() as u64 >= FRESH_LIMIT;
+            let merge = stored + new.len() as u64 >= FRESH_LIMIT || requested.contains(&ns);
             if merge {
                 self.merge_fresh(&ns)?;
             }
@@ -241,6 +247,11 @@ impl<'txn> LexicalWriter<'txn> {
             self.fresh.remove((ns, id, rev))?;
         }
         Ok(())
+    }
+
+    /// Merge a namespace's fresh texts in this commit's [`Self::flush`].
+    pub(crate) fn request_merge(&mut self, ns: &str) {
+        self.merge_requested.insert(ns.to_string());
     }
 
     /// Index revision `new` if it changes the text of `old` (or creates the record).

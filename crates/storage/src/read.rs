@@ -677,6 +677,15 @@ impl Snapshot {
         })())
     }
 
+    /// How many of the namespace's texts are fresh (not yet merged into the posting lists; see
+    /// [`crate::WriteOp::MergeTexts`]).
+    pub fn fresh_texts(&self, ns: &Namespace) -> Result<u64, Error> {
+        self.ctx((|| {
+            let Some(t) = self.open_optional(tables::LEXSTATS)? else { return Ok(0) };
+            Ok(t.get(ns.as_str())?.map_or(0, |v| crate::lexical::decode_stats(v.value()).fresh))
+        })())
+    }
+
     /// The `k` records whose text best matches `query` by BM25, among those the list query
     /// selects (kinds, tags, agent, task) as of its time. Records are matched by the text of
     /// the revision visible then; forgotten records are gone from the index.

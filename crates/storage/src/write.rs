@@ -200,6 +200,14 @@ pub enum WriteOp {
         /// The value.
         value: Option<Vec<u8>>,
     },
+    /// Move the namespace's fresh texts into its posting lists now (see `lexical.rs`), rather
+    /// than in the commit that brings it to [`crate::FRESH_LIMIT`] fresh texts: maintenance
+    /// for a quiet moment, so that no caller's write pays for the merge. Changes no record and
+    /// nothing any query returns.
+    MergeTexts {
+        /// The namespace.
+        namespace: Namespace,
+    },
 }
 
 /// What an operation did.
@@ -246,11 +254,14 @@ pub enum Outcome {
     },
     /// An auxiliary row was written or deleted.
     AuxWritten,
+    /// A namespace's fresh texts were merged into its posting lists.
+    TextsMerged,
 }
 
 impl Outcome {
     /// The id a caller usually wants: the new record, the existing one, or the one written
-    /// (the nil id for [`Outcome::AuxWritten`], which concerns no record).
+    /// (the nil id for [`Outcome::AuxWritten`] and [`Outcome::TextsMerged`], which concern no
+    /// record).
     pub fn id(&self) -> RecordId {
         match *self {
             Outcome::Written { id, .. }
@@ -259,7 +270,7 @@ impl Outcome {
             | Outcome::Unchanged { id }
             | Outcome::VectorStored { id, .. } => id,
             Outcome::Superseded { new, .. } => new,
-            Outcome::AuxWritten => RecordId::from_u128(0),
+            Outcome::AuxWritten | Outcome::TextsMerged => RecordId::from_u128(0),
         }
     }
 }
@@ -277,6 +288,8 @@ pub(crate) enum Change {
     Space { name: String, dimension: u32 },
     /// Set or delete an auxiliary row.
     Aux { key: String, value: Option<Vec<u8>> },
+    /// Merge a namespace's fresh texts into its posting lists.
+    MergeTexts { namespace: Namespace },
 }
 
 /// Counters per namespace (computed by [`crate::Snapshot::namespace_counters`]).
@@ -472,6 +485,11 @@ impl<'a, 'txn> Planner<'a, 'txn> {
                 check_aux_key(&key)?;
                 self.changes.push(Change::Aux { key, value });
                 self.outcomes.push(Outcome::AuxWritten);
+                Ok(())
+            }
+            WriteOp::MergeTexts { namespace } => {
+                self.changes.push(Change::MergeTexts { namespace });
+                self.outcomes.push(Outcome::TextsMerged);
                 Ok(())
             }
         }
@@ -1011,6 +1029,10 @@ impl WriteTables<'_> {
             Change::Space { name, dimension } => {
                 let row = vector::encode_space(dimension, Timestamp::from_micros(commit_tx));
                 self.vector_spaces.get_mut()?.insert(name.as_str(), row.as_slice())?;
+                Ok(None)
+            }
+            Change::MergeTexts { namespace } => {
+                self.lexical.request_merge(namespace.as_str());
                 Ok(None)
             }
             Change::Aux { key, value } => {

@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
@@ -114,8 +114,9 @@ fn percentiles(mut v: Vec<f64>) -> Pcts {
     (at(0.50), at(0.95), at(0.99))
 }
 
-/// Load `n` entities (5 observations each) and `n` relations, then time each tool.
-fn measure(mut c: Client, n: usize, samples: usize) -> Result<Vec<(String, Pcts)>> {
+/// Load `n` entities (5 observations each) and `n` relations, then time each tool, pausing
+/// `think` before each timed call (not timed).
+fn measure(mut c: Client, n: usize, samples: usize, think: Duration) -> Result<Vec<(String, Pcts)>> {
     for chunk in (0..n).collect::<Vec<_>>().chunks(100) {
         c.call("create_entities", json!({"entities": chunk.iter().map(|i| entity(*i)).collect::<Vec<_>>()}))?;
     }
@@ -132,6 +133,9 @@ fn measure(mut c: Client, n: usize, samples: usize) -> Result<Vec<(String, Pcts)
         |name: &str, count: usize, f: &mut dyn FnMut(&mut Client, usize, &mut Rng) -> Result<f64>| {
             let mut v = Vec::with_capacity(count);
             for k in 0..count {
+                if !think.is_zero() {
+                    std::thread::sleep(think);
+                }
                 v.push(f(&mut c, k, &mut rng)?);
             }
             out.push((name.to_string(), percentiles(v)));
@@ -173,7 +177,13 @@ fn measure(mut c: Client, n: usize, samples: usize) -> Result<Vec<(String, Pcts)
 }
 
 /// Run the benchmark: for each size, mnemon (and the reference command, if given).
-pub fn run(out: &mut Out, sizes: &[usize], samples: usize, reference: Option<&str>) -> Result<()> {
+pub fn run(
+    out: &mut Out,
+    sizes: &[usize],
+    samples: usize,
+    think: Duration,
+    reference: Option<&str>,
+) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find the mnemon executable")?;
     let mut rows = Vec::new();
     for &n in sizes {
@@ -186,12 +196,12 @@ pub fn run(out: &mut Out, sizes: &[usize], samples: usize, reference: Option<&st
             "hash",
             "mcp",
         ]);
-        let ours = measure(Client::spawn(cmd)?, n, samples)?;
+        let ours = measure(Client::spawn(cmd)?, n, samples, think)?;
         let theirs = match reference {
             Some(command) => {
                 let mut cmd = Command::new("sh");
                 cmd.args(["-c", command]).env("MEMORY_FILE_PATH", dir.path().join("memory.jsonl"));
-                Some(measure(Client::spawn(cmd)?, n, samples)?)
+                Some(measure(Client::spawn(cmd)?, n, samples, think)?)
             }
             None => None,
         };
@@ -228,8 +238,9 @@ pub fn run(out: &mut Out, sizes: &[usize], samples: usize, reference: Option<&st
     out.line(table(&headers, &table_rows))?;
     out.line(format!(
         "{samples} calls per tool and size ({} for read_graph), each timed from request to response over stdio; \
-         every write is a durable commit.",
-        (samples / 10).max(5)
+         every write is a durable commit{}.",
+        (samples / 10).max(5),
+        if think.is_zero() { String::new() } else { format!("; {} ms of think time before each call", think.as_millis()) }
     ))?;
     Ok(())
 }

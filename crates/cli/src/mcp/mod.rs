@@ -6,6 +6,9 @@
 //! mnemon's own tools (`tools.rs`). Logs go to stderr; stdout carries only JSON-RPC. The
 //! database is opened shared, so several servers and CLI calls use one file (docs/mcp.md).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
 use anyhow::{Context, Result};
 use mnemon::Db;
 use mnemon::graph::{GraphEntity, GraphRelation};
@@ -30,6 +33,40 @@ pub struct MemoryServer {
     db: Db,
     ns: String,
     tools: Vec<Tool>,
+    idle: Arc<Idle>,
+}
+
+/// How long the server must go without a call before it merges fresh texts.
+const IDLE: std::time::Duration = std::time::Duration::from_millis(200);
+/// The fewest fresh texts worth a merge when idle.
+const IDLE_MERGE_MIN: u64 = 32;
+
+/// Calls seen, and whether a wait for a quiet moment is under way.
+#[derive(Default)]
+struct Idle {
+    calls: AtomicU64,
+    waiting: AtomicBool,
+}
+
+/// Wait until no call has come for [`IDLE`], then merge the namespace's fresh texts into
+/// its posting lists (when there are enough), so that the call that would have reached the
+/// limit does not pay for the merge. The runtime has one thread: a call that arrives during
+/// the merge waits for it, which is what it would have cost that call anyway.
+async fn merge_when_idle(db: Db, ns: String, idle: Arc<Idle>) {
+    loop {
+        let seen = idle.calls.load(Ordering::Relaxed);
+        tokio::time::sleep(IDLE).await;
+        if idle.calls.load(Ordering::Relaxed) == seen {
+            break;
+        }
+    }
+    idle.waiting.store(false, Ordering::Relaxed);
+    let merged = mnemon::Namespace::new(&ns)
+        .map_err(anyhow::Error::from)
+        .and_then(|n| db.merge_texts(&n, IDLE_MERGE_MIN).map_err(anyhow::Error::from));
+    if let Err(e) = merged {
+        eprintln!("mnemon mcp: merging fresh texts while idle: {e:#}");
+    }
 }
 
 #[derive(Deserialize)]
@@ -106,7 +143,7 @@ impl MemoryServer {
             tools.push(serde_json::from_value(t).context("mnemon's tool list")?);
         }
         db.ns(ns)?;
-        Ok(MemoryServer { db, ns: ns.to_string(), tools })
+        Ok(MemoryServer { db, ns: ns.to_string(), tools, idle: Arc::default() })
     }
 
     fn call(&self, name: &str, a: Value) -> Result<CallToolResult, McpError> {
@@ -189,6 +226,10 @@ impl ServerHandler for MemoryServer {
         let name = request.name.to_string();
         // The runtime has one thread (see `serve`): the call runs right here.
         let r = self.call(&name, a);
+        self.idle.calls.fetch_add(1, Ordering::Relaxed);
+        if !self.idle.waiting.swap(true, Ordering::Relaxed) {
+            tokio::spawn(merge_when_idle(self.db.clone(), self.ns.clone(), Arc::clone(&self.idle)));
+        }
         match r {
             Ok(res) => Ok(res.into()),
             // As the reference does, a bad call is an error result the client can show.

@@ -199,6 +199,19 @@ fn fresh_texts_and_merged_postings_rank_alike() {
     let gone = rec.id;
     store.write(vec![WriteOp::Insert(rec), WriteOp::Forget { namespace: ns.clone(), id: gone }]).unwrap();
     check(&indexed, &live, "after forgets");
+    // An explicit merge at a quiet moment: no fresh text left, the same ranking; one with a
+    // new text in the same job merges that too.
+    assert!(store.snapshot().unwrap().fresh_texts(&ns).unwrap() > 0);
+    let r = store.write(vec![WriteOp::MergeTexts { namespace: ns.clone() }]).unwrap();
+    assert_eq!(r.outcomes, vec![Outcome::TextsMerged]);
+    assert_eq!(store.snapshot().unwrap().fresh_texts(&ns).unwrap(), 0);
+    check(&indexed, &live, "after an explicit merge");
+    let rec = NewRecord::new(ns.clone(), learning("sigma merged at once"));
+    indexed.push((rec.id, "sigma merged at once".into()));
+    live.push((rec.id, "sigma merged at once".into()));
+    store.write(vec![WriteOp::Insert(rec), WriteOp::MergeTexts { namespace: ns.clone() }]).unwrap();
+    assert_eq!(store.snapshot().unwrap().table_sizes().unwrap()["fresh texts"], 0);
+    check(&indexed, &live, "after a merge with a new text");
     // A bulk batch bigger than the limit goes straight to the posting lists.
     let mut batch = Vec::new();
     for i in 0..(limit + 10) {
