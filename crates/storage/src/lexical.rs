@@ -208,10 +208,12 @@ impl<'txn> LexicalWriter<'txn> {
             self.pending.entry(ns.clone()).or_insert((0, 0, 0));
         }
         for (ns, (docs, len, fresh)) in std::mem::take(&mut self.pending) {
-            let s = self.stats.get(ns.as_str())?.map(|v| decode_stats(v.value())).unwrap_or_default();
+            let row = self.stats.get(ns.as_str())?.map(|v| decode_stats(v.value()));
+            let s = row.unwrap_or_default();
             let stored = s.fresh.saturating_add_signed(fresh);
             let new = by_ns.remove(&ns).unwrap_or_default();
-            let merge = stored + new.len() as u64 >= FRESH_LIMIT || requested.contains(&ns);
+            let texts = stored + new.len() as u64;
+            let merge = texts >= FRESH_LIMIT || (requested.contains(&ns) && texts > 0);
             if merge {
                 self.merge_fresh(&ns)?;
             }
@@ -230,9 +232,13 @@ impl<'txn> LexicalWriter<'txn> {
             let s = LexStats {
                 docs: s.docs.saturating_add_signed(docs),
                 total: s.total.saturating_add_signed(len),
-                fresh: if merge { 0 } else { stored + new.len() as u64 },
+                fresh: if merge { 0 } else { texts },
             };
-            self.stats.insert(ns.as_str(), encode_stats(s).as_slice())?;
+            // A merge asked for with nothing to merge (or in a namespace without texts) leaves
+            // the totals as they were: no row written.
+            if row != Some(s) && (row.is_some() || s != LexStats::default()) {
+                self.stats.insert(ns.as_str(), encode_stats(s).as_slice())?;
+            }
         }
         Ok(())
     }

@@ -212,6 +212,14 @@ fn fresh_texts_and_merged_postings_rank_alike() {
     store.write(vec![WriteOp::Insert(rec), WriteOp::MergeTexts { namespace: ns.clone() }]).unwrap();
     assert_eq!(store.snapshot().unwrap().table_sizes().unwrap()["fresh texts"], 0);
     check(&indexed, &live, "after a merge with a new text");
+    // Nothing to merge, or no such namespace: a no-op that succeeds.
+    let empty = Namespace::new("nothing-here").unwrap();
+    for n in [&ns, &empty] {
+        let r = store.write(vec![WriteOp::MergeTexts { namespace: n.clone() }]).unwrap();
+        assert_eq!(r.outcomes, vec![Outcome::TextsMerged]);
+    }
+    assert_eq!(store.snapshot().unwrap().fresh_texts(&empty).unwrap(), 0);
+    check(&indexed, &live, "after merges with nothing to merge");
     // A bulk batch bigger than the limit goes straight to the posting lists.
     let mut batch = Vec::new();
     for i in 0..(limit + 10) {
