@@ -309,5 +309,10 @@ fn an_idle_server_merges_fresh_texts() {
     }
     assert!(merged, "no merge after 5 s without calls");
     assert_eq!(s.call("search_nodes", json!({"query": "observation 3 of service 5"})), before);
+    // Compaction needs the file to itself: refused, in one line, while the server runs.
+    let (code, _, err) = mnemon(&db, &["compact"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.trim().lines().count() == 1 && err.contains("needs the file to itself"), "{err}");
     s.close();
+    assert_eq!(mnemon(&db, &["compact"]).0, 0);
 }

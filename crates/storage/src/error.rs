@@ -206,6 +206,17 @@ pub enum OpenError {
         /// The path.
         path: PathBuf,
     },
+    /// An operation that needs the file to itself (compaction, the integrity check) found it
+    /// open in another handle or process.
+    #[error(
+        "{path} is open elsewhere: {operation} needs the file to itself (close the other mnemon processes)"
+    )]
+    NeedsExclusive {
+        /// The path.
+        path: PathBuf,
+        /// What needed it.
+        operation: &'static str,
+    },
     /// The file or its folder could not be accessed or created.
     #[error("cannot open {path}: {source}")]
     Io {

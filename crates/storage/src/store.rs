@@ -336,6 +336,14 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// [`open_error`] for an operation that must have the file to itself.
+fn exclusive_open_error(path: &Path, e: redb::DatabaseError, operation: &'static str) -> OpenError {
+    match open_error(path, e) {
+        OpenError::InUse { path } => OpenError::NeedsExclusive { path, operation },
+        other => other,
+    }
+}
+
 fn open_error(path: &Path, e: redb::DatabaseError) -> OpenError {
     match e {
         redb::DatabaseError::DatabaseAlreadyOpen => OpenError::InUse { path: path.to_path_buf() },
@@ -521,7 +529,7 @@ impl Store {
                 .map_err(|e| OpenError::Io { path: p.to_path_buf(), source: e })
         };
         let before = size(path)?;
-        let mut db = Database::open(path).map_err(|e| open_error(path, e))?;
+        let mut db = Database::open(path).map_err(|e| exclusive_open_error(path, e, "compaction"))?;
         check_meta(path, &db.begin_read().map_err(|e| Error::from(e).with_path(path))?)?;
         while db.compact().map_err(|e| Error::from(e).with_path(path))? {}
         drop(db);
@@ -533,7 +541,8 @@ impl Store {
     pub fn check_integrity(path: impl AsRef<Path>) -> Result<bool, Error> {
         let path = path.as_ref();
         probe_file(path)?;
-        let mut db = Database::open(path).map_err(|e| open_error(path, e))?;
+        let mut db =
+            Database::open(path).map_err(|e| exclusive_open_error(path, e, "the integrity check"))?;
         db.check_integrity().map_err(|e| Error::from(e).with_path(path))
     }
 }
