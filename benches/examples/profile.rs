@@ -26,6 +26,21 @@ fn main() {
                 println!("{:.1} µs per job ({n} jobs, {commits} commits)", el.as_secs_f64() * 1e6 / n as f64);
             }
         }
+        "many" => {
+            // One thread, write_many of N one-record jobs per call: a commit of N jobs with no
+            // hand-off between threads (N from the second argument, 16 by default).
+            let per: u64 = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(16);
+            let db = mnemon::Db::create(dir.path().join("m.redb")).unwrap();
+            let calls = 1_000u64;
+            let t = Instant::now();
+            for c in 0..calls {
+                let jobs: Vec<Vec<WriteOp>> =
+                    (0..per).map(|i| vec![WriteOp::Insert(small_record(c * per + i))]).collect();
+                db.store().write_many(jobs, mnemon::Durability::Immediate);
+            }
+            let el = t.elapsed();
+            println!("{per} jobs per commit: {:.0} us per commit", el.as_secs_f64() * 1e6 / calls as f64);
+        }
         "gc" => {
             let window: u64 = std::env::var("WINDOW_US").ok().and_then(|v| v.parse().ok()).unwrap_or(250);
             let db = mnemon::Db::builder(dir.path().join("g.redb"))
@@ -80,7 +95,10 @@ fn main() {
             println!("file {:.0} MiB, tables {sizes:?}", bytes as f64 / 1048576.0);
             let end = events.last().unwrap().time();
             let v = if mode == "now" { end + 1 } else { events[events.len() / 2].time() };
-            let reps = if mode == "now" { 3_000 } else { 600 };
+            let reps: u32 = std::env::var("MNEMON_PROFILE_REPS")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(if mode == "now" { 3_000 } else { 600 });
             let t = Instant::now();
             let mut n = 0;
             for _ in 0..reps {

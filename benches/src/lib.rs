@@ -89,12 +89,12 @@ pub fn namespace() -> Namespace {
 }
 
 fn learning(text: &str) -> Body {
-    Learning { text: text.to_string(), related_files: vec!["src/lib.rs".into()] }.into()
+    Learning { text: text.to_string(), related_files: mnemon::text_list!["src/lib.rs"] }.into()
 }
 
 fn envelope() -> Envelope {
     Envelope {
-        tags: vec!["bench".into(), "history".into()],
+        tags: mnemon::text_list!["bench", "history"],
         importance: Some(3),
         confidence: Some(0.8),
         source: Some("agent-7".into()),

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use mnemon_storage::{
     Body, Envelope, Expiry, InputError, JsonText, Kind, Namespace, NewRecord, Op, Record, RecordId, Status,
-    Text, Timestamp,
+    Text, TextList, Timestamp,
 };
 
 use crate::error::{Result, invalid};
@@ -47,7 +47,7 @@ pub struct RecordJson {
     pub superseded_by: Option<RecordId>,
     /// Tags.
     #[serde(default)]
-    pub tags: Vec<Text>,
+    pub tags: TextList,
     /// Importance.
     #[serde(default)]
     pub importance: Option<u8>,
@@ -221,14 +221,14 @@ pub fn parse_input(value: Value, kind: Option<Kind>, default_ns: &Namespace) -> 
         None => RecordId::new(),
     };
     let tags = match obj.get("tags") {
-        None | Some(Value::Null) => Vec::new(),
+        None | Some(Value::Null) => TextList::new(),
         Some(Value::Array(a)) => a
             .iter()
             .map(|t| {
                 t.as_str().map(Text::from).ok_or_else(|| invalid(format!("tags must be strings, not {t}")))
             })
-            .collect::<Result<Vec<_>>>()?,
-        Some(Value::String(s)) => vec![Text::from(s.as_str())],
+            .collect::<Result<TextList>>()?,
+        Some(Value::String(s)) => mnemon_storage::text_list![s.as_str()],
         Some(other) => return Err(invalid(format!("`tags` must be a list of strings, not {other}"))),
     };
     let importance = match obj.get("importance") {
@@ -314,7 +314,7 @@ mod tests {
             Some(Kind::Decision),
             &ns,
         )?;
-        assert_eq!(i.record.envelope.tags, vec![Text::from("db")]);
+        assert_eq!(i.record.envelope.tags.as_slice(), [Text::from("db")]);
         assert_eq!(i.record.envelope.importance, Some(4));
         assert_eq!(i.record.valid_from, Some(Timestamp::parse("2024-05-07")?));
         assert_eq!(i.record.body.title(), "Use redb");

@@ -215,7 +215,7 @@ impl Project<'_> {
     /// Append to the learnings log: a learning by `agent`, with free metadata
     /// (`related_files`: a list of paths, `type`: a word, anything else).
     pub fn record_learning(&self, agent: &str, text: &str, metadata: &Value) -> Result<RecordId> {
-        let files: Vec<mnemon_storage::Text> = metadata["related_files"]
+        let files: mnemon_storage::TextList = metadata["related_files"]
             .as_array()
             .into_iter()
             .flatten()

@@ -12,7 +12,7 @@ use crate::error::InputError;
 use crate::id::RecordId;
 use crate::json::JsonText;
 use crate::kind::Kind;
-use crate::text::Text;
+use crate::text::{Text, TextList};
 use crate::time::Timestamp;
 
 /// Status of a decision.
@@ -262,7 +262,7 @@ pub struct Learning {
     #[serde(alias = "content")]
     pub text: String,
     /// Files it concerns.
-    pub related_files: Vec<Text>,
+    pub related_files: TextList,
 }
 
 /// An error and its fix.
@@ -292,7 +292,7 @@ pub struct Episode {
     /// A short summary (the first 200 characters when not given).
     pub summary: Option<String>,
     /// Files involved.
-    pub files: Vec<Text>,
+    pub files: TextList,
     /// How often it was returned by a query.
     pub access_count: u64,
     /// When it was last returned by a query.

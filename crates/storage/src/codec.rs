@@ -443,6 +443,30 @@ impl<T: Bin> Bin for Vec<T> {
     }
 }
 
+/// The same layout as a `Vec`: a small inline list reads back from, and as, any stored list.
+impl<A: smallvec::Array> Bin for smallvec::SmallVec<A>
+where
+    A::Item: Bin,
+{
+    fn put(&self, w: &mut Writer) {
+        w.varint(self.len() as u64);
+        for v in self {
+            v.put(w);
+        }
+    }
+    fn get(r: &mut Reader<'_>) -> Result<Self, CodecError> {
+        let n = usize::try_from(r.varint()?).map_err(|_| r.err("length overflow"))?;
+        if n > r.rest().len() {
+            return Err(r.err("list longer than its bytes"));
+        }
+        let mut out = smallvec::SmallVec::with_capacity(n);
+        for _ in 0..n {
+            out.push(A::Item::get(r)?);
+        }
+        Ok(out)
+    }
+}
+
 /// The binary layout of a struct: its fields, in this order.
 macro_rules! bin_struct {
     ($t:ident { $($f:ident),* $(,)? }) => {

@@ -72,7 +72,7 @@ pub use lexical::{FRESH_LIMIT, LexicalHit};
 pub use read::{AsOf, CommitLogEntry, ListPath, ListQuery, Problem, Snapshot};
 pub use record::{Envelope, Op, Record, Status, TTL_DAYS, Visible};
 pub use store::{Durability, Receipt, Store, StoreOptions};
-pub use text::Text;
+pub use text::{Text, TextList};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use vector::{MAX_DIMENSION, VectorSpace, check_space_name, normalise};
 pub use write::{Expiry, NamespaceCounters, NewRecord, OnConflict, Outcome, Revise, WriteOp};

@@ -297,7 +297,73 @@ impl Snapshot {
             return Ok((out, ListPath::Current));
         }
         if k >= self.meta.last_tx.as_micros() && v >= self.meta.swept_through.as_micros() {
-            // Newest first: walk each kind's range backwards and merge them by id.
+            let t = self.txn.open_table(tables::CURRENT)?;
+            // Records are large: reserve once (the table's length is stored, so this is free)
+            // rather than moving them as the vector grows.
+            let rows = usize::try_from(t.len()?).unwrap_or(usize::MAX);
+            out.reserve(rows.min(limit).min(4096));
+            let codes: Vec<u8> =
+                if kinds.is_empty() { Kind::ALL.iter().map(|k| k.code()).collect() } else { kinds.clone() };
+            let mut ranges = Vec::with_capacity(codes.len());
+            for c in codes {
+                let mut it = t.range((ns.as_str(), c, 0u128)..=(ns.as_str(), c, u128::MAX))?.rev().peekable();
+                // Most namespaces hold few kinds: drop the empty ranges now, so that a listing of
+                // one kind is a plain backward scan rather than a merge.
+                if it.peek().is_some() {
+                    ranges.push(it);
+                }
+            }
+            // One row: skip it unless visible at `vt` and accepted; `true` once the limit is hit.
+            let mut take = |id: u128, bytes: &[u8]| -> Result<bool, Error> {
+                let vis = record::current_row_visible(bytes)
+                    .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
+                if vis.contains(vt) {
+                    let rec = decode_current(ns, id, bytes)?;
+                    if q.accepts(&rec) {
+                        out.push(rec);
+                    }
+                }
+                Ok(out.len() >= limit)
+            };
+            if ranges.len() == 1 {
+                if let Some(it) = ranges.pop() {
+                    for item in it {
+                        let (key, val) = item?;
+                        if take(key.value().2, val.value())? {
+                            break;
+                        }
+                    }
+                }
+            } else {
+                // Newest first across kinds: each range runs backwards; merge them by id.
+                loop {
+                    let mut best: Option<(usize, u128)> = None;
+                    for (i, it) in ranges.iter_mut().enumerate() {
+                        match it.peek() {
+                            Some(Ok((key, _))) => {
+                                let id = key.value().2;
+                                if best.is_none_or(|(_, b)| id > b) {
+                                    best = Some((i, id));
+                                }
+                            }
+                            Some(Err(_)) => {
+                                best = Some((i, 0));
+                                break;
+                            }
+                            None => {}
+                        }
+                    }
+                    let Some((i, id)) = best else { break };
+                    let Some(item) = ranges.get_mut(i).and_then(Iterator::next) else { break };
+                    let (_, val) = item?;
+                    if take(id, val.value())? {
+                        break;
+                    }
+                }
+            }
+            return Ok((out, ListPath::Current));
+        }
+        if k >= self.meta.last_tx.as_micros() && v >= self.meta.swept_through.as_micros() {
             let t = self.txn.open_table(tables::CURRENT)?;
             // Records are large: reserve once (the table's length is stored, so this is free)
             // rather than moving them as the vector grows.

@@ -8,7 +8,7 @@ use crate::error::InputError;
 use crate::id::{Namespace, RecordId};
 use crate::json::JsonText;
 use crate::kind::Kind;
-use crate::text::Text;
+use crate::text::{Text, TextList};
 use crate::time::Timestamp;
 
 /// The operation that produced a revision.
@@ -52,7 +52,7 @@ pub enum Status {
 pub struct Envelope {
     /// Tags.
     #[serde(default)]
-    pub tags: Vec<Text>,
+    pub tags: TextList,
     /// Importance 1..=5 (the default expiry follows it: 1d, 7d, 30d, 90d, permanent).
     #[serde(default)]
     pub importance: Option<u8>,
@@ -89,7 +89,7 @@ impl Envelope {
         {
             return Err(InputError::BadConfidence { value: f64::from(c) });
         }
-        let mut tags: Vec<Text> = Vec::with_capacity(self.tags.len());
+        let mut tags = TextList::with_capacity(self.tags.len());
         for t in &self.tags {
             let t = t.trim();
             if t.is_empty() || t.chars().any(char::is_control) {
@@ -321,7 +321,7 @@ pub(crate) fn decode_revision(
     let supersedes = r.opt_u128()?.map(RecordId::from_u128);
     let superseded_by = r.opt_u128()?.map(RecordId::from_u128);
     let n = usize::try_from(r.varint()?).map_err(|_| bad("tag count overflow".into()))?;
-    let mut tags = Vec::with_capacity(n.min(64));
+    let mut tags = TextList::with_capacity(n.min(64));
     for _ in 0..n {
         tags.push(Text::from(r.str()?));
     }
@@ -436,7 +436,7 @@ mod tests {
             supersedes: Some(RecordId::new()),
             superseded_by: None,
             envelope: Envelope {
-                tags: vec!["a".into()],
+                tags: crate::text_list!["a"],
                 importance: Some(4),
                 confidence: Some(0.5),
                 source: Some("agent-1".into()),

@@ -40,7 +40,7 @@ fn crash_child() {
                                 ns.clone(),
                                 Learning { text: format!("{tag} item {i}"), ..Default::default() },
                             );
-                            n.envelope.tags = vec![tag.clone().into()];
+                            n.envelope.tags = mnemon_storage::text_list![tag.clone()];
                             WriteOp::Insert(n)
                         })
                         .collect();

@@ -179,7 +179,7 @@ impl Harness {
                     Some(o) => Expiry::At(self.t(*o)),
                     None => Expiry::Never,
                 };
-                n.envelope.tags = vec![format!("t{tag}").into()];
+                n.envelope.tags = mnemon_storage::text_list![format!("t{tag}")];
                 WriteOp::Insert(n)
             }
             TOp::Revise { pick, title, from, until } => {
