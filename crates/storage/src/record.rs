@@ -294,6 +294,7 @@ pub(crate) fn encode_revision(r: &Record) -> Result<Vec<u8>, CodecError> {
 }
 
 /// Decode a stored revision, given the parts that live in its key.
+#[inline]
 pub(crate) fn decode_revision(
     namespace: &Namespace,
     id: RecordId,
@@ -404,6 +405,7 @@ pub(crate) fn current_row_visible(bytes: &[u8]) -> Result<Visible, CodecError> {
 }
 
 /// Decode a `CURRENT` row.
+#[inline]
 pub(crate) fn decode_current_row(
     namespace: &Namespace,
     id: RecordId,
