@@ -91,7 +91,9 @@ impl Default for StoreOptions {
 /// What a committed job returns.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Receipt {
-    /// The commit's transaction time.
+    /// The job's transaction time: when its revisions were recorded. Jobs that join a commit
+    /// while it is being built are recorded later than the jobs it started with; all of them
+    /// become visible together, at `commit_seq`.
     pub tx: Timestamp,
     /// The commit's sequence number.
     pub commit_seq: u64,
@@ -266,42 +268,60 @@ impl Writer {
         }
     }
 
-    /// Commit with the turn (`committing` is set): gather waiting jobs, commit them without
-    /// the lock, post the results, pass the turn on.
+    /// Commit with the turn (`committing` is set): take the waiting jobs and start applying
+    /// them without the lock; take the jobs that arrive meanwhile into the same commit; commit;
+    /// pass the turn on; post the results.
     fn commit_turn(&self, mut q: MutexGuard<'_, Queue>) {
-        // The writers of the last commit are usually still writing: give them a moment to
-        // join this one (they were just woken), rather than committing a handful of jobs and
-        // making the rest wait a whole commit. A lone writer never waits.
-        let want = q.concurrency.clamp(1, self.max_jobs);
-        if q.waiting.len() < want && !self.window.is_zero() {
-            let deadline = Instant::now() + self.window;
-            q.wanted = want;
-            while q.waiting.len() < want {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                q = self.queued.wait_timeout(q, left).unwrap_or_else(PoisonError::into_inner).0;
-            }
-            q.wanted = 0;
-        }
         let n = q.waiting.len().min(self.max_jobs);
         let (work, places): (Vec<_>, Vec<_>) =
             q.waiting.drain(..n).map(|j| ((j.ops, j.durability), (j.slot, j.index))).unzip();
+        // The writers of the last commit are usually still writing: give them a moment to join
+        // this one (they were just woken), rather than committing a handful of jobs and making
+        // the rest wait a whole commit. The jobs already taken are applied meanwhile. A lone
+        // writer never waits.
+        let want = q.concurrency.clamp(1, self.max_jobs);
+        let deadline = Instant::now() + self.window;
         let mut turn = Turn { writer: self, jobs: places, hints: None, concurrency: n };
         let mut hints = q.hints.take().unwrap_or_default();
         drop(q);
-        let results =
-            match commit(&self.db, self.clock.as_ref(), (self.min_gap, self.shared), &mut hints, work) {
-                Ok(r) => r,
-                Err(e) => {
-                    let reason = e.with_path(&self.path).to_string();
-                    (0..n)
-                        .map(|_| Err(Error::CommitFailed { path: self.path.clone(), reason: reason.clone() }))
-                        .collect()
+        let mut more = |taken: usize| -> Vec<(Vec<WriteOp>, Durability)> {
+            if taken >= want || self.window.is_zero() {
+                return Vec::new();
+            }
+            let mut q = self.lock();
+            let need = want - taken;
+            if q.waiting.len() < need {
+                q.wanted = need;
+                while q.waiting.len() < need {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    q = self.queued.wait_timeout(q, left).unwrap_or_else(PoisonError::into_inner).0;
                 }
-            };
+                q.wanted = 0;
+            }
+            let n = q.waiting.len().min(self.max_jobs - taken);
+            let mut work = Vec::with_capacity(n);
+            for j in q.waiting.drain(..n) {
+                work.push((j.ops, j.durability));
+                turn.jobs.push((j.slot, j.index));
+            }
+            work
+        };
+        let results =
+            commit(&self.db, self.clock.as_ref(), (self.min_gap, self.shared), &mut hints, work, &mut more);
+        let results = match results {
+            Ok(r) => r,
+            Err(e) => {
+                let reason = e.with_path(&self.path).to_string();
+                (0..turn.jobs.len())
+                    .map(|_| Err(Error::CommitFailed { path: self.path.clone(), reason: reason.clone() }))
+                    .collect()
+            }
+        };
         turn.hints = Some(hints);
+        turn.concurrency = turn.jobs.len();
         let posted = std::mem::take(&mut turn.jobs);
         // Pass the turn on first, so the next commit can start while results are posted.
         drop(turn);
@@ -679,26 +699,26 @@ fn init_tables(db: &Database, now: Timestamp) -> Result<(), Error> {
 }
 
 /// One group commit. An `Err` means nothing was committed.
+/// One commit: the jobs `first`, then those `more` hands over (called with the number of jobs
+/// taken so far, until it returns none). Each batch of jobs is planned at its own transaction
+/// time, taken when the batch is, so no job is recorded before it was submitted.
 fn commit(
     db: &Database,
     clock: &dyn Clock,
     (min_gap, shared): (u64, bool),
     hints: &mut GapHints,
-    jobs: Vec<(Vec<WriteOp>, Durability)>,
+    first: Vec<(Vec<WriteOp>, Durability)>,
+    more: &mut dyn FnMut(usize) -> Vec<(Vec<WriteOp>, Durability)>,
 ) -> Result<Vec<Result<Receipt, Error>>, Error> {
     let mut txn = db.begin_write()?;
-    // A shared file has no non-durable commits (redb keeps them in one process's memory).
-    let durable = shared || jobs.iter().any(|(_, d)| *d == Durability::Immediate);
-    if !durable {
-        txn.set_durability(redb::Durability::None)?;
-    }
-    let wants_commit = jobs.iter().any(|(ops, d)| ops.is_empty() && *d == Durability::Immediate);
-    let mut per_job: Vec<Result<Vec<Outcome>, Error>> = Vec::with_capacity(jobs.len());
+    let mut per_job: Vec<(Result<Vec<Outcome>, Error>, Timestamp)> = Vec::with_capacity(first.len());
     let mut changed: Vec<(String, u128)> = Vec::new();
     let mut wrote = false;
+    let mut durable = shared;
+    let mut wants_commit = false;
     let mut meta_t = txn.open_table(tables::META)?;
     let mut meta = format::read_state(&meta_t)?;
-    let tx = clock.now().max(meta.last_tx.plus_micros(1));
+    let mut tx = clock.now().max(meta.last_tx.plus_micros(1));
     let mut last_tx = tx;
     {
         let mut tables = WriteTables {
@@ -720,26 +740,38 @@ fn commit(
             lexical: crate::lexical::LexicalWriter::open(&txn)?,
             known_namespaces: std::collections::HashSet::new(),
         };
-        for (ops, _) in jobs {
-            let mut planner = Planner::new(&tables, tx, ops.len());
-            let planned = ops.into_iter().try_for_each(|op| planner.plan(op));
-            let (changes, outcomes) =
-                (std::mem::take(&mut planner.changes), std::mem::take(&mut planner.outcomes));
-            drop(planner);
-            match planned {
-                Err(e) => per_job.push(Err(e)),
-                Ok(()) => {
-                    wrote |= !changes.is_empty();
-                    for change in changes {
-                        if let Change::Write { new, .. } = &change {
-                            last_tx = last_tx.max(new.recorded_at);
+        let mut batch = first;
+        while !batch.is_empty() {
+            for (ops, durability) in batch {
+                // A shared file has no non-durable commits (redb keeps them in one process's
+                // memory).
+                durable |= durability == Durability::Immediate;
+                wants_commit |= ops.is_empty() && durability == Durability::Immediate;
+                let mut planner = Planner::new(&tables, tx, ops.len());
+                let planned = ops.into_iter().try_for_each(|op| planner.plan(op));
+                let (changes, outcomes) =
+                    (std::mem::take(&mut planner.changes), std::mem::take(&mut planner.outcomes));
+                drop(planner);
+                match planned {
+                    Err(e) => per_job.push((Err(e), tx)),
+                    Ok(()) => {
+                        wrote |= !changes.is_empty();
+                        for change in changes {
+                            if let Change::Write { new, .. } = &change {
+                                last_tx = last_tx.max(new.recorded_at);
+                            }
+                            if let Some(c) = tables.apply(change, tx.as_micros())? {
+                                changed.push(c);
+                            }
                         }
-                        if let Some(c) = tables.apply(change, tx.as_micros())? {
-                            changed.push(c);
-                        }
+                        per_job.push((Ok(outcomes), tx));
                     }
-                    per_job.push(Ok(outcomes));
                 }
+            }
+            batch = more(per_job.len());
+            if !batch.is_empty() {
+                tx = clock.now().max(last_tx.plus_micros(1));
+                last_tx = tx;
             }
         }
         if !wrote && !wants_commit {
@@ -747,7 +779,7 @@ fn commit(
             txn.abort()?;
             return Ok(per_job
                 .into_iter()
-                .map(|r| {
+                .map(|(r, _)| {
                     r.map(|outcomes| Receipt { tx: meta.last_tx, commit_seq: meta.commit_seq, outcomes })
                 })
                 .collect());
@@ -763,9 +795,15 @@ fn commit(
         let mut log = txn.open_table(tables::LOG)?;
         write::log_commit(&mut log, meta.commit_seq, tx.as_micros(), changed)?;
     }
+    if !durable {
+        txn.set_durability(redb::Durability::None)?;
+    }
     txn.commit()?;
     let seq = meta.commit_seq;
-    Ok(per_job.into_iter().map(|r| r.map(|outcomes| Receipt { tx, commit_seq: seq, outcomes })).collect())
+    Ok(per_job
+        .into_iter()
+        .map(|(r, tx)| r.map(|outcomes| Receipt { tx, commit_seq: seq, outcomes }))
+        .collect())
 }
 
 #[cfg(test)]

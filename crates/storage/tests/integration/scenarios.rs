@@ -128,24 +128,40 @@ fn concurrent_durable_writers_share_commits() {
             let store = store.clone();
             let n = n.clone();
             std::thread::spawn(move || {
+                let mut seen = Vec::new();
                 for i in 0..per_thread {
                     let rec = NewRecord::new(
                         n.clone(),
                         Learning { text: format!("{t}-{i}"), ..Default::default() },
                     );
-                    store.write(vec![WriteOp::Insert(rec)]).unwrap();
+                    let id = rec.id;
+                    let before = SystemClock.now();
+                    let receipt = store.write(vec![WriteOp::Insert(rec)]).unwrap();
+                    // Jobs that join a commit while it is being built are recorded when they
+                    // join: never before the call was made.
+                    assert!(receipt.tx >= before, "recorded at {} before the call at {before}", receipt.tx);
+                    seen.push((id, before, receipt.tx));
                 }
+                seen
             })
         })
         .collect();
+    let mut seen = Vec::new();
     for h in handles {
-        h.join().unwrap();
+        seen.extend(h.join().unwrap());
     }
     let snap = store.snapshot().unwrap();
     let total = threads * per_thread;
     assert_eq!(snap.list(&n, &ListQuery::new()).unwrap().len(), total);
     let commits = snap.meta().commit_seq as usize;
     assert!(commits < total, "{commits} commits for {total} writes: no group commit happened");
+    for (id, before, tx) in seen {
+        let r = snap.get(&n, id, AsOf::now()).unwrap().unwrap();
+        assert_eq!(r.recorded_at, tx);
+        // What was known just before the call: not this record.
+        let earlier = AsOf::now().known_at(before.plus_micros(-1));
+        assert!(snap.get(&n, id, earlier).unwrap().is_none(), "{id} known before it was written");
+    }
 }
 
 /// Callers whose jobs do not fit in one commit (at most 3 jobs here) get the turn handed over
