@@ -123,6 +123,11 @@ fn concurrent_durable_writers_share_commits() {
     let n = ns("p");
     let threads = 16;
     let per_thread = 40;
+    // One record every thread keeps revising, opening and closing its validity: commits that
+    // take in late jobs change it at more than one transaction time.
+    let shared = NewRecord::new(n.clone(), Learning { text: "shared".into(), ..Default::default() });
+    let shared_id = shared.id;
+    store.write(vec![WriteOp::Insert(shared)]).unwrap();
     let handles: Vec<_> = (0..threads)
         .map(|t| {
             let store = store.clone();
@@ -130,6 +135,11 @@ fn concurrent_durable_writers_share_commits() {
             std::thread::spawn(move || {
                 let mut seen = Vec::new();
                 for i in 0..per_thread {
+                    let mut revise = Revise::new(n.clone(), shared_id);
+                    revise.body =
+                        Some(Learning { text: format!("shared {t}-{i}"), ..Default::default() }.into());
+                    revise.valid_until = Some((i % 2 == 0).then(|| SystemClock.now().plus_micros(1_000_000)));
+                    store.write(vec![WriteOp::Revise(revise)]).unwrap();
                     let rec = NewRecord::new(
                         n.clone(),
                         Learning { text: format!("{t}-{i}"), ..Default::default() },
@@ -152,9 +162,14 @@ fn concurrent_durable_writers_share_commits() {
     }
     let snap = store.snapshot().unwrap();
     let total = threads * per_thread;
-    assert_eq!(snap.list(&n, &ListQuery::new()).unwrap().len(), total);
+    assert_eq!(snap.list(&n, &ListQuery::new()).unwrap().len(), total + 1);
     let commits = snap.meta().commit_seq as usize;
-    assert!(commits < total, "{commits} commits for {total} writes: no group commit happened");
+    assert!(commits < 2 * total, "{commits} commits for {} writes: no group commit happened", 2 * total);
+    // The timeline agrees with the revisions, at every transaction time.
+    assert!(snap.verify().unwrap().is_empty(), "{:?}", snap.verify());
+    let history = snap.history(&n, shared_id).unwrap();
+    assert_eq!(history.len(), total + 1);
+    assert!(history.windows(2).all(|w| w[0].recorded_at <= w[1].recorded_at));
     for (id, before, tx) in seen {
         let r = snap.get(&n, id, AsOf::now()).unwrap().unwrap();
         assert_eq!(r.recorded_at, tx);
