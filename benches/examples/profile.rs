@@ -92,7 +92,12 @@ fn main() {
             let (db, _) = load_mnemon(&dir.path().join("h.redb"), &events, 2_000);
             let bytes = std::fs::metadata(dir.path().join("h.redb")).unwrap().len();
             let sizes = db.snapshot().unwrap().table_sizes().unwrap();
-            println!("file {:.0} MiB, tables {sizes:?}", bytes as f64 / 1048576.0);
+            println!(
+                "file {:.0} MiB, tables {sizes:?}, {} bytes per Record, {} per Body",
+                bytes as f64 / 1048576.0,
+                std::mem::size_of::<mnemon::Record>(),
+                std::mem::size_of::<mnemon::Body>()
+            );
             let end = events.last().unwrap().time();
             let v = if mode == "now" { end + 1 } else { events[events.len() / 2].time() };
             let reps: u32 = std::env::var("MNEMON_PROFILE_REPS")

@@ -175,6 +175,8 @@ impl<'a> Reader<'a> {
         Reader { bytes, what }
     }
 
+    #[cold]
+    #[inline(never)]
     pub(crate) fn err(&self, reason: &str) -> CodecError {
         CodecError::Decode { what: self.what, reason: reason.to_string() }
     }
@@ -183,6 +185,7 @@ impl<'a> Reader<'a> {
         self.bytes
     }
 
+    #[inline]
     pub(crate) fn u8(&mut self) -> Result<u8, CodecError> {
         match self.bytes.split_first() {
             Some((b, rest)) => {
@@ -202,16 +205,19 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
+    #[inline]
     pub(crate) fn varint(&mut self) -> Result<u64, CodecError> {
+        // One pass over at most ten bytes of the slice, without a bounds check per byte (most
+        // varints are string lengths below 128: one byte).
         let mut v: u64 = 0;
-        for shift in (0..64).step_by(7) {
-            let b = self.u8()?;
-            v |= u64::from(b & 0x7f) << shift;
+        for (i, &b) in self.bytes.iter().take(10).enumerate() {
+            v |= u64::from(b & 0x7f) << (7 * i);
             if b & 0x80 == 0 {
+                self.bytes = self.bytes.get(i + 1..).unwrap_or_default();
                 return Ok(v);
             }
         }
-        Err(self.err("varint too long"))
+        Err(self.err(if self.bytes.len() >= 10 { "varint too long" } else { "truncated" }))
     }
 
     pub(crate) fn i64(&mut self) -> Result<i64, CodecError> {
@@ -219,6 +225,7 @@ impl<'a> Reader<'a> {
         Ok(((z >> 1) as i64) ^ -((z & 1) as i64))
     }
 
+    #[inline]
     pub(crate) fn tag(&mut self) -> Result<bool, CodecError> {
         match self.u8()? {
             0 => Ok(false),

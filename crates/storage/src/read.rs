@@ -318,9 +318,11 @@ impl Snapshot {
                 let vis = record::current_row_visible(bytes)
                     .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
                 if vis.contains(vt) {
-                    let rec = decode_current(ns, id, bytes)?;
-                    if q.accepts(&rec) {
-                        out.push(rec);
+                    record::decode_current_row_with(ns, RecordId::from_u128(id), bytes, |rec| out.push(rec))
+                        .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
+                    // Filter in place: moving a record out and back costs more than popping it.
+                    if out.last().is_some_and(|rec| !q.accepts(rec)) {
+                        out.pop();
                     }
                 }
                 Ok(out.len() >= limit)
@@ -357,54 +359,6 @@ impl Snapshot {
                     let Some(item) = ranges.get_mut(i).and_then(Iterator::next) else { break };
                     let (_, val) = item?;
                     if take(id, val.value())? {
-                        break;
-                    }
-                }
-            }
-            return Ok((out, ListPath::Current));
-        }
-        if k >= self.meta.last_tx.as_micros() && v >= self.meta.swept_through.as_micros() {
-            let t = self.txn.open_table(tables::CURRENT)?;
-            // Records are large: reserve once (the table's length is stored, so this is free)
-            // rather than moving them as the vector grows.
-            let rows = usize::try_from(t.len()?).unwrap_or(usize::MAX);
-            out.reserve(rows.min(limit).min(4096));
-            let codes: Vec<u8> =
-                if kinds.is_empty() { Kind::ALL.iter().map(|k| k.code()).collect() } else { kinds.clone() };
-            let mut ranges = Vec::with_capacity(codes.len());
-            for c in codes {
-                ranges.push(t.range((ns.as_str(), c, 0u128)..=(ns.as_str(), c, u128::MAX))?.rev().peekable());
-            }
-            loop {
-                let mut best: Option<(usize, u128)> = None;
-                for (i, it) in ranges.iter_mut().enumerate() {
-                    match it.peek() {
-                        Some(Ok((key, _))) => {
-                            let id = key.value().2;
-                            if best.is_none_or(|(_, b)| id > b) {
-                                best = Some((i, id));
-                            }
-                        }
-                        Some(Err(_)) => {
-                            best = Some((i, 0));
-                            break;
-                        }
-                        None => {}
-                    }
-                }
-                let Some((i, id)) = best else { break };
-                let Some(item) = ranges.get_mut(i).and_then(Iterator::next) else { break };
-                let (_, val) = item?;
-                let bytes = val.value();
-                let vis = record::current_row_visible(bytes)
-                    .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
-                if !vis.contains(vt) {
-                    continue;
-                }
-                let rec = decode_current(ns, id, bytes)?;
-                if q.accepts(&rec) {
-                    out.push(rec);
-                    if out.len() >= limit {
                         break;
                     }
                 }
@@ -993,9 +947,4 @@ impl Snapshot {
         }
         Ok(())
     }
-}
-
-fn decode_current(ns: &Namespace, id: u128, bytes: &[u8]) -> Result<Record, Error> {
-    record::decode_current_row(ns, RecordId::from_u128(id), bytes)
-        .map_err(|e| Error::Codec { table: names::CURRENT, source: e })
 }

@@ -302,6 +302,21 @@ pub(crate) fn decode_revision(
     recorded_at: Timestamp,
     bytes: &[u8],
 ) -> Result<Record, CodecError> {
+    decode_revision_with(namespace, id, rev, recorded_at, bytes, |r| r)
+}
+
+/// Decode a stored revision and hand it to `finish`. A listing passes `|r| out.push(r)`: once
+/// inlined, the record is assembled where it is stored instead of being moved there through
+/// two `Result`s (a record is about 550 bytes; the moves were 9% of a listing's instructions).
+#[inline(always)]
+pub(crate) fn decode_revision_with<T>(
+    namespace: &Namespace,
+    id: RecordId,
+    rev: u32,
+    recorded_at: Timestamp,
+    bytes: &[u8],
+    finish: impl FnOnce(Record) -> T,
+) -> Result<T, CodecError> {
     let mut r = codec::Reader::new("revision", bytes);
     let version = r.u8()?;
     if version != REVISION_CODEC_VERSION {
@@ -339,7 +354,7 @@ pub(crate) fn decode_revision(
     if !r.rest().is_empty() {
         return Err(bad(format!("{} trailing bytes", r.rest().len())));
     }
-    Ok(Record {
+    Ok(finish(Record {
         namespace: namespace.clone(),
         id,
         rev,
@@ -353,7 +368,7 @@ pub(crate) fn decode_revision(
         superseded_by,
         envelope: Envelope { tags, importance, confidence, source, task, key, metadata },
         body,
-    })
+    }))
 }
 
 /// The version byte of the current-table row layout.
@@ -405,18 +420,29 @@ pub(crate) fn current_row_visible(bytes: &[u8]) -> Result<Visible, CodecError> {
 }
 
 /// Decode a `CURRENT` row.
-#[inline]
+#[cfg(test)]
 pub(crate) fn decode_current_row(
     namespace: &Namespace,
     id: RecordId,
     bytes: &[u8],
 ) -> Result<Record, CodecError> {
+    decode_current_row_with(namespace, id, bytes, |r| r)
+}
+
+/// Decode a `CURRENT` row and hand it to `finish` (see [`decode_revision_with`]).
+#[inline(always)]
+pub(crate) fn decode_current_row_with<T>(
+    namespace: &Namespace,
+    id: RecordId,
+    bytes: &[u8],
+    finish: impl FnOnce(Record) -> T,
+) -> Result<T, CodecError> {
     let bad = || CodecError::Decode { what: "current row", reason: "truncated header".to_string() };
     current_row_visible(bytes)?;
     let rev: [u8; 4] = bytes.get(1..5).and_then(|b| b.try_into().ok()).ok_or_else(bad)?;
     let rec = le_i64(bytes, 5).ok_or_else(bad)?;
     let body = bytes.get(CURRENT_ROW_HEADER..).ok_or_else(bad)?;
-    decode_revision(namespace, id, u32::from_le_bytes(rev), Timestamp::from_micros(rec), body)
+    decode_revision_with(namespace, id, u32::from_le_bytes(rev), Timestamp::from_micros(rec), body, finish)
 }
 
 #[cfg(test)]
