@@ -370,14 +370,19 @@ impl Snapshot {
         let entries = self.txn.open_table(tables::CHECKPOINT_ENTRIES)?;
         let revs = self.txn.open_table(tables::REVISIONS)?;
         let filter = (!kinds.is_empty()).then_some(kinds.as_slice());
-        for (id, _) in
-            timeline::live_at(&events, &cps, &entries, ns.as_str(), v, k, filter)?.into_iter().rev()
-        {
+        let live = timeline::live_at(&events, &cps, &entries, ns.as_str(), v, k, filter)?;
+        out.reserve(live.len().min(limit));
+        for (id, _) in live.into_iter().rev() {
             let rid = RecordId::from_u128(id);
-            let rec = write::revision_at(&revs, ns, rid, k)?.ok_or_else(|| Error::Inconsistent {
-                namespace: ns.to_string(),
-                detail: format!("timeline lists {rid} but no revision is known at {k}"),
+            // Decoded straight into `out`, then checked and filtered in place (see the
+            // current-table path).
+            write::revision_at_with(&revs, ns, rid, k, |rec| out.push(rec))?.ok_or_else(|| {
+                Error::Inconsistent {
+                    namespace: ns.to_string(),
+                    detail: format!("timeline lists {rid} but no revision is known at {k}"),
+                }
             })?;
+            let Some(rec) = out.last() else { break };
             if !rec.is_visible_at(vt) {
                 return Err(Error::Inconsistent {
                     namespace: ns.to_string(),
@@ -387,11 +392,10 @@ impl Snapshot {
                     ),
                 });
             }
-            if q.accepts(&rec) {
-                out.push(rec);
-                if out.len() >= limit {
-                    break;
-                }
+            if !q.accepts(rec) {
+                out.pop();
+            } else if out.len() >= limit {
+                break;
             }
         }
         Ok((out, ListPath::Timeline))

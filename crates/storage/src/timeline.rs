@@ -731,8 +731,10 @@ pub(crate) fn live_at(
         }
     }
     if marks.len() > entry_count {
-        // Entries come sorted by id; events do not.
-        marks.sort_unstable_by_key(|m| m.0);
+        // Entries come sorted by id, events do not: a stable sort finds the entries' run and
+        // only sorts the events before merging the two (a third of the instructions of an
+        // unstable sort of the whole, measured on the `past` listing).
+        marks.sort_by_key(|m| m.0);
     }
     let mut out: Vec<(u128, u8)> = Vec::with_capacity(entry_count);
     let mut i = 0;

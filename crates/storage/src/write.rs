@@ -376,6 +376,18 @@ pub(crate) fn revision_at(
     id: RecordId,
     k: i64,
 ) -> Result<Option<Record>, Error> {
+    revision_at_with(revisions, ns, id, k, |r| r)
+}
+
+/// [`revision_at`], handing the record to `finish` (see `record::decode_revision_with`).
+#[inline(always)]
+pub(crate) fn revision_at_with<T>(
+    revisions: &impl ReadableTable<RevKey, &'static [u8]>,
+    ns: &Namespace,
+    id: RecordId,
+    k: i64,
+    finish: impl FnOnce(Record) -> T,
+) -> Result<Option<T>, Error> {
     let key = id.as_u128();
     let bound = (ns.as_str(), key, k, u32::MAX);
     let mut cursor = revisions.upper_bound(std::ops::Bound::Included(&bound))?;
@@ -384,7 +396,7 @@ pub(crate) fn revision_at(
     if n != ns.as_str() || found != key {
         return Ok(None);
     }
-    record::decode_revision(ns, id, rev, Timestamp::from_micros(rec), vg.value())
+    record::decode_revision_with(ns, id, rev, Timestamp::from_micros(rec), vg.value(), finish)
         .map(Some)
         .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })
 }
