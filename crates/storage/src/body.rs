@@ -469,7 +469,7 @@ macro_rules! bodies {
                 }
             }
 
-            pub(crate) fn decode(kind: Kind, r: &mut crate::codec::Reader<'_>) -> Result<Body, crate::codec::CodecError> {
+            pub(crate) fn decode(kind: Kind, r: &mut crate::codec::Reader<'_>) -> crate::codec::Got<Body> {
                 Ok(match kind {
                     $( Kind::$variant => Body::$variant(crate::codec::Bin::get(r)?), )*
                 })

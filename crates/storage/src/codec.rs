@@ -164,21 +164,50 @@ impl Writer {
     }
 }
 
-/// The reader matching [`Writer`]. Every read checks bounds and fails with a decode error.
+/// A failed read. The error itself is kept in the [`Reader`] ([`Reader::error`]), so that
+/// the hot path passes a zero-sized error: every field of every listed record goes through a
+/// `?`, and a `Result` carrying a `CodecError` is six words wide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fail;
+
+/// What a [`Reader`] read, or [`Fail`].
+pub(crate) type Got<T> = Result<T, Fail>;
+
+/// The reader matching [`Writer`]. Every read checks bounds; a failed one returns [`Fail`]
+/// and leaves the decode error in the reader.
 pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
     what: &'static str,
+    failure: Option<CodecError>,
 }
 
 impl<'a> Reader<'a> {
     pub(crate) fn new(what: &'static str, bytes: &'a [u8]) -> Self {
-        Reader { bytes, what }
+        Reader { bytes, what, failure: None }
     }
 
+    /// Fail with a decode error of `reason`.
     #[cold]
     #[inline(never)]
-    pub(crate) fn err(&self, reason: &str) -> CodecError {
-        CodecError::Decode { what: self.what, reason: reason.to_string() }
+    pub(crate) fn err(&mut self, reason: &str) -> Fail {
+        self.failure = Some(CodecError::Decode { what: self.what, reason: reason.to_string() });
+        Fail
+    }
+
+    /// Fail with `error`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn fail_with(&mut self, error: CodecError) -> Fail {
+        self.failure = Some(error);
+        Fail
+    }
+
+    /// The error of the read that failed.
+    #[cold]
+    pub(crate) fn error(&mut self) -> CodecError {
+        self.failure
+            .take()
+            .unwrap_or_else(|| CodecError::Decode { what: self.what, reason: "unknown failure".to_string() })
     }
 
     pub(crate) fn rest(&self) -> &'a [u8] {
@@ -186,7 +215,7 @@ impl<'a> Reader<'a> {
     }
 
     #[inline]
-    pub(crate) fn u8(&mut self) -> Result<u8, CodecError> {
+    pub(crate) fn u8(&mut self) -> Got<u8> {
         match self.bytes.split_first() {
             Some((b, rest)) => {
                 self.bytes = rest;
@@ -196,7 +225,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], CodecError> {
+    pub(crate) fn take(&mut self, n: usize) -> Got<&'a [u8]> {
         if self.bytes.len() < n {
             return Err(self.err("truncated"));
         }
@@ -206,7 +235,7 @@ impl<'a> Reader<'a> {
     }
 
     #[inline]
-    pub(crate) fn varint(&mut self) -> Result<u64, CodecError> {
+    pub(crate) fn varint(&mut self) -> Got<u64> {
         // One pass over at most ten bytes of the slice, without a bounds check per byte (most
         // varints are string lengths below 128: one byte).
         let mut v: u64 = 0;
@@ -220,13 +249,13 @@ impl<'a> Reader<'a> {
         Err(self.err(if self.bytes.len() >= 10 { "varint too long" } else { "truncated" }))
     }
 
-    pub(crate) fn i64(&mut self) -> Result<i64, CodecError> {
+    pub(crate) fn i64(&mut self) -> Got<i64> {
         let z = self.varint()?;
         Ok(((z >> 1) as i64) ^ -((z & 1) as i64))
     }
 
     #[inline]
-    pub(crate) fn tag(&mut self) -> Result<bool, CodecError> {
+    pub(crate) fn tag(&mut self) -> Got<bool> {
         match self.u8()? {
             0 => Ok(false),
             1 => Ok(true),
@@ -234,21 +263,21 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub(crate) fn opt_i64(&mut self) -> Result<Option<i64>, CodecError> {
+    pub(crate) fn opt_i64(&mut self) -> Got<Option<i64>> {
         if self.tag()? { self.i64().map(Some) } else { Ok(None) }
     }
 
-    pub(crate) fn u128(&mut self) -> Result<u128, CodecError> {
+    pub(crate) fn u128(&mut self) -> Got<u128> {
         let b = self.take(16)?;
         let arr: [u8; 16] = b.try_into().map_err(|_| self.err("truncated"))?;
         Ok(u128::from_le_bytes(arr))
     }
 
-    pub(crate) fn opt_u128(&mut self) -> Result<Option<u128>, CodecError> {
+    pub(crate) fn opt_u128(&mut self) -> Got<Option<u128>> {
         if self.tag()? { self.u128().map(Some) } else { Ok(None) }
     }
 
-    pub(crate) fn str(&mut self) -> Result<&'a str, CodecError> {
+    pub(crate) fn str(&mut self) -> Got<&'a str> {
         let n = usize::try_from(self.varint()?).map_err(|_| self.err("length overflow"))?;
         let b = self.take(n)?;
         if b.is_ascii() {
@@ -261,11 +290,11 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(b).map_err(|_| self.err("invalid UTF-8"))
     }
 
-    pub(crate) fn opt_str(&mut self) -> Result<Option<&'a str>, CodecError> {
+    pub(crate) fn opt_str(&mut self) -> Got<Option<&'a str>> {
         if self.tag()? { self.str().map(Some) } else { Ok(None) }
     }
 
-    pub(crate) fn opt_f32(&mut self) -> Result<Option<f32>, CodecError> {
+    pub(crate) fn opt_f32(&mut self) -> Got<Option<f32>> {
         if self.tag()? {
             let b = self.take(4)?;
             let arr: [u8; 4] = b.try_into().map_err(|_| self.err("truncated"))?;
@@ -292,13 +321,15 @@ mod reader_tests {
         for bad in [&[0x80u8][..], &[b'a', 0xff], &[0xc0, 0xaf], &[0xed, 0xa0, 0x80], &[b'x', 0xe2, 0x82]] {
             let mut bytes = vec![u8::try_from(bad.len()).unwrap_or(0)];
             bytes.extend_from_slice(bad);
-            let e = Reader::new("test", &bytes).str().unwrap_err();
-            assert!(e.to_string().contains("invalid UTF-8"), "{bad:?}: {e}");
+            let mut r = Reader::new("test", &bytes);
+            assert_eq!(r.str(), Err(Fail), "{bad:?}");
+            let e = r.error().to_string();
+            assert!(e.contains("invalid UTF-8"), "{bad:?}: {e}");
         }
     }
 
     #[test]
-    fn primitives_round_trip_and_refuse_truncation() -> Result<(), CodecError> {
+    fn primitives_round_trip_and_refuse_truncation() -> Got<()> {
         let mut w = Writer::default();
         for v in [0i64, 1, -1, i64::MIN, i64::MAX, 1_700_000_000_000_000] {
             w.i64(v);
@@ -321,11 +352,23 @@ mod reader_tests {
         w.str("a string");
         for n in 0..w.out.len() {
             let prefix = w.out.get(..n).unwrap_or_default();
-            assert!(Reader::new("test", prefix).str().is_err(), "prefix of {n} bytes decoded");
+            let mut r = Reader::new("test", prefix);
+            assert!(r.str().is_err(), "prefix of {n} bytes decoded");
+            assert_eq!(r.error().to_string(), "cannot decode test: truncated");
         }
-        // Invalid UTF-8 and bad option tags are refused.
-        assert!(Reader::new("test", &[2, 0xff, 0xfe]).str().is_err());
-        assert!(Reader::new("test", &[7]).opt_i64().is_err());
+        // Invalid UTF-8, bad option tags and overlong varints are refused, each with its reason
+        // kept by the reader.
+        let refusals: [(&[u8], &str); 3] = [
+            (&[2, 0xff, 0xfe], "invalid UTF-8"),
+            (&[7], "invalid option tag"),
+            (&[0xff; 11], "varint too long"),
+        ];
+        for (bytes, reason) in refusals {
+            let mut r = Reader::new("test", bytes);
+            let failed = if bytes.len() == 1 { r.opt_i64().map(|_| ()) } else { r.str().map(|_| ()) };
+            assert_eq!(failed, Err(Fail));
+            assert_eq!(r.error().to_string(), format!("cannot decode test: {reason}"));
+        }
         Ok(())
     }
 }
@@ -335,14 +378,14 @@ mod reader_tests {
 /// is one byte per variant, as its `bin_enum!` line numbers them.
 pub(crate) trait Bin: Sized {
     fn put(&self, w: &mut Writer);
-    fn get(r: &mut Reader<'_>) -> Result<Self, CodecError>;
+    fn get(r: &mut Reader<'_>) -> Got<Self>;
 }
 
 impl Bin for String {
     fn put(&self, w: &mut Writer) {
         w.str(self);
     }
-    fn get(r: &mut Reader<'_>) -> Result<Self, CodecError> {
+    fn get(r: &mut Reader<'_>) -> Got<Self> {
         r.str().map(str::to_string)
     }
 }
@@ -351,7 +394,7 @@ impl Bin for crate::text::Text {
     fn put(&self, w: &mut Writer) {
         w.str(self);
     }
-    fn get(r: &mut Reader<'_>) -> Result<Self, CodecError> {
+    fn get(r: &mut Reader<'_>) -> Got<Self> {
         r.str().map(crate::text::Text::from)
     }
 }
@@ -360,7 +403,7 @@ impl Bin for u32 {
     fn put(&self, w: &mut Writer) {
         w.varint(u64::from(*self));
     }
-    fn get(r: &mut Reader<'_>) -> Result<Self, CodecError> {
+    fn get(r: &mut Reader<'_>) -> Got<Self> {
         u32::try_from(r.varint()?).map_err(|_| r.err("u32 out of range"))
     }
 }
@@ -369,7 +412,7 @@ impl Bin for u64 {
     fn put(&self, w: &mut Writer) {
         w.varint(*self);
     }
-    fn get(r: &mut Reader<'_>) -> Result<Self, CodecError> {
+    fn get(r: &mut Reader<'_>) -> Got<Self> {
         r.varint()
     }
 }
@@ -378,7 +421,7 @@ impl Bin for bool {
     fn put(&self, w: &mut Writer) {
         w.u8(u8::from(*self));
     }
-    fn get(r: &mut Reader<'_>) -> Result<Self, CodecError> {
+    fn get(r: &mut Reader<'_>) -> Got<Self> {
         match r.u8()? {
             0 => Ok(false),
             1 => Ok(true),
@@ -391,7 +434,7 @@ impl Bin for crate::time::Timestamp {
     fn put(&self, w: &mut Writer) {
         w.i64(self.as_micros());
     }
-    fn get(r: &mut Reader<'_>) -> Result<Self, CodecError> {
+    fn get(r: &mut Reader<'_>) -> Got<Self> {
         r.i64().map(crate::time::Timestamp::from_micros)
     }
 }
@@ -400,7 +443,7 @@ impl Bin for crate::id::RecordId {
     fn put(&self, w: &mut Writer) {
         w.u128(self.as_u128());
     }
-    fn get(r: &mut Reader<'_>) -> Result<Self, CodecError> {
+    fn get(r: &mut Reader<'_>) -> Got<Self> {
         r.u128().map(crate::id::RecordId::from_u128)
     }
 }
@@ -409,7 +452,7 @@ impl Bin for crate::json::JsonText {
     fn put(&self, w: &mut Writer) {
         w.str(self.as_str());
     }
-    fn get(r: &mut Reader<'_>) -> Result<Self, CodecError> {
+    fn get(r: &mut Reader<'_>) -> Got<Self> {
         r.str().map(crate::json::JsonText::from_stored)
     }
 }
@@ -424,7 +467,7 @@ impl<T: Bin> Bin for Option<T> {
             }
         }
     }
-    fn get(r: &mut Reader<'_>) -> Result<Self, CodecError> {
+    fn get(r: &mut Reader<'_>) -> Got<Self> {
         if r.tag()? { T::get(r).map(Some) } else { Ok(None) }
     }
 }
@@ -436,7 +479,7 @@ impl<T: Bin> Bin for Vec<T> {
             v.put(w);
         }
     }
-    fn get(r: &mut Reader<'_>) -> Result<Self, CodecError> {
+    fn get(r: &mut Reader<'_>) -> Got<Self> {
         let n = usize::try_from(r.varint()?).map_err(|_| r.err("length overflow"))?;
         // Every element takes at least one byte: a count beyond the input is corrupt.
         if n > r.rest().len() {
@@ -461,7 +504,7 @@ where
             v.put(w);
         }
     }
-    fn get(r: &mut Reader<'_>) -> Result<Self, CodecError> {
+    fn get(r: &mut Reader<'_>) -> Got<Self> {
         let n = usize::try_from(r.varint()?).map_err(|_| r.err("length overflow"))?;
         if n > r.rest().len() {
             return Err(r.err("list longer than its bytes"));
@@ -481,7 +524,7 @@ macro_rules! bin_struct {
             fn put(&self, w: &mut $crate::codec::Writer) {
                 $( $crate::codec::Bin::put(&self.$f, w); )*
             }
-            fn get(r: &mut $crate::codec::Reader<'_>) -> Result<Self, $crate::codec::CodecError> {
+            fn get(r: &mut $crate::codec::Reader<'_>) -> $crate::codec::Got<Self> {
                 Ok($t { $( $f: $crate::codec::Bin::get(r)?, )* })
             }
         }
@@ -495,13 +538,13 @@ macro_rules! bin_enum {
             fn put(&self, w: &mut $crate::codec::Writer) {
                 w.u8(match self { $( $t::$v => $code, )* });
             }
-            fn get(r: &mut $crate::codec::Reader<'_>) -> Result<Self, $crate::codec::CodecError> {
+            fn get(r: &mut $crate::codec::Reader<'_>) -> $crate::codec::Got<Self> {
                 match r.u8()? {
                     $( $code => Ok($t::$v), )*
-                    other => Err($crate::codec::CodecError::Decode {
+                    other => Err(r.fail_with($crate::codec::CodecError::Decode {
                         what: stringify!($t),
                         reason: format!("unknown variant code {other}"),
-                    }),
+                    })),
                 }
             }
         }

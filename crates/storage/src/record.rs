@@ -318,57 +318,64 @@ pub(crate) fn decode_revision_with<T>(
     finish: impl FnOnce(Record) -> T,
 ) -> Result<T, CodecError> {
     let mut r = codec::Reader::new("revision", bytes);
-    let version = r.u8()?;
-    if version != REVISION_CODEC_VERSION {
-        return Err(CodecError::Version {
-            what: "revision",
-            found: version,
-            expected: REVISION_CODEC_VERSION,
-        });
-    }
-    let bad = |reason: String| CodecError::Decode { what: "revision", reason };
-    let kind_code = r.u8()?;
-    let kind = Kind::from_code(kind_code).ok_or_else(|| bad(format!("unknown kind code {kind_code}")))?;
-    let op_code = r.u8()?;
-    let op = Op::from_code(op_code).ok_or_else(|| bad(format!("unknown operation code {op_code}")))?;
-    let valid_from = Timestamp::from_micros(r.i64()?);
-    let valid_until = r.opt_i64()?.map(Timestamp::from_micros);
-    let expires_at = r.opt_i64()?.map(Timestamp::from_micros);
-    let supersedes = r.opt_u128()?.map(RecordId::from_u128);
-    let superseded_by = r.opt_u128()?.map(RecordId::from_u128);
-    let n = usize::try_from(r.varint()?).map_err(|_| bad("tag count overflow".into()))?;
-    let mut tags = TextList::with_capacity(n.min(64));
-    for _ in 0..n {
-        tags.push(Text::from(r.str()?));
-    }
-    let importance = match r.u8()? {
-        0 => None,
-        i => Some(i),
-    };
-    let confidence = r.opt_f32()?;
-    let source = r.opt_str()?.map(Text::from);
-    let task = r.opt_str()?.map(Text::from);
-    let key = r.opt_str()?.map(Text::from);
-    let metadata = JsonText::from_stored(r.str()?);
-    let body = Body::decode(kind, &mut r)?;
-    if !r.rest().is_empty() {
-        return Err(bad(format!("{} trailing bytes", r.rest().len())));
-    }
-    Ok(finish(Record {
-        namespace: namespace.clone(),
-        id,
-        rev,
-        recorded_at,
-        replaced_at: None,
-        op,
-        valid_from,
-        valid_until,
-        expires_at,
-        supersedes,
-        superseded_by,
-        envelope: Envelope { tags, importance, confidence, source, task, key, metadata },
-        body,
-    }))
+    let got = (|| -> codec::Got<T> {
+        let r = &mut r;
+        let version = r.u8()?;
+        if version != REVISION_CODEC_VERSION {
+            return Err(r.fail_with(CodecError::Version {
+                what: "revision",
+                found: version,
+                expected: REVISION_CODEC_VERSION,
+            }));
+        }
+        let kind_code = r.u8()?;
+        let Some(kind) = Kind::from_code(kind_code) else {
+            return Err(r.err(&format!("unknown kind code {kind_code}")));
+        };
+        let op_code = r.u8()?;
+        let Some(op) = Op::from_code(op_code) else {
+            return Err(r.err(&format!("unknown operation code {op_code}")));
+        };
+        let valid_from = Timestamp::from_micros(r.i64()?);
+        let valid_until = r.opt_i64()?.map(Timestamp::from_micros);
+        let expires_at = r.opt_i64()?.map(Timestamp::from_micros);
+        let supersedes = r.opt_u128()?.map(RecordId::from_u128);
+        let superseded_by = r.opt_u128()?.map(RecordId::from_u128);
+        let n = usize::try_from(r.varint()?).map_err(|_| r.err("tag count overflow"))?;
+        let mut tags = TextList::with_capacity(n.min(64));
+        for _ in 0..n {
+            tags.push(Text::from(r.str()?));
+        }
+        let importance = match r.u8()? {
+            0 => None,
+            i => Some(i),
+        };
+        let confidence = r.opt_f32()?;
+        let source = r.opt_str()?.map(Text::from);
+        let task = r.opt_str()?.map(Text::from);
+        let key = r.opt_str()?.map(Text::from);
+        let metadata = JsonText::from_stored(r.str()?);
+        let body = Body::decode(kind, r)?;
+        if !r.rest().is_empty() {
+            return Err(r.err(&format!("{} trailing bytes", r.rest().len())));
+        }
+        Ok(finish(Record {
+            namespace: namespace.clone(),
+            id,
+            rev,
+            recorded_at,
+            replaced_at: None,
+            op,
+            valid_from,
+            valid_until,
+            expires_at,
+            supersedes,
+            superseded_by,
+            envelope: Envelope { tags, importance, confidence, source, task, key, metadata },
+            body,
+        }))
+    })();
+    got.map_err(|codec::Fail| r.error())
 }
 
 /// The version byte of the current-table row layout.
