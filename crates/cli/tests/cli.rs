@@ -405,7 +405,8 @@ fn bad_inputs_fail_cleanly_and_write_nothing() {
     e.run(&["add", "decision", "--data", r#"{"title":"x","confidence":7}"#]).fails(2, "confidence");
     e.run(&["list", "--as-of", "13/13/2024"]).fails(2, "invalid");
     e.run(&["get", "not-an-id"]).fails(2, "invalid record id");
-    e.run(&["get", "01890000-0000-7000-8000-000000000000"]).fails(1, "no record");
+    e.run(&["get", "01890000-0000-7000-8000-000000000000"])
+        .fails(1, "no record 01890000-0000-7000-8000-000000000000 in namespace \"default\"");
     e.run(&["retire", "01890000-0000-7000-8000-000000000000"]).fails(1, "no record");
     e.run(&["revise", &id, "--data", "[1,2]"]).fails(2, "JSON object");
     e.run(&["revise", &id, "--data", r#"{"status":"maybe"}"#]).fails(2, "unknown variant");

@@ -106,8 +106,15 @@ pub const MAX_NAMESPACE_LEN: usize = 200;
 /// The namespace is the first component of every key, so namespaces are isolated by the key
 /// layout itself: a scan within one can never reach another.
 /// Cloning is cheap (a shared string): every record read carries its namespace.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Namespace(Arc<str>);
+
+/// A quoted name, as error messages show it: `"default"`, not `Namespace("default")`.
+impl fmt::Debug for Namespace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
 
 impl Namespace {
     /// Validate a namespace name: 1 to 200 bytes, no control characters, no surrounding spaces.
