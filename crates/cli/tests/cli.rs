@@ -457,7 +457,10 @@ fn bad_files_are_refused() {
     }
     run(&newer, &["list"]).fails(1, "newer than this mnemon supports");
     // An unwritable location (a path below a regular file).
-    run(&text.join("sub/db.redb"), &["init"]).fails(1, "cannot");
+    let r = run(&text.join("sub/db.redb"), &["init"]);
+    r.fails(1, "cannot");
+    // The cause is told once, not again after the message that already includes it.
+    assert_eq!(r.stderr.matches("os error").count(), 1, "{}", r.stderr);
     // A directory.
     run(e.dir.path(), &["list"]).fails(1, "not a regular file");
 }
