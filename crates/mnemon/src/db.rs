@@ -112,7 +112,7 @@ impl DbBuilder {
             && let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty())
         {
             std::fs::create_dir_all(parent)
-                .map_err(|e| Error::Io { path: parent.to_path_buf(), source: e })?;
+                .map_err(|e| Error::CreateDir { path: parent.to_path_buf(), source: e })?;
         }
         let read_only = self.options.read_only;
         let store = Store::open(&self.path, self.options)?;

@@ -34,6 +34,15 @@ pub enum Error {
         /// The bad lines.
         errors: Vec<LineError>,
     },
+    /// The directory for a new database could not be created (a file in the way, no
+    /// permission, ...).
+    #[error("cannot create directory {path}: {source}")]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// A file could not be read or written.
     #[error("cannot access {path}: {source}")]
     Io {
