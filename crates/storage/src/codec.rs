@@ -472,24 +472,40 @@ impl<T: Bin> Bin for Option<T> {
     }
 }
 
+/// A list's layout, shared by `Vec` and `SmallVec` (so either reads back what the other wrote):
+/// its length, then its elements.
+fn put_list<T: Bin>(items: &[T], w: &mut Writer) {
+    w.varint(items.len() as u64);
+    for v in items {
+        v.put(w);
+    }
+}
+
+/// Read a list into the collection `make(length)` returns, adding each element with `push`.
+#[inline]
+fn get_list<T: Bin, C>(
+    r: &mut Reader<'_>,
+    make: impl FnOnce(usize) -> C,
+    push: impl Fn(&mut C, T),
+) -> Got<C> {
+    let n = usize::try_from(r.varint()?).map_err(|_| r.err("length overflow"))?;
+    // Every element takes at least one byte: a count beyond the input is corrupt.
+    if n > r.rest().len() {
+        return Err(r.err("list longer than its bytes"));
+    }
+    let mut out = make(n);
+    for _ in 0..n {
+        push(&mut out, T::get(r)?);
+    }
+    Ok(out)
+}
+
 impl<T: Bin> Bin for Vec<T> {
     fn put(&self, w: &mut Writer) {
-        w.varint(self.len() as u64);
-        for v in self {
-            v.put(w);
-        }
+        put_list(self, w);
     }
     fn get(r: &mut Reader<'_>) -> Got<Self> {
-        let n = usize::try_from(r.varint()?).map_err(|_| r.err("length overflow"))?;
-        // Every element takes at least one byte: a count beyond the input is corrupt.
-        if n > r.rest().len() {
-            return Err(r.err("list longer than its bytes"));
-        }
-        let mut out = Vec::with_capacity(n);
-        for _ in 0..n {
-            out.push(T::get(r)?);
-        }
-        Ok(out)
+        get_list(r, Vec::with_capacity, Vec::push)
     }
 }
 
@@ -499,21 +515,10 @@ where
     A::Item: Bin,
 {
     fn put(&self, w: &mut Writer) {
-        w.varint(self.len() as u64);
-        for v in self {
-            v.put(w);
-        }
+        put_list(self, w);
     }
     fn get(r: &mut Reader<'_>) -> Got<Self> {
-        let n = usize::try_from(r.varint()?).map_err(|_| r.err("length overflow"))?;
-        if n > r.rest().len() {
-            return Err(r.err("list longer than its bytes"));
-        }
-        let mut out = smallvec::SmallVec::with_capacity(n);
-        for _ in 0..n {
-            out.push(A::Item::get(r)?);
-        }
-        Ok(out)
+        get_list(r, smallvec::SmallVec::with_capacity, smallvec::SmallVec::push)
     }
 }
 

@@ -279,10 +279,7 @@ pub(crate) fn encode_revision(r: &Record) -> Result<Vec<u8>, CodecError> {
     w.opt_i64(r.expires_at.map(Timestamp::as_micros));
     w.opt_u128(r.supersedes.map(RecordId::as_u128));
     w.opt_u128(r.superseded_by.map(RecordId::as_u128));
-    w.varint(e.tags.len() as u64);
-    for t in &e.tags {
-        w.str(t);
-    }
+    codec::Bin::put(&e.tags, &mut w);
     w.u8(e.importance.unwrap_or(0));
     w.opt_f32(e.confidence);
     w.opt_str(e.source.as_deref());
@@ -341,11 +338,7 @@ pub(crate) fn decode_revision_with<T>(
         let expires_at = r.opt_i64()?.map(Timestamp::from_micros);
         let supersedes = r.opt_u128()?.map(RecordId::from_u128);
         let superseded_by = r.opt_u128()?.map(RecordId::from_u128);
-        let n = usize::try_from(r.varint()?).map_err(|_| r.err("tag count overflow"))?;
-        let mut tags = TextList::with_capacity(n.min(64));
-        for _ in 0..n {
-            tags.push(Text::from(r.str()?));
-        }
+        let tags: TextList = codec::Bin::get(r)?;
         let importance = match r.u8()? {
             0 => None,
             i => Some(i),
