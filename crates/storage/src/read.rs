@@ -315,15 +315,14 @@ impl Snapshot {
             }
             // One row: skip it unless visible at `vt` and accepted; `true` once the limit is hit.
             let mut take = |id: u128, bytes: &[u8]| -> Result<bool, Error> {
-                let vis = record::current_row_visible(bytes)
+                let decoded =
+                    record::decode_current_row_at(ns, RecordId::from_u128(id), bytes, Some(vt), |rec| {
+                        out.push(rec)
+                    })
                     .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
-                if vis.contains(vt) {
-                    record::decode_current_row_with(ns, RecordId::from_u128(id), bytes, |rec| out.push(rec))
-                        .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
-                    // Filter in place: moving a record out and back costs more than popping it.
-                    if out.last().is_some_and(|rec| !q.accepts(rec)) {
-                        out.pop();
-                    }
+                // Filter in place: moving a record out and back costs more than popping it.
+                if decoded.is_some() && out.last().is_some_and(|rec| !q.accepts(rec)) {
+                    out.pop();
                 }
                 Ok(out.len() >= limit)
             };

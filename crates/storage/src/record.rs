@@ -426,23 +426,30 @@ pub(crate) fn decode_current_row(
     id: RecordId,
     bytes: &[u8],
 ) -> Result<Record, CodecError> {
-    decode_current_row_with(namespace, id, bytes, |r| r)
+    decode_current_row_at(namespace, id, bytes, None, |r| r)?
+        .ok_or_else(|| CodecError::Decode { what: "current row", reason: "not decoded".to_string() })
 }
 
-/// Decode a `CURRENT` row and hand it to `finish` (see [`decode_revision_with`]).
+/// Decode a `CURRENT` row and hand it to `finish` (see [`decode_revision_with`]), or return
+/// `None` without decoding when the row is not visible at `at` (checked from the header).
 #[inline(always)]
-pub(crate) fn decode_current_row_with<T>(
+pub(crate) fn decode_current_row_at<T>(
     namespace: &Namespace,
     id: RecordId,
     bytes: &[u8],
+    at: Option<Timestamp>,
     finish: impl FnOnce(Record) -> T,
-) -> Result<T, CodecError> {
+) -> Result<Option<T>, CodecError> {
     let bad = || CodecError::Decode { what: "current row", reason: "truncated header".to_string() };
-    current_row_visible(bytes)?;
+    let visible = current_row_visible(bytes)?;
+    if at.is_some_and(|t| !visible.contains(t)) {
+        return Ok(None);
+    }
     let rev: [u8; 4] = bytes.get(1..5).and_then(|b| b.try_into().ok()).ok_or_else(bad)?;
     let rec = le_i64(bytes, 5).ok_or_else(bad)?;
     let body = bytes.get(CURRENT_ROW_HEADER..).ok_or_else(bad)?;
     decode_revision_with(namespace, id, u32::from_le_bytes(rev), Timestamp::from_micros(rec), body, finish)
+        .map(Some)
 }
 
 #[cfg(test)]
@@ -485,6 +492,12 @@ mod tests {
         let row = encode_current_row(&r)?.unwrap();
         assert_eq!(decode_current_row(&r.namespace, r.id, &row)?, r);
         assert_eq!(current_row_visible(&row)?, r.visible().unwrap());
+        // A row not visible at the asked time is skipped from its header, without decoding.
+        let at =
+            |t: i64| decode_current_row_at(&r.namespace, r.id, &row, Some(Timestamp::from_micros(t)), |x| x);
+        assert_eq!(at(4)?, None);
+        assert_eq!(at(5)?.as_ref(), Some(&r));
+        assert_eq!(at(50)?, None);
         Ok(())
     }
 

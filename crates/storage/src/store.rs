@@ -698,10 +698,10 @@ fn init_tables(db: &Database, now: Timestamp) -> Result<(), Error> {
     Ok(())
 }
 
-/// One group commit. An `Err` means nothing was committed.
-/// One commit: the jobs `first`, then those `more` hands over (called with the number of jobs
-/// taken so far, until it returns none). Each batch of jobs is planned at its own transaction
-/// time, taken when the batch is, so no job is recorded before it was submitted.
+/// One group commit: the jobs `first`, then those `more` hands over (called with the number of
+/// jobs taken so far, until it returns none). Each batch of jobs is planned at its own
+/// transaction time, taken when the batch is, so no job is recorded before it was submitted.
+/// An `Err` means nothing was committed.
 fn commit(
     db: &Database,
     clock: &dyn Clock,
@@ -714,6 +714,7 @@ fn commit(
     let mut per_job: Vec<(Result<Vec<Outcome>, Error>, Timestamp)> = Vec::with_capacity(first.len());
     let mut changed: Vec<(String, u128)> = Vec::new();
     let mut wrote = false;
+    // A shared file has no non-durable commits (redb keeps them in one process's memory).
     let mut durable = shared;
     let mut wants_commit = false;
     let mut meta_t = txn.open_table(tables::META)?;
@@ -743,8 +744,6 @@ fn commit(
         let mut batch = first;
         while !batch.is_empty() {
             for (ops, durability) in batch {
-                // A shared file has no non-durable commits (redb keeps them in one process's
-                // memory).
                 durable |= durability == Durability::Immediate;
                 wants_commit |= ops.is_empty() && durability == Durability::Immediate;
                 let mut planner = Planner::new(&tables, tx, ops.len());
