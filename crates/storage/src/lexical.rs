@@ -162,7 +162,7 @@ pub(crate) fn decode_stats(b: &[u8]) -> LexStats {
 /// The write side, used by the commit that writes the revision.
 pub(crate) struct LexicalWriter<'txn> {
     pub(crate) postings: crate::tables::LazyTable<'txn, PostingKey, &'static [u8]>,
-    pub(crate) texts: Table<'txn, TextKey, &'static [u8]>,
+    pub(crate) texts: crate::tables::Deferred<'txn, TextKey, &'static [u8]>,
     pub(crate) fresh: Table<'txn, TextKey, &'static [u8]>,
     pub(crate) stats: Table<'txn, &'static str, &'static [u8]>,
     /// Per namespace: changes to the totals (texts, length, stored fresh rows), written once
@@ -179,7 +179,7 @@ impl<'txn> LexicalWriter<'txn> {
     pub(crate) fn open(txn: &'txn redb::WriteTransaction) -> Result<Self, Error> {
         Ok(LexicalWriter {
             postings: crate::tables::LazyTable::new(txn, crate::tables::POSTINGS),
-            texts: txn.open_table(crate::tables::TEXTS)?,
+            texts: crate::tables::Deferred::new(txn.open_table(crate::tables::TEXTS)?),
             fresh: txn.open_table(crate::tables::FRESH)?,
             stats: txn.open_table(crate::tables::LEXSTATS)?,
             pending: BTreeMap::new(),
@@ -215,17 +215,9 @@ impl<'txn> LexicalWriter<'txn> {
             let texts = stored + new.len() as u64;
             let merge = texts >= FRESH_LIMIT || (requested.contains(&ns) && texts > 0);
             if merge {
-                self.merge_fresh(&ns)?;
-            }
-            for ((id, rev), (counts, len)) in &new {
-                if merge {
-                    for (term, tf) in counts {
-                        self.postings.get_mut()?.insert(
-                            (ns.as_str(), term.as_str(), *id, *rev),
-                            encode_posting(*tf, *len).as_slice(),
-                        )?;
-                    }
-                } else {
+                self.merge(&ns, &new)?;
+            } else {
+                for ((id, rev), (counts, len)) in &new {
                     self.fresh.insert((ns.as_str(), *id, *rev), encode_fresh(counts, *len).as_slice())?;
                 }
             }
@@ -240,17 +232,33 @@ impl<'txn> LexicalWriter<'txn> {
                 self.stats.insert(ns.as_str(), encode_stats(s).as_slice())?;
             }
         }
+        self.texts.flush()?;
         Ok(())
     }
 
-    /// Move every fresh text of a namespace into the posting lists.
-    fn merge_fresh(&mut self, ns: &str) -> Result<(), Error> {
-        for (id, rev, bytes) in fresh_rows(&self.fresh, ns)? {
-            let (len, terms) = decode_fresh_row(ns, id, rev, &bytes)?;
-            for (term, tf) in terms {
-                self.postings.get_mut()?.insert((ns, term, id, rev), encode_posting(tf, len).as_slice())?;
-            }
-            self.fresh.remove((ns, id, rev))?;
+    /// Move every fresh text of a namespace, and this commit's new texts, into the posting
+    /// lists. The postings are inserted in key order, so a term's new postings (whose ids are
+    /// mostly newer than its old ones) go into its list as one run through one cursor rather
+    /// than one descent each: the common terms of a language make most of a merge's postings.
+    fn merge(&mut self, ns: &str, new: &[NewText]) -> Result<(), Error> {
+        let rows = fresh_rows(&self.fresh, ns)?;
+        let mut all: Vec<(&str, u128, u32, [u8; 9])> = Vec::new();
+        for (id, rev, bytes) in &rows {
+            let (len, terms) = decode_fresh_row(ns, *id, *rev, bytes)?;
+            all.extend(terms.into_iter().map(|(term, tf)| (term, *id, *rev, encode_posting(tf, len))));
+        }
+        for ((id, rev), (counts, len)) in new {
+            all.extend(counts.iter().map(|(term, tf)| (term.as_str(), *id, *rev, encode_posting(*tf, *len))));
+        }
+        // Stable: of two equal keys (which a consistent file never has) the later wins, as
+        // before.
+        all.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        crate::tables::insert_sorted(
+            self.postings.get_mut()?,
+            all.iter().map(|(term, id, rev, value)| ((ns, *term, *id, *rev), value.as_slice())),
+        )?;
+        if !rows.is_empty() {
+            self.fresh.retain_in((ns, 0u128, 0u32)..=(ns, u128::MAX, u32::MAX), |_, _| false)?;
         }
         Ok(())
     }
@@ -278,7 +286,7 @@ impl<'txn> LexicalWriter<'txn> {
     /// Remove every indexed text of a forgotten record (`all`: its revisions, in order).
     pub(crate) fn forget(&mut self, ns: &str, id: u128, all: &[Record]) -> Result<(), Error> {
         let mut revs = Vec::new();
-        for r in self.texts.range((ns, id, 0u32)..=(ns, id, u32::MAX))? {
+        for r in self.texts.table()?.range((ns, id, 0u32)..=(ns, id, u32::MAX))? {
             revs.push(r?.0.value().2);
         }
         let mut fresh_revs = Vec::new();
@@ -300,7 +308,7 @@ impl<'txn> LexicalWriter<'txn> {
                 }
                 removed_len += i64::from(len);
             }
-            self.texts.remove((ns, id, *rev))?;
+            self.texts.table()?.remove((ns, id, *rev))?;
         }
         if !revs.is_empty() || !fresh_revs.is_empty() {
             let fresh = -i64::try_from(fresh_revs.len()).unwrap_or(0);

@@ -724,8 +724,8 @@ fn commit(
     {
         let mut tables = WriteTables {
             revisions: txn.open_table(tables::REVISIONS)?,
-            current: txn.open_table(tables::CURRENT)?,
-            current_ends: txn.open_table(tables::CURRENT_ENDS)?,
+            current: tables::Deferred::new(txn.open_table(tables::CURRENT)?),
+            current_ends: tables::Deferred::new(txn.open_table(tables::CURRENT_ENDS)?),
             identity: tables::LazyTable::new(&txn, tables::IDENTITY),
             namespaces: tables::LazyTable::new(&txn, tables::NAMESPACES),
             timeline: TimelineWriter::new(

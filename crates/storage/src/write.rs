@@ -17,7 +17,7 @@ use crate::codec;
 use crate::error::{Error, InputError};
 use crate::id::{Namespace, RecordId};
 use crate::record::{self, Envelope, Op, Record, Visible};
-use crate::tables::{LazyTable, names};
+use crate::tables::{Deferred, LazyTable, names};
 use crate::time::Timestamp;
 use crate::timeline::TimelineWriter;
 use crate::vector;
@@ -346,8 +346,8 @@ type RevKey = (&'static str, u128, i64, u32);
 /// The tables a commit writes.
 pub(crate) struct WriteTables<'txn> {
     pub(crate) revisions: Table<'txn, RevKey, &'static [u8]>,
-    pub(crate) current: Table<'txn, (&'static str, u8, u128), &'static [u8]>,
-    pub(crate) current_ends: Table<'txn, (i64, &'static str, u8, u128), ()>,
+    pub(crate) current: Deferred<'txn, (&'static str, u8, u128), &'static [u8]>,
+    pub(crate) current_ends: Deferred<'txn, (i64, &'static str, u8, u128), ()>,
     pub(crate) identity: LazyTable<'txn, (&'static str, u8, &'static str), u128>,
     pub(crate) namespaces: LazyTable<'txn, &'static str, &'static [u8]>,
     pub(crate) timeline: TimelineWriter<'txn, 'txn>,
@@ -938,6 +938,9 @@ impl WriteTables<'_> {
         self.lexical.flush()?;
         self.timeline.finish(now)?;
         self.sweep(now)?;
+        // The waiting inserts (see `Deferred`): the commit must not go without them.
+        self.current.flush()?;
+        self.current_ends.flush()?;
         Ok(())
     }
 
@@ -945,11 +948,11 @@ impl WriteTables<'_> {
         let ns = rec.namespace.as_str();
         let kind = rec.kind().code();
         let id = rec.id.as_u128();
-        self.current.remove((ns, kind, id))?;
+        self.current.table()?.remove((ns, kind, id))?;
         if let Some(v) = rec.visible()
             && !v.is_open()
         {
-            self.current_ends.remove((v.until.as_micros(), ns, kind, id))?;
+            self.current_ends.table()?.remove((v.until.as_micros(), ns, kind, id))?;
         }
         Ok(())
     }
@@ -1083,14 +1086,14 @@ impl WriteTables<'_> {
     fn sweep(&mut self, through: i64) -> Result<usize, Error> {
         let mut expired: Vec<(i64, String, u8, u128)> = Vec::new();
         let end = through.saturating_add(1);
-        for r in self.current_ends.range((i64::MIN, "", 0u8, 0u128)..(end, "", 0u8, 0u128))? {
+        for r in self.current_ends.table()?.range((i64::MIN, "", 0u8, 0u128)..(end, "", 0u8, 0u128))? {
             let (k, _) = r?;
             let (t, ns, kind, id) = k.value();
             expired.push((t, ns.to_string(), kind, id));
         }
         for (t, ns, kind, id) in &expired {
-            self.current_ends.remove((*t, ns.as_str(), *kind, *id))?;
-            self.current.remove((ns.as_str(), *kind, *id))?;
+            self.current_ends.table()?.remove((*t, ns.as_str(), *kind, *id))?;
+            self.current.table()?.remove((ns.as_str(), *kind, *id))?;
         }
         Ok(expired.len())
     }
