@@ -141,6 +141,11 @@ pub(crate) fn insert_sorted<'r, K: redb::Key + 'static, V: redb::Value + 'static
 ) -> Result<(), redb::StorageError> {
     let mut rows = rows.into_iter().peekable();
     while let Some((key, value)) = rows.next() {
+        if rows.peek().is_none() {
+            // A last row alone: a cursor would cost more than it saves.
+            table.insert(&key, &value)?;
+            break;
+        }
         let mut c = table.lower_bound_mut(std::ops::Bound::Included(&key))?;
         match c.insert_before(&key, &value) {
             Ok(()) => {
