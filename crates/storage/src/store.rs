@@ -729,7 +729,7 @@ fn commit(
             identity: tables::LazyTable::new(&txn, tables::IDENTITY),
             namespaces: tables::LazyTable::new(&txn, tables::NAMESPACES),
             timeline: TimelineWriter::new(
-                txn.open_table(tables::EVENTS)?,
+                tables::Deferred::new(txn.open_table(tables::EVENTS)?),
                 txn.open_table(tables::CHECKPOINTS)?,
                 tables::LazyTable::new(&txn, tables::CHECKPOINT_ENTRIES),
                 hints,

@@ -130,6 +130,9 @@ impl<'txn, K: redb::Key + 'static, V: redb::Value + 'static> LazyTable<'txn, K, 
     }
 }
 
+/// Below this many rows, [`insert_sorted`] inserts them one by one.
+const FEW_ROWS: usize = 4;
+
 /// Insert rows given in ascending key order (equal keys: the later row wins, as with repeated
 /// [`redb::Table::insert`]). Consecutive rows that fall into one gap of the table, such as a
 /// term's new postings after its old ones, go through one cursor, whose buffered inserts
@@ -137,9 +140,17 @@ impl<'txn, K: redb::Key + 'static, V: redb::Value + 'static> LazyTable<'txn, K, 
 /// descent. Rows out of order are still inserted correctly, only without the saving.
 pub(crate) fn insert_sorted<'r, K: redb::Key + 'static, V: redb::Value + 'static>(
     table: &mut redb::Table<'_, K, V>,
-    rows: impl IntoIterator<Item = (K::SelfType<'r>, V::SelfType<'r>)>,
+    rows: impl ExactSizeIterator<Item = (K::SelfType<'r>, V::SelfType<'r>)>,
 ) -> Result<(), redb::StorageError> {
-    let mut rows = rows.into_iter().peekable();
+    if rows.len() < FEW_ROWS {
+        // A commit of one record puts a row or two into a table, rarely side by side: a cursor
+        // would cost more than it saves.
+        for (key, value) in rows {
+            table.insert(&key, &value)?;
+        }
+        return Ok(());
+    }
+    let mut rows = rows.peekable();
     while let Some((key, value)) = rows.next() {
         if rows.peek().is_none() {
             // A last row alone: a cursor would cost more than it saves.

@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use crate::codec;
 use crate::error::{CodecError, Error};
 use crate::record::Visible;
-use crate::tables::{LazyTable, names};
+use crate::tables::{Deferred, LazyTable, names};
 use crate::time::Timestamp;
 
 /// Edge code of "stops being visible".
@@ -270,7 +270,7 @@ const GAP_FLUSH: u64 = 256;
 
 /// The timeline tables of a write transaction, plus the gap counters of the commit.
 pub(crate) struct TimelineWriter<'txn, 'h> {
-    pub(crate) events: Table<'txn, EventKey<'static>, &'static [u8]>,
+    pub(crate) events: Deferred<'txn, EventKey<'static>, &'static [u8]>,
     pub(crate) checkpoints: Table<'txn, CheckpointKey<'static>, &'static [u8]>,
     pub(crate) entries: LazyTable<'txn, EntryKey<'static>, &'static [u8]>,
     hints: &'h mut GapHints,
@@ -283,7 +283,7 @@ pub(crate) struct TimelineWriter<'txn, 'h> {
 
 impl<'txn, 'h> TimelineWriter<'txn, 'h> {
     pub(crate) fn new(
-        events: Table<'txn, EventKey<'static>, &'static [u8]>,
+        events: Deferred<'txn, EventKey<'static>, &'static [u8]>,
         checkpoints: Table<'txn, CheckpointKey<'static>, &'static [u8]>,
         entries: LazyTable<'txn, EntryKey<'static>, &'static [u8]>,
         hints: &'h mut GapHints,
@@ -352,7 +352,19 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
         }
         let last = self.last_checkpoint(ns)?;
         for &(t, edge) in &new_edges {
-            if !old_edges.contains(&(t, edge)) && self.assert_event(ns, t, id, edge, kind, tx)? {
+            if old_edges.contains(&(t, edge)) {
+                continue;
+            }
+            let added = if old.is_none() {
+                // A record without revisions has no events (`forget` erases them all): a plain
+                // insert, which waits to go in with the commit's others.
+                self.events
+                    .insert((ns, t, id, edge), encode_spans(kind, &Spans::open_from(tx))?.as_slice())?;
+                true
+            } else {
+                self.assert_event(ns, t, id, edge, kind, tx)?
+            };
+            if added {
                 let gap = if t > last { last } else { self.gap_of(ns, t)? };
                 *self.hints.pending.entry((ns.to_string(), gap)).or_insert(0) += 1;
             }
@@ -386,7 +398,7 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
         edge_keys.sort_unstable();
         edge_keys.dedup();
         for (t, edge) in edge_keys {
-            self.events.remove((ns, t, id, edge))?;
+            self.events.table()?.remove((ns, t, id, edge))?;
         }
         let mut ranges: Vec<(i64, i64)> =
             intervals.iter().map(|v| (v.from.as_micros(), v.until.as_micros())).collect();
@@ -430,7 +442,7 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
         let fresh = Spans::open_from(tx);
         let bytes = encode_spans(kind, &fresh)?;
         // Most events are new: one insert; merge only if one was there.
-        let previous = match self.events.insert((ns, t, id, edge), bytes.as_slice())? {
+        let previous = match self.events.table()?.insert((ns, t, id, edge), bytes.as_slice())? {
             Some(old) => Some(decode_spans(names::EVENTS, old.value())?.1),
             None => None,
         };
@@ -439,7 +451,7 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
             Some(before) => {
                 let after = before.union(&fresh);
                 if after != fresh {
-                    self.events.insert((ns, t, id, edge), encode_spans(kind, &after)?.as_slice())?;
+                    self.events.table()?.insert((ns, t, id, edge), encode_spans(kind, &after)?.as_slice())?;
                 }
                 Ok(after.len() > before.len())
             }
@@ -456,15 +468,15 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
         kind: u8,
         tx: i64,
     ) -> Result<(), Error> {
-        let before = match self.events.get((ns, t, id, edge))? {
+        let before = match self.events.table()?.get((ns, t, id, edge))? {
             Some(v) => decode_spans(names::EVENTS, v.value())?.1,
             None => return Ok(()),
         };
         let after = before.minus(&Spans::open_from(tx));
         if after.is_empty() {
-            self.events.remove((ns, t, id, edge))?;
+            self.events.table()?.remove((ns, t, id, edge))?;
         } else if after != before {
-            self.events.insert((ns, t, id, edge), encode_spans(kind, &after)?.as_slice())?;
+            self.events.table()?.insert((ns, t, id, edge), encode_spans(kind, &after)?.as_slice())?;
         }
         Ok(())
     }
@@ -528,6 +540,8 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
             self.maybe_split(&ns, c, now)?;
         }
         self.last_checkpoint.clear();
+        // The waiting event rows (see `Deferred`): the commit must not go without them.
+        self.events.flush()?;
         Ok(())
     }
 
@@ -580,8 +594,10 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
         let mut walked: u64 = 0;
         let mut last_t: Option<i64> = None;
         if hi > ca {
-            for r in
-                self.events.range((ns, ca.saturating_add(1), 0u128, 0u8)..=(ns, hi, u128::MAX, u8::MAX))?
+            for r in self
+                .events
+                .table()?
+                .range((ns, ca.saturating_add(1), 0u128, 0u8)..=(ns, hi, u128::MAX, u8::MAX))?
             {
                 let (k, v) = r?;
                 let (_, t, id, edge) = k.value();
@@ -610,6 +626,7 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
         if hi < upper
             && let Some(r) = self
                 .events
+                .table()?
                 .range((ns, hi.saturating_add(1), 0u128, 0u8)..=(ns, upper, u128::MAX, u8::MAX))?
                 .next()
         {

@@ -453,3 +453,119 @@ fn compaction_gives_free_pages_back_and_keeps_the_data() {
 fn open_at(path: &std::path::Path) -> Store {
     Store::open(path, StoreOptions { create: true, ..Default::default() }).unwrap()
 }
+
+/// Rows a commit holds back until its end (current rows, their ends, texts, new records'
+/// events) are seen by the commit's later jobs: revising, retiring and forgetting records
+/// inserted earlier in the same commit leaves every index as if each job had its own commit.
+#[test]
+fn later_jobs_of_a_commit_see_the_rows_it_holds_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    let store = open(&dir);
+    let n = ns("p");
+    let t0 = store.snapshot().unwrap().now();
+    let day = |d: u32| t0.plus_days(d);
+    let learning = |t: &str| -> Body { Learning { text: t.into(), ..Default::default() }.into() };
+    let with = |text: &str, from: u32, until: Option<u32>| {
+        let mut r = NewRecord::new(n.clone(), learning(text));
+        r.valid_from = Some(day(from));
+        r.valid_until = until.map(day);
+        r
+    };
+    let (a, b, c, d) = (
+        with("alpha river", 1, None),
+        with("beta mountain", 2, Some(9)),
+        with("gamma lake", 1, None),
+        with("delta", 3, None),
+    );
+    let (ia, ib, ic, id) = (a.id, b.id, c.id, d.id);
+    let mut close_a = Revise::new(n.clone(), ia);
+    close_a.valid_until = Some(Some(day(5)));
+    let mut retext_d = Revise::new(n.clone(), id);
+    retext_d.body = Some(learning("delta canyon"));
+    let jobs = vec![
+        vec![WriteOp::Insert(a), WriteOp::Insert(b), WriteOp::Insert(c)],
+        vec![WriteOp::Revise(close_a), WriteOp::Retire { namespace: n.clone(), id: ib, at: Some(day(4)) }],
+        vec![WriteOp::Forget { namespace: n.clone(), id: ic }, WriteOp::Insert(d)],
+        vec![WriteOp::Revise(retext_d)],
+    ];
+    let before = store.snapshot().unwrap().meta().commit_seq;
+    for r in store.write_many(jobs, Durability::Immediate) {
+        r.unwrap();
+    }
+    assert_eq!(store.snapshot().unwrap().meta().commit_seq, before + 1, "one commit");
+
+    let check = |store: &Store| {
+        let snap = store.snapshot().unwrap();
+        assert!(snap.verify().unwrap().is_empty(), "{:?}", snap.verify().unwrap());
+        let at = |d: u32| -> Vec<RecordId> {
+            let mut ids: Vec<RecordId> = snap
+                .list(&n, &ListQuery::new().as_of(AsOf::valid_at(day(d))))
+                .unwrap()
+                .iter()
+                .map(|r| r.id)
+                .collect();
+            ids.sort();
+            ids
+        };
+        let sorted = |mut v: Vec<RecordId>| {
+            v.sort();
+            v
+        };
+        assert_eq!(at(1), vec![ia]);
+        assert_eq!(at(2), sorted(vec![ia, ib]));
+        assert_eq!(at(3), sorted(vec![ia, ib, id]));
+        assert_eq!(at(4), sorted(vec![ia, id]));
+        assert_eq!(at(6), vec![id]);
+        assert!(snap.history(&n, ic).unwrap().is_empty());
+        let now = store.snapshot().unwrap().now();
+        let search = |q: &str| -> Vec<RecordId> {
+            snap.lexical_search(&n, q, &ListQuery::new().as_of(AsOf::valid_at(now.max(day(6)))), 10)
+                .unwrap()
+                .into_iter()
+                .map(|h| h.record.id)
+                .collect()
+        };
+        assert_eq!(search("canyon"), vec![id]);
+        assert!(search("gamma").is_empty());
+    };
+    check(&store);
+    drop(store);
+    check(&open_at(&path));
+}
+
+/// An end moved away and back: the timeline keeps both periods during which the first end was
+/// believed, so time travel on the transaction axis sees each belief in its own period.
+#[test]
+fn an_end_believed_again_keeps_its_earlier_belief() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let n = ns("p");
+    let t0 = store.snapshot().unwrap().now();
+    let day = |d: u32| t0.plus_days(d);
+    let mut rec = NewRecord::new(n.clone(), Learning { text: "x".into(), ..Default::default() });
+    rec.valid_from = Some(day(1));
+    rec.valid_until = Some(day(9));
+    let x = rec.id;
+    let tx1 = store.write(vec![WriteOp::Insert(rec)]).unwrap().tx;
+    let until = |d: u32| {
+        let mut r = Revise::new(n.clone(), x);
+        r.valid_until = Some(Some(day(d)));
+        WriteOp::Revise(r)
+    };
+    let tx2 = store.write(vec![until(4)]).unwrap().tx;
+    let tx3 = store.write(vec![until(9)]).unwrap().tx;
+    let snap = store.snapshot().unwrap();
+    let visible = |v: u32, k: Timestamp| {
+        snap.list(&n, &ListQuery::new().as_of(AsOf::valid_at(day(v)).known_at(k)))
+            .unwrap()
+            .iter()
+            .any(|r| r.id == x)
+    };
+    for (k, until) in [(tx1, 9), (tx2.plus_micros(-1), 9), (tx2, 4), (tx3.plus_micros(-1), 4), (tx3, 9)] {
+        for v in [2, 6, 10] {
+            assert_eq!(visible(v, k), v < until, "valid at day {v}, known at {k}");
+        }
+    }
+    assert!(snap.verify().unwrap().is_empty());
+}
