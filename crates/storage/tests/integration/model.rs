@@ -158,8 +158,11 @@ impl Harness {
         self.clock.now().as_micros()
     }
 
+    /// A time `off` ticks from now, on a grid of whole ticks: operations a few steps apart
+    /// then often name the same instant (an edge moved away and back, edges that coincide).
     fn t(&self, off: i8) -> Timestamp {
-        Timestamp::from_micros(self.now() + i64::from(off) * UNIT)
+        let now = self.now();
+        Timestamp::from_micros(now - now.rem_euclid(UNIT) + i64::from(off) * UNIT)
     }
 
     fn pick(&self, p: u8) -> Option<(String, RecordId)> {
