@@ -13,7 +13,9 @@
 //!   distinct term in `mnemon.postings`. When a commit would leave a namespace with
 //!   [`FRESH_LIMIT`] fresh texts or more, it moves them all there (and writes its own texts
 //!   there directly), so a search reads at most that many fresh rows beside the posting lists
-//!   of its terms, and a bulk import writes postings once. [`crate::WriteOp::MergeTexts`]
+//!   of its terms, and a bulk import writes postings once. A merge inserts its postings in
+//!   key order, so each term's new postings go into its list as one run
+//!   (`tables::insert_sorted`). [`crate::WriteOp::MergeTexts`]
 //!   merges a namespace's fresh texts at any time (a server's quiet moment), so that no
 //!   caller's write pays for the merge.
 //!
