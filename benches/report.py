@@ -16,6 +16,8 @@ SVG = sys.argv[2] if len(sys.argv) > 2 else "docs/benchmarks.svg"
 ROWS = [
     ("valid at now, 100k revisions", "valid_at_100k/mnemon/now", "valid_at_100k/sqlite/now", None),
     ("valid at now, 1M revisions", "valid_at_1000k/mnemon/now", "valid_at_1000k/sqlite/now", None),
+    ("valid 100 minutes ago, 100k revisions", "valid_at_100k/mnemon/recent", "valid_at_100k/sqlite/recent", None),
+    ("valid 100 minutes ago, 1M revisions", "valid_at_1000k/mnemon/recent", "valid_at_1000k/sqlite/recent", None),
     ("valid in the past, 100k revisions", "valid_at_100k/mnemon/past", "valid_at_100k/sqlite/past", None),
     ("valid in the past, 1M revisions", "valid_at_1000k/mnemon/past", "valid_at_1000k/sqlite/past", None),
     ("get latest revision, 1M revisions", "get_1000k/mnemon", "get_1000k/sqlite", None),

@@ -1,4 +1,4 @@
-//! Drive one workload for a profiler: `profile (now|past|insert|batch) [revisions]`.
+//! Drive one workload for a profiler: `profile (now|recent|past|insert|batch|many|gc|jobs) [n]`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::print_stdout, reason = "profiling driver")]
 
 use std::time::Instant;
@@ -99,7 +99,13 @@ fn main() {
                 std::mem::size_of::<mnemon::Body>()
             );
             let end = events.last().unwrap().time();
-            let v = if mode == "now" { end + 1 } else { events[events.len() / 2].time() };
+            // "recent": 100 events (simulated minutes) before the end, when most records live
+            // then are still live now; "past": the middle of the history.
+            let v = match mode {
+                "now" => end + 1,
+                "recent" => events[events.len() - 100].time(),
+                _ => events[events.len() / 2].time(),
+            };
             let reps: u32 = std::env::var("MNEMON_PROFILE_REPS")
                 .ok()
                 .and_then(|s| s.parse().ok())

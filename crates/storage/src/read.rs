@@ -296,70 +296,31 @@ impl Snapshot {
         if limit == 0 {
             return Ok((out, ListPath::Current));
         }
-        if k >= self.meta.last_tx.as_micros() && v >= self.meta.swept_through.as_micros() {
+        let codes: Vec<u8> =
+            if kinds.is_empty() { Kind::ALL.iter().map(|k| k.code()).collect() } else { kinds.clone() };
+        let known_now = k >= self.meta.last_tx.as_micros();
+        if known_now && v >= self.meta.swept_through.as_micros() {
             let t = self.txn.open_table(tables::CURRENT)?;
             // Records are large: reserve once (the table's length is stored, so this is free)
             // rather than moving them as the vector grows.
             let rows = usize::try_from(t.len()?).unwrap_or(usize::MAX);
             out.reserve(rows.min(limit).min(4096));
-            let codes: Vec<u8> =
-                if kinds.is_empty() { Kind::ALL.iter().map(|k| k.code()).collect() } else { kinds.clone() };
-            let mut ranges = Vec::with_capacity(codes.len());
-            for c in codes {
-                let mut it = t.range((ns.as_str(), c, 0u128)..=(ns.as_str(), c, u128::MAX))?.rev().peekable();
-                // Most namespaces hold few kinds: drop the empty ranges now, so that a listing of
-                // one kind is a plain backward scan rather than a merge.
-                if it.peek().is_some() {
-                    ranges.push(it);
-                }
-            }
-            // One row: skip it unless visible at `vt` and accepted; `true` once the limit is hit.
-            let mut take = |id: u128, bytes: &[u8]| -> Result<bool, Error> {
-                let decoded =
-                    record::decode_current_row_at(ns, RecordId::from_u128(id), bytes, Some(vt), |rec| {
-                        out.push(rec)
-                    })
-                    .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
+            let mut stream = CurrentRows::open(&t, ns.as_str(), &codes)?;
+            while let Some((id, bytes)) = stream.next()? {
+                let decoded = record::decode_current_row_at(
+                    ns,
+                    RecordId::from_u128(id),
+                    bytes.value(),
+                    Some(vt),
+                    |rec| out.push(rec),
+                )
+                .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
                 // Filter in place: moving a record out and back costs more than popping it.
                 if decoded.is_some() && out.last().is_some_and(|rec| !q.accepts(rec)) {
                     out.pop();
                 }
-                Ok(out.len() >= limit)
-            };
-            if ranges.len() == 1 {
-                if let Some(it) = ranges.pop() {
-                    for item in it {
-                        let (key, val) = item?;
-                        if take(key.value().2, val.value())? {
-                            break;
-                        }
-                    }
-                }
-            } else {
-                // Newest first across kinds: each range runs backwards; merge them by id.
-                loop {
-                    let mut best: Option<(usize, u128)> = None;
-                    for (i, it) in ranges.iter_mut().enumerate() {
-                        match it.peek() {
-                            Some(Ok((key, _))) => {
-                                let id = key.value().2;
-                                if best.is_none_or(|(_, b)| id > b) {
-                                    best = Some((i, id));
-                                }
-                            }
-                            Some(Err(_)) => {
-                                best = Some((i, 0));
-                                break;
-                            }
-                            None => {}
-                        }
-                    }
-                    let Some((i, id)) = best else { break };
-                    let Some(item) = ranges.get_mut(i).and_then(Iterator::next) else { break };
-                    let (_, val) = item?;
-                    if take(id, val.value())? {
-                        break;
-                    }
+                if out.len() >= limit {
+                    break;
                 }
             }
             return Ok((out, ListPath::Current));
@@ -371,15 +332,57 @@ impl Snapshot {
         let filter = (!kinds.is_empty()).then_some(kinds.as_slice());
         let live = timeline::live_at(&events, &cps, &entries, ns.as_str(), v, k, filter)?;
         out.reserve(live.len().min(limit));
+        // As known now, a record's revision is its latest, and a record that still has a
+        // current row holds its latest revision there: walk the current rows beside the live
+        // set (both newest first) and take those from there, seeking the others' revisions.
+        // For a recent moment most of the live set is still current; for a distant one little
+        // is, and stepping over a current row costs about a fifth of a seek: the walk stops
+        // once it has stepped over more than four rows per record it found (plus a few).
+        let current = if known_now { Some(self.txn.open_table(tables::CURRENT)?) } else { None };
+        let mut stream = match &current {
+            Some(t) => Some(CurrentRows::open(t, ns.as_str(), &codes)?),
+            None => None,
+        };
+        let mut head: Option<CurrentRow<'_>> = None;
+        let (mut found_current, mut stepped_over) = (0usize, 0usize);
         for (id, _) in live.into_iter().rev() {
             let rid = RecordId::from_u128(id);
+            let mut row = None;
+            if let Some(s) = stream.as_mut() {
+                loop {
+                    if head.is_none() {
+                        head = s.next()?;
+                    }
+                    match &head {
+                        Some((h, _)) if *h > id => {
+                            head = None;
+                            stepped_over += 1;
+                        }
+                        Some((h, _)) if *h == id => {
+                            row = head.take();
+                            found_current += 1;
+                            break;
+                        }
+                        _ => break,
+                    }
+                }
+                if stepped_over > 4 * found_current + 16 {
+                    stream = None;
+                    head = None;
+                }
+            }
             // Decoded straight into `out`, then checked and filtered in place (see the
             // current-table path).
-            write::revision_at_with(&revs, ns, rid, k, |rec| out.push(rec))?.ok_or_else(|| {
-                Error::Inconsistent {
-                    namespace: ns.to_string(),
-                    detail: format!("timeline lists {rid} but no revision is known at {k}"),
+            let found = match row {
+                Some((_, bytes)) => {
+                    record::decode_current_row_at(ns, rid, bytes.value(), None, |rec| out.push(rec))
+                        .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?
                 }
+                None => write::revision_at_with(&revs, ns, rid, k, |rec| out.push(rec))?,
+            };
+            found.ok_or_else(|| Error::Inconsistent {
+                namespace: ns.to_string(),
+                detail: format!("timeline lists {rid} but no revision is known at {k}"),
             })?;
             let Some(rec) = out.last() else { break };
             if !rec.is_visible_at(vt) {
@@ -949,5 +952,69 @@ impl Snapshot {
             }
         }
         Ok(())
+    }
+}
+
+/// The current rows of some kinds of a namespace, newest id first across the kinds: each kind's
+/// range runs backwards, and several are merged by id (most namespaces hold few kinds, so the
+/// empty ranges are dropped first and a listing of one kind is a plain backward scan).
+struct CurrentRows<'t> {
+    ranges: Vec<std::iter::Peekable<std::iter::Rev<CurrentRange<'t>>>>,
+}
+
+type CurrentRange<'t> = redb::Range<'t, (&'static str, u8, u128), &'static [u8]>;
+/// A current row: the record's id and the stored row.
+type CurrentRow<'t> = (u128, redb::AccessGuard<'t, &'static [u8]>);
+
+impl<'t> CurrentRows<'t> {
+    fn open(
+        t: &'t redb::ReadOnlyTable<(&'static str, u8, u128), &'static [u8]>,
+        ns: &str,
+        codes: &[u8],
+    ) -> Result<Self, Error> {
+        let mut ranges = Vec::with_capacity(codes.len());
+        for &c in codes {
+            let mut it = t.range((ns, c, 0u128)..=(ns, c, u128::MAX))?.rev().peekable();
+            if it.peek().is_some() {
+                ranges.push(it);
+            }
+        }
+        Ok(CurrentRows { ranges })
+    }
+
+    /// The next row, `(id, row)`.
+    fn next(&mut self) -> Result<Option<CurrentRow<'t>>, Error> {
+        let i = if let [_] = self.ranges.as_slice() {
+            0
+        } else {
+            let mut best: Option<(usize, u128)> = None;
+            for (i, it) in self.ranges.iter_mut().enumerate() {
+                match it.peek() {
+                    Some(Ok((key, _))) => {
+                        let id = key.value().2;
+                        if best.is_none_or(|(_, b)| id > b) {
+                            best = Some((i, id));
+                        }
+                    }
+                    // Taken next, so that the error is returned.
+                    Some(Err(_)) => {
+                        best = Some((i, 0));
+                        break;
+                    }
+                    None => {}
+                }
+            }
+            match best {
+                Some((i, _)) => i,
+                None => return Ok(None),
+            }
+        };
+        match self.ranges.get_mut(i).and_then(Iterator::next) {
+            Some(item) => {
+                let (key, val) = item?;
+                Ok(Some((key.value().2, val)))
+            }
+            None => Ok(None),
+        }
     }
 }
