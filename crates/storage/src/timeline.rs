@@ -329,7 +329,10 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
     }
 
     /// Record that a record's visible interval changed from `old` to `new` at transaction time
-    /// `tx` (a new record has `old = None`; a revision that hides it has `new = None`).
+    /// `tx` (a new record, or a revision of one that was hidden, has `old = None`; a revision
+    /// that hides it has `new = None`). `first` says the record had no revision before: it
+    /// then has no events either.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn change(
         &mut self,
         ns: &str,
@@ -338,6 +341,7 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
         old: Option<Visible>,
         new: Option<Visible>,
         tx: i64,
+        first: bool,
     ) -> Result<(), Error> {
         if old == new {
             return Ok(());
@@ -355,9 +359,11 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
             if old_edges.contains(&(t, edge)) {
                 continue;
             }
-            let added = if old.is_none() {
+            let added = if first {
                 // A record without revisions has no events (`forget` erases them all): a plain
-                // insert, which waits to go in with the commit's others.
+                // insert, which waits to go in with the commit's others. (A revision of a hidden
+                // record also has no visible interval before it, but its earlier edges are
+                // stored, with the spans during which they were believed: those merge.)
                 self.events
                     .insert((ns, t, id, edge), encode_spans(kind, &Spans::open_from(tx))?.as_slice())?;
                 true

@@ -987,7 +987,15 @@ impl WriteTables<'_> {
                     self.register_namespace(ns, commit_tx)?;
                 }
                 let old_vis: Option<Visible> = old.as_ref().and_then(|o| o.visible());
-                self.timeline.change(ns, id, kind, old_vis, new_vis, new.recorded_at.as_micros())?;
+                self.timeline.change(
+                    ns,
+                    id,
+                    kind,
+                    old_vis,
+                    new_vis,
+                    new.recorded_at.as_micros(),
+                    old.is_none(),
+                )?;
                 if let Some(o) = &old {
                     self.remove_current(o)?;
                     self.release_identity(o)?;

@@ -661,3 +661,50 @@ fn past_listings_known_now_agree_with_brute_force() {
     }
     assert!(snap.verify().unwrap().is_empty());
 }
+
+/// A record hidden by one revision and shown again by the next, from the same start: its
+/// start edge was believed before, and the revision that shows it again keeps that belief
+/// (a revision of a hidden record is no new record).
+#[test]
+fn a_record_shown_again_keeps_its_earlier_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = Timestamp::parse("2024-06-01").unwrap();
+    let (store, clock) = open_with_clock(&dir, t);
+    let n = ns("p");
+    let hour = 3_600_000_000i64;
+    let day = 24 * hour;
+    let mut rec = NewRecord::new(n.clone(), Learning { text: "x".into(), ..Default::default() });
+    rec.valid_from = Some(t.plus_micros(-10 * day));
+    let x = rec.id;
+    let c1 = store.write(vec![WriteOp::Insert(rec)]).unwrap().tx;
+    clock.advance(hour);
+    let c2 = store.write(vec![WriteOp::Expire { namespace: n.clone(), id: x, at: None }]).unwrap().tx;
+    clock.advance(hour);
+    let mut later = Revise::new(n.clone(), x);
+    later.valid_from = Some(t.plus_micros(5 * day));
+    let c3 = store.write(vec![WriteOp::Revise(later)]).unwrap().tx;
+    clock.advance(hour);
+    let mut back = Revise::new(n.clone(), x);
+    back.valid_from = Some(t.plus_micros(-10 * day));
+    back.expires_at = Some(None);
+    let c4 = store.write(vec![WriteOp::Revise(back)]).unwrap().tx;
+    let snap = store.snapshot().unwrap();
+    let v = t.plus_micros(-5 * day);
+    let visible = |k: Timestamp| {
+        snap.list(&n, &ListQuery::new().as_of(AsOf::valid_at(v).known_at(k)))
+            .unwrap()
+            .iter()
+            .any(|r| r.id == x)
+    };
+    for (k, want) in [
+        (c1, true),
+        (c2, true),
+        (c3.plus_micros(-1), true),
+        (c3, false),
+        (c4.plus_micros(-1), false),
+        (c4, true),
+    ] {
+        assert_eq!(visible(k), want, "known at {k}");
+    }
+    assert!(snap.verify().unwrap().is_empty());
+}
