@@ -336,45 +336,25 @@ impl Snapshot {
         // current row holds its latest revision there: walk the current rows beside the live
         // set (both newest first) and take those from there, seeking the others' revisions.
         // For a recent moment most of the live set is still current; for a distant one little
-        // is, and stepping over a current row costs about a fifth of a seek: the walk stops
-        // once it has stepped over more than four rows per record it found (plus a few).
+        // is, so the walk stops once it no longer pays (`CurrentRows::pays`).
         let current = if known_now { Some(self.txn.open_table(tables::CURRENT)?) } else { None };
         let mut stream = match &current {
             Some(t) => Some(CurrentRows::open(t, ns.as_str(), &codes)?),
             None => None,
         };
-        let mut head: Option<CurrentRow<'_>> = None;
-        let (mut found_current, mut stepped_over) = (0usize, 0usize);
         for (id, _) in live.into_iter().rev() {
             let rid = RecordId::from_u128(id);
-            let mut row = None;
-            if let Some(s) = stream.as_mut() {
-                loop {
-                    if head.is_none() {
-                        head = s.next()?;
-                    }
-                    match &head {
-                        Some((h, _)) if *h > id => {
-                            head = None;
-                            stepped_over += 1;
-                        }
-                        Some((h, _)) if *h == id => {
-                            row = head.take();
-                            found_current += 1;
-                            break;
-                        }
-                        _ => break,
-                    }
-                }
-                if stepped_over > 4 * found_current + 16 {
-                    stream = None;
-                    head = None;
-                }
+            let row = match stream.as_mut() {
+                Some(s) => s.take(id)?,
+                None => None,
+            };
+            if stream.as_ref().is_some_and(|s| !s.pays()) {
+                stream = None;
             }
             // Decoded straight into `out`, then checked and filtered in place (see the
             // current-table path).
             let found = match row {
-                Some((_, bytes)) => {
+                Some(bytes) => {
                     record::decode_current_row_at(ns, rid, bytes.value(), None, |rec| out.push(rec))
                         .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?
                 }
@@ -960,6 +940,11 @@ impl Snapshot {
 /// empty ranges are dropped first and a listing of one kind is a plain backward scan).
 struct CurrentRows<'t> {
     ranges: Vec<std::iter::Peekable<std::iter::Rev<CurrentRange<'t>>>>,
+    /// The row [`CurrentRows::take`] read past the id it was asked for.
+    head: Option<CurrentRow<'t>>,
+    /// Rows [`CurrentRows::take`] found, and rows it stepped over (ids no one asked for).
+    found: usize,
+    stepped_over: usize,
 }
 
 type CurrentRange<'t> = redb::Range<'t, (&'static str, u8, u128), &'static [u8]>;
@@ -979,7 +964,33 @@ impl<'t> CurrentRows<'t> {
                 ranges.push(it);
             }
         }
-        Ok(CurrentRows { ranges })
+        Ok(CurrentRows { ranges, head: None, found: 0, stepped_over: 0 })
+    }
+
+    /// The row of `id`, stepping over the rows of greater ids; asked in decreasing id order.
+    fn take(&mut self, id: u128) -> Result<Option<redb::AccessGuard<'t, &'static [u8]>>, Error> {
+        loop {
+            if self.head.is_none() {
+                self.head = self.next()?;
+            }
+            match &self.head {
+                Some((h, _)) if *h > id => {
+                    self.head = None;
+                    self.stepped_over += 1;
+                }
+                Some((h, _)) if *h == id => {
+                    self.found += 1;
+                    return Ok(self.head.take().map(|(_, row)| row));
+                }
+                _ => return Ok(None),
+            }
+        }
+    }
+
+    /// Whether taking rows still pays: stepping over a row costs about a fifth of the seek a
+    /// found row saves, so no more than four rows stepped over per row found (plus 16).
+    fn pays(&self) -> bool {
+        self.stepped_over <= 4 * self.found + 16
     }
 
     /// The next row, `(id, row)`.

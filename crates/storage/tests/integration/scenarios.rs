@@ -306,6 +306,11 @@ fn lcg(mut seed: u64) -> impl FnMut() -> u64 {
     }
 }
 
+/// Whether a listing valid at `v`, known at `k`, holds record `x`.
+fn listed(snap: &Snapshot, n: &Namespace, x: RecordId, v: Timestamp, k: Timestamp) -> bool {
+    snap.list(n, &ListQuery::new().as_of(AsOf::valid_at(v).known_at(k))).unwrap().iter().any(|r| r.id == x)
+}
+
 /// Every revision of a namespace, grouped by record, in revision order.
 fn revisions_by_record(snap: &Snapshot, n: &Namespace) -> Vec<Vec<Record>> {
     let mut all: Vec<Vec<Record>> = Vec::new();
@@ -572,12 +577,7 @@ fn an_end_believed_again_keeps_its_earlier_belief() {
     let tx2 = store.write(vec![until(4)]).unwrap().tx;
     let tx3 = store.write(vec![until(9)]).unwrap().tx;
     let snap = store.snapshot().unwrap();
-    let visible = |v: u32, k: Timestamp| {
-        snap.list(&n, &ListQuery::new().as_of(AsOf::valid_at(day(v)).known_at(k)))
-            .unwrap()
-            .iter()
-            .any(|r| r.id == x)
-    };
+    let visible = |v: u32, k: Timestamp| listed(&snap, &n, x, day(v), k);
     for (k, until) in [(tx1, 9), (tx2.plus_micros(-1), 9), (tx2, 4), (tx3.plus_micros(-1), 4), (tx3, 9)] {
         for v in [2, 6, 10] {
             assert_eq!(visible(v, k), v < until, "valid at day {v}, known at {k}");
@@ -690,12 +690,7 @@ fn a_record_shown_again_keeps_its_earlier_start() {
     let c4 = store.write(vec![WriteOp::Revise(back)]).unwrap().tx;
     let snap = store.snapshot().unwrap();
     let v = t.plus_micros(-5 * day);
-    let visible = |k: Timestamp| {
-        snap.list(&n, &ListQuery::new().as_of(AsOf::valid_at(v).known_at(k)))
-            .unwrap()
-            .iter()
-            .any(|r| r.id == x)
-    };
+    let visible = |k: Timestamp| listed(&snap, &n, x, v, k);
     for (k, want) in [
         (c1, true),
         (c2, true),
