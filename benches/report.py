@@ -28,6 +28,7 @@ ROWS = [
     ("durable writes, 1 thread", "group_commit_durable/mnemon/1", "group_commit_durable/sqlite/1", 200),
     ("durable writes, 4 threads", "group_commit_durable/mnemon/4", "group_commit_durable/sqlite/4", 800),
     ("durable writes, 16 threads", "group_commit_durable/mnemon/16", "group_commit_durable/sqlite/16", 3200),
+    ("durable writes, 64 threads", "group_commit_durable/mnemon/64", "group_commit_durable/sqlite/64", 6400),
 ]
 
 

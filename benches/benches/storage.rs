@@ -122,8 +122,10 @@ fn group_commit(c: &mut Criterion) {
     drop(Sqlite::open(&sql_path));
     let mut g = c.benchmark_group("group_commit_durable");
     g.sample_size(10).measurement_time(Duration::from_secs(6));
-    for threads in [1usize, 4, 16] {
-        let per_thread = 200usize;
+    // 64 writers: an agent farm's many agents writing at once (fewer writes each, so that a
+    // sample of SQLite's side stays a few seconds).
+    for threads in [1usize, 4, 16, 64] {
+        let per_thread = if threads > 16 { 100usize } else { 200 };
         g.throughput(Throughput::Elements((threads * per_thread) as u64));
         g.bench_with_input(BenchmarkId::new("mnemon", threads), &threads, |b, &threads| {
             b.iter_custom(|iters| {
