@@ -313,6 +313,60 @@ fn import_simple_form_and_bad_lines() {
     assert_eq!(r.json()["created"], 1);
 }
 
+/// An import the file cannot hold (here: the process may not grow any file past a few MiB,
+/// as on a full disk) stops at the first failed commit and names the cause and the first line
+/// not imported; every line before it is in the database, none after, and importing the rest
+/// of the file from that line finishes the job.
+#[test]
+fn an_import_the_disk_cannot_hold_stops_at_a_line_and_can_go_on_from_it() {
+    let e = Env::new();
+    e.init();
+    e.add("decision", r#"{"title":"kept","rationale":"written before"}"#, &[]);
+    let lines: Vec<String> = (0..20_000)
+        .map(|i| format!("{{\"kind\":\"learning\",\"text\":\"note {i} about disks that fill up, files that may not grow, and what an import leaves behind\"}}"))
+        .collect();
+    let file = e.dir.path().join("big.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    // `ulimit -f` makes every write past the limit fail with EFBIG ("File too large"); the
+    // signal a process gets for it (SIGXFSZ) is ignored, so the write returns the error.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 16384; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_mnemon"))
+        .args(["--db", e.db().to_str().unwrap(), "import", file.to_str().unwrap()])
+        .current_dir(e.dir.path())
+        .env_remove("MNEMON_DB")
+        .env_remove("MNEMON_NS")
+        .output()
+        .unwrap();
+    let r = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    r.fails(1, "File too large");
+    assert!(!r.stderr.contains("Previous I/O error"), "the cause, not a later symptom: {}", r.stderr);
+    let line: usize = r
+        .stderr
+        .split("stopped at line ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no line in {}", r.stderr));
+    assert!((2..=20_000).contains(&line), "some lines go in before the file is full: {}", r.stderr);
+    // Reopened without the limit: whole, with the lines before `line` and none after.
+    e.run(&["check"]).ok();
+    let learnings = || e.run(&["--json", "list", "learning"]).json_lines().len();
+    assert_eq!(learnings(), line - 1, "{}", r.stderr);
+    assert_eq!(e.run(&["--json", "list", "decision"]).json_lines().len(), 1);
+    // Going on from that line imports the rest, once.
+    let rest = e.dir.path().join("rest.jsonl");
+    std::fs::write(&rest, lines[line - 1..].join("\n")).unwrap();
+    let created = e.run(&["--json", "import", rest.to_str().unwrap()]).json()["created"].as_u64().unwrap();
+    assert_eq!(created as usize, 20_001 - line);
+    assert_eq!(learnings(), 20_000);
+}
+
 #[test]
 fn compact_shrinks_a_file_and_keeps_it_readable() {
     let e = Env::new();

@@ -34,6 +34,25 @@ pub enum Error {
         /// The bad lines.
         errors: Vec<LineError>,
     },
+    /// An import stopped because a commit failed (the disk is full, the file may not grow,
+    /// an I/O error). Each of its commits is durable: the lines before `line` are imported,
+    /// none from it on (see [`crate::transfer::import`]).
+    #[error(
+        "import of {file} stopped at line {line}, with the lines before it imported ({written} of {total}) and none from it on: {cause}"
+    )]
+    ImportStopped {
+        /// The file (or `-`).
+        file: String,
+        /// The first line not imported: the first of the batch whose commit failed.
+        line: u64,
+        /// Lines committed before it (with `partial`, the lines that failed alone count too).
+        written: u64,
+        /// Lines the import would have written.
+        total: u64,
+        /// Why the commit failed.
+        #[source]
+        cause: mnemon_storage::Error,
+    },
     /// The directory for a new database could not be created (a file in the way, no
     /// permission, ...).
     #[error("cannot create directory {path}: {source}")]
