@@ -38,7 +38,7 @@ pub enum Error {
     /// an I/O error). Each of its commits is durable: the lines before `line` are imported,
     /// none from it on (see [`crate::transfer::import`]).
     #[error(
-        "import of {file} stopped at line {line}, with the lines before it imported ({written} of {total}) and none from it on: {cause}"
+        "import of {file} stopped at line {line}, with the lines before it imported ({written} of {total}) and none after its batch tried: {cause}"
     )]
     ImportStopped {
         /// The file (or `-`).

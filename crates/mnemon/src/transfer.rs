@@ -162,7 +162,10 @@ pub fn import(
             match result {
                 // The commit itself failed (every job of the batch gets this): stop, with the
                 // cause, rather than fail each later batch with "previous I/O error".
-                Err(cause @ mnemon_storage::Error::CommitFailed { .. }) => {
+                Err(
+                    cause @ (mnemon_storage::Error::CommitFailed { .. }
+                    | mnemon_storage::Error::CommitUncertain { .. }),
+                ) => {
                     return Err(Error::ImportStopped {
                         file: source.to_string(),
                         line,

@@ -388,6 +388,17 @@ pub enum Error {
         /// What failed.
         reason: String,
     },
+    /// A commit failed on an I/O error, and the database could not be reopened to see
+    /// whether the commit reached the file first: the batch may or may not have been written.
+    #[error(
+        "commit to {path} failed, and whether this batch was written is unknown until the database opens again: {reason}"
+    )]
+    CommitUncertain {
+        /// The database file.
+        path: PathBuf,
+        /// What failed, and why the database did not open again.
+        reason: String,
+    },
     /// A write to a store opened read-only.
     #[error("{path} is open for reading only")]
     ReadOnly {
@@ -403,6 +414,19 @@ impl Error {
     }
 
     /// Fill in the database path of an error raised where the path was not at hand.
+    /// The same failure for another job of a failed commit: its message, as a commit error.
+    pub(crate) fn clone_reason(&self, p: &std::path::Path) -> Error {
+        match self {
+            Error::CommitUncertain { path, reason } => {
+                Error::CommitUncertain { path: path.clone(), reason: reason.clone() }
+            }
+            Error::CommitFailed { path, reason } => {
+                Error::CommitFailed { path: path.clone(), reason: reason.clone() }
+            }
+            other => Error::CommitFailed { path: p.to_path_buf(), reason: other.to_string() },
+        }
+    }
+
     pub(crate) fn with_path(self, p: &std::path::Path) -> Error {
         match self {
             Error::Database { path, source } if path.as_os_str().is_empty() => {

@@ -20,7 +20,8 @@
 use std::collections::VecDeque;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use redb::{Database, ReadableDatabase};
@@ -162,7 +163,15 @@ impl Slot {
 
 /// The group-commit queue of a writable store.
 struct Writer {
-    db: Arc<Database>,
+    /// The open database; `None` after an I/O error until it opens again (see
+    /// [`Writer::reopen`]).
+    db: RwLock<Option<Arc<Database>>>,
+    cache_size: usize,
+    /// The `commit_seq` of the last commit this handle acknowledged.
+    acknowledged: AtomicU64,
+    /// Set when a reopened database lacked commits this handle had acknowledged (non-durable
+    /// ones, lost with the I/O error): the store refuses to go on.
+    broken: std::sync::OnceLock<String>,
     clock: Arc<dyn Clock>,
     path: PathBuf,
     min_gap: u64,
@@ -222,6 +231,89 @@ impl Drop for Turn<'_> {
 }
 
 impl Writer {
+    /// The open database, or why there is none.
+    fn database(&self) -> Result<Arc<Database>, Error> {
+        if let Some(reason) = self.broken.get() {
+            return Err(Error::CommitFailed { path: self.path.clone(), reason: reason.clone() });
+        }
+        if let Some(db) = self.db.read().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            return Ok(Arc::clone(db));
+        }
+        // Closed by an I/O error that a reopen did not get past: try again.
+        self.reopen().map(|_| ())?;
+        match self.db.read().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            Some(db) => Ok(Arc::clone(db)),
+            None => {
+                Err(Error::CommitFailed { path: self.path.clone(), reason: "the database is closed".into() })
+            }
+        }
+    }
+
+    /// After a commit failed on an I/O error (redb then refuses every later commit with
+    /// "previous I/O error" until the database is opened again): open it again, and answer
+    /// the `jobs` from what the file holds. A commit whose `txn.commit()` failed (`attempted`:
+    /// its `commit_seq` and the results it would have had) may have reached the file before
+    /// the error (redb finishes a commit with bookkeeping that can fail after it): if the
+    /// reopened file has it, its jobs succeeded after all.
+    fn recover(
+        &self,
+        error: Error,
+        attempted: Option<(u64, Vec<Result<Receipt, Error>>)>,
+        jobs: usize,
+    ) -> Vec<Result<Receipt, Error>> {
+        let reason = error.with_path(&self.path).to_string();
+        let failed = |e: Error| (0..jobs).map(|_| Err(e.clone_reason(&self.path))).collect();
+        match (self.reopen(), attempted) {
+            (Ok(now), Some((seq, results))) if now >= seq => {
+                self.acknowledged.fetch_max(seq, Ordering::AcqRel);
+                results
+            }
+            (Ok(_), _) | (Err(_), None) => failed(Error::CommitFailed { path: self.path.clone(), reason }),
+            (Err(again), Some(_)) => failed(Error::CommitUncertain {
+                path: self.path.clone(),
+                reason: format!("{reason}; opening it again failed: {again}"),
+            }),
+        }
+    }
+
+    /// Close the database and open it again (redb recovers it to its last commit); returns the
+    /// reopened file's `commit_seq`. Only the committer calls this, holding the turn, so no
+    /// write transaction is open; snapshots taken before lose their file (their reads fail).
+    fn reopen(&self) -> Result<u64, Error> {
+        let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(old) = slot.take() {
+            match Arc::try_unwrap(old) {
+                // Its own error is the I/O trouble already reported.
+                Ok(db) => drop(db.close()),
+                Err(old) => {
+                    *slot = Some(old);
+                    return Err(Error::CommitFailed {
+                        path: self.path.clone(),
+                        reason: "the database is in use and cannot be reopened".into(),
+                    });
+                }
+            }
+        }
+        let builder = redb_builder(self.cache_size, self.shared);
+        let db = builder.open(&self.path).map_err(|e| open_error(&self.path, e))?;
+        let seq = {
+            let txn = db.begin_read().map_err(|e| Error::from(e).with_path(&self.path))?;
+            let meta = txn.open_table(tables::META).map_err(|e| Error::from(e).with_path(&self.path))?;
+            format::read_state(&meta).map_err(|e| e.with_path(&self.path))?.commit_seq
+        };
+        let acknowledged = self.acknowledged.load(Ordering::Acquire);
+        if seq < acknowledged {
+            let reason = format!(
+                "an I/O error lost acknowledged non-durable commits (the file is at commit {seq}, \
+                 commit {acknowledged} had been acknowledged); open the database again"
+            );
+            let _ = self.broken.set(reason.clone());
+            return Err(Error::CommitFailed { path: self.path.clone(), reason });
+        }
+        *slot = Some(Arc::new(db));
+        Ok(seq)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -309,15 +401,45 @@ impl Writer {
             }
             work
         };
-        let results =
-            commit(&self.db, self.clock.as_ref(), (self.min_gap, self.shared), &mut hints, work, &mut more);
-        let results = match results {
-            Ok(r) => r,
-            Err(e) => {
-                let reason = e.with_path(&self.path).to_string();
-                (0..turn.jobs.len())
-                    .map(|_| Err(Error::CommitFailed { path: self.path.clone(), reason: reason.clone() }))
-                    .collect()
+        let results = match self.database() {
+            // (The jobs still queued get the same answer on their turn.)
+            Err(e) => (0..work.len()).map(|_| Err(e.clone_reason(&self.path))).collect(),
+            Ok(db) => {
+                let planned = commit(
+                    &db,
+                    self.clock.as_ref(),
+                    (self.min_gap, self.shared),
+                    &mut hints,
+                    work,
+                    &mut more,
+                );
+                match planned {
+                    Ok(Planned::Nothing(results)) => results,
+                    Ok(Planned::Commit { txn, seq, results }) => match (*txn).commit() {
+                        Ok(()) => {
+                            self.acknowledged.fetch_max(seq, Ordering::AcqRel);
+                            results
+                        }
+                        Err(e) => {
+                            drop(db);
+                            hints = GapHints::default();
+                            self.recover(Error::from(e), Some((seq, results)), turn.jobs.len())
+                        }
+                    },
+                    Err(e) if needs_reopen(&e) => {
+                        drop(db);
+                        hints = GapHints::default();
+                        self.recover(e, None, turn.jobs.len())
+                    }
+                    Err(e) => {
+                        let reason = e.with_path(&self.path).to_string();
+                        (0..turn.jobs.len())
+                            .map(|_| {
+                                Err(Error::CommitFailed { path: self.path.clone(), reason: reason.clone() })
+                            })
+                            .collect()
+                    }
+                }
             }
         };
         turn.hints = Some(hints);
@@ -411,11 +533,7 @@ impl Store {
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, Error> {
         let path = path.as_ref().to_path_buf();
         let exists = probe_file(&path)?;
-        let mut builder = redb::Builder::new();
-        builder.set_cache_size(options.cache_size);
-        if options.shared {
-            builder.set_concurrency_mode(redb::ConcurrencyMode::MultiWriter);
-        }
+        let builder = redb_builder(options.cache_size, options.shared);
         if !exists && options.create && !options.read_only {
             create_file(&builder, &path, options.clock.now())?;
             return Store::open(path, StoreOptions { create: false, ..options });
@@ -467,7 +585,10 @@ impl Store {
             return Err(OpenError::Missing { path }.into());
         };
         let writer = Writer {
-            db: Arc::new(db),
+            db: RwLock::new(Some(Arc::new(db))),
+            cache_size: options.cache_size,
+            acknowledged: AtomicU64::new(0),
+            broken: std::sync::OnceLock::new(),
             clock: Arc::clone(&options.clock),
             path: path.clone(),
             min_gap: options.min_checkpoint_gap,
@@ -495,7 +616,7 @@ impl Store {
     /// A consistent read-only view at the latest commit.
     pub fn snapshot(&self) -> Result<Snapshot, Error> {
         let txn = match &self.inner.db {
-            Handle::Writable(w) => w.db.begin_read(),
+            Handle::Writable(w) => w.database()?.begin_read(),
             Handle::ReadOnly(db) => db.begin_read(),
         }
         .map_err(|e| Error::from(e).with_path(&self.inner.path))?;
@@ -640,6 +761,25 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
 /// Create a new database at `path` so that no process ever sees it half made: build it under
 /// a temporary name beside `path`, then link it into place, which fails if another process
 /// created `path` meanwhile (its file is kept; ours is dropped).
+fn redb_builder(cache_size: usize, shared: bool) -> redb::Builder {
+    let mut builder = redb::Builder::new();
+    builder.set_cache_size(cache_size);
+    if shared {
+        builder.set_concurrency_mode(redb::ConcurrencyMode::MultiWriter);
+    }
+    builder
+}
+
+/// Whether redb failed in a way that leaves the open database refusing every later commit
+/// (it asks to be opened again).
+fn needs_reopen(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Database { source, .. }
+            if matches!(**source, redb::Error::Io(_) | redb::Error::PreviousIo | redb::Error::TransactionPoisoned)
+    )
+}
+
 fn create_file(builder: &redb::Builder, path: &Path, now: Timestamp) -> Result<(), Error> {
     let io = |e: std::io::Error| OpenError::Io { path: path.to_path_buf(), source: e };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -701,7 +841,7 @@ fn init_tables(db: &Database, now: Timestamp) -> Result<(), Error> {
 /// One group commit: the jobs `first`, then those `more` hands over (called with the number of
 /// jobs taken so far, until it returns none). Each batch of jobs is planned at its own
 /// transaction time, taken when the batch is, so no job is recorded before it was submitted.
-/// An `Err` means nothing was committed.
+/// An `Err` means nothing was committed; the caller commits the transaction returned.
 fn commit(
     db: &Database,
     clock: &dyn Clock,
@@ -709,7 +849,7 @@ fn commit(
     hints: &mut GapHints,
     first: Vec<(Vec<WriteOp>, Durability)>,
     more: &mut dyn FnMut(usize) -> Vec<(Vec<WriteOp>, Durability)>,
-) -> Result<Vec<Result<Receipt, Error>>, Error> {
+) -> Result<Planned, Error> {
     let mut txn = db.begin_write()?;
     let mut per_job: Vec<(Result<Vec<Outcome>, Error>, Timestamp)> = Vec::with_capacity(first.len());
     let mut changed: Vec<(String, u128)> = Vec::new();
@@ -776,12 +916,14 @@ fn commit(
         if !wrote && !wants_commit {
             drop((tables, meta_t));
             txn.abort()?;
-            return Ok(per_job
-                .into_iter()
-                .map(|(r, _)| {
-                    r.map(|outcomes| Receipt { tx: meta.last_tx, commit_seq: meta.commit_seq, outcomes })
-                })
-                .collect());
+            return Ok(Planned::Nothing(
+                per_job
+                    .into_iter()
+                    .map(|(r, _)| {
+                        r.map(|outcomes| Receipt { tx: meta.last_tx, commit_seq: meta.commit_seq, outcomes })
+                    })
+                    .collect(),
+            ));
         }
         tables.finish(tx.as_micros())?;
     }
@@ -797,12 +939,20 @@ fn commit(
     if !durable {
         txn.set_durability(redb::Durability::None)?;
     }
-    txn.commit()?;
     let seq = meta.commit_seq;
-    Ok(per_job
+    let results = per_job
         .into_iter()
         .map(|(r, tx)| r.map(|outcomes| Receipt { tx, commit_seq: seq, outcomes }))
-        .collect())
+        .collect();
+    Ok(Planned::Commit { txn: Box::new(txn), seq, results })
+}
+
+/// A group commit, planned and written into its transaction.
+enum Planned {
+    /// Nothing to write (the transaction was aborted): the jobs' results.
+    Nothing(Vec<Result<Receipt, Error>>),
+    /// The transaction to commit, its `commit_seq`, and the jobs' results once it is.
+    Commit { txn: Box<redb::WriteTransaction>, seq: u64, results: Vec<Result<Receipt, Error>> },
 }
 
 #[cfg(test)]
