@@ -350,7 +350,7 @@ fn an_import_the_disk_cannot_hold_stops_at_a_line_and_can_go_on_from_it() {
         .stderr
         .split("stopped at line ")
         .nth(1)
-        .and_then(|rest| rest.split(',').next())
+        .and_then(|rest| rest.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no line in {}", r.stderr));
     assert!((2..=20_000).contains(&line), "some lines go in before the file is full: {}", r.stderr);

@@ -36,9 +36,10 @@ pub enum Error {
     },
     /// An import stopped because a commit failed (the disk is full, the file may not grow,
     /// an I/O error). Each of its commits is durable: the lines before `line` are imported,
-    /// none from it on (see [`crate::transfer::import`]).
+    /// and none after it was tried; the batch from `line` was not written, unless `cause` says
+    /// that is unknown (see [`crate::transfer::import`]).
     #[error(
-        "import of {file} stopped at line {line}, with the lines before it imported ({written} of {total}) and none after its batch tried: {cause}"
+        "import of {file} stopped at line {line} (the {written} lines before it are imported, of {total}; no later line was tried): {cause}"
     )]
     ImportStopped {
         /// The file (or `-`).

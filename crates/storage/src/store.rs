@@ -239,8 +239,9 @@ impl Writer {
         if let Some(db) = self.db.read().unwrap_or_else(PoisonError::into_inner).as_ref() {
             return Ok(Arc::clone(db));
         }
-        // Closed by an I/O error that a reopen did not get past: try again.
-        self.reopen().map(|_| ())?;
+        // Closed by an I/O error that a reopen did not get past: try again (unless another
+        // thread just did).
+        self.reopen(false).map(|_| ())?;
         match self.db.read().unwrap_or_else(PoisonError::into_inner).as_ref() {
             Some(db) => Ok(Arc::clone(db)),
             None => {
@@ -263,7 +264,7 @@ impl Writer {
     ) -> Vec<Result<Receipt, Error>> {
         let reason = error.with_path(&self.path).to_string();
         let failed = |e: Error| (0..jobs).map(|_| Err(e.clone_reason(&self.path))).collect();
-        match (self.reopen(), attempted) {
+        match (self.reopen(true), attempted) {
             (Ok(now), Some((seq, results))) if now >= seq => {
                 self.acknowledged.fetch_max(seq, Ordering::AcqRel);
                 results
@@ -276,11 +277,16 @@ impl Writer {
         }
     }
 
-    /// Close the database and open it again (redb recovers it to its last commit); returns the
-    /// reopened file's `commit_seq`. Only the committer calls this, holding the turn, so no
+    /// Close the database (`replace`: the one open, which an I/O error left refusing commits)
+    /// and open it again (redb recovers it to its last commit); returns the reopened file's
+    /// `commit_seq`. Without `replace` an open database is left as it is (another thread
+    /// reopened it first) and 0 returned. Only the committer replaces, holding the turn, so no
     /// write transaction is open; snapshots taken before lose their file (their reads fail).
-    fn reopen(&self) -> Result<u64, Error> {
+    fn reopen(&self, replace: bool) -> Result<u64, Error> {
         let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_some() && !replace {
+            return Ok(0);
+        }
         if let Some(old) = slot.take() {
             match Arc::try_unwrap(old) {
                 // Its own error is the I/O trouble already reported.
