@@ -8,6 +8,7 @@ use mnemon_storage::body::Learning;
 use mnemon_storage::*;
 
 const CHILD_ENV: &str = "MNEMON_IO_CHILD_DB";
+const THREADS_ENV: &str = "MNEMON_IO_CHILD_THREADS";
 
 fn learning(ns: &Namespace, i: u64) -> WriteOp {
     WriteOp::Insert(NewRecord::new(
@@ -24,36 +25,63 @@ fn number(text: &str) -> u64 {
     text.strip_prefix("note ").and_then(|t| t.split(':').next()).and_then(|n| n.parse().ok()).unwrap_or(0)
 }
 
-/// The child: writes until a commit fails, is given room again (its file size limit raised
-/// by `prlimit`), then writes again. Reports every acknowledged write on stdout.
+/// The child: `threads` writers (from the environment) write until a commit fails, are given
+/// room again (the file size limit raised by `prlimit`), then write 20 more each. Reports
+/// every acknowledged and every failed write on stdout.
 #[test]
 #[ignore = "run by a_failed_commit_leaves_the_store_writable as a child process"]
 fn io_child() {
     let Ok(path) = std::env::var(CHILD_ENV) else { return };
+    let threads: u64 = std::env::var(THREADS_ENV).ok().and_then(|t| t.parse().ok()).unwrap_or(1);
     let store = Store::open(&path, StoreOptions { create: true, ..Default::default() }).unwrap();
     let ns = Namespace::new("io").unwrap();
-    let mut i = 0u64;
-    loop {
-        i += 1;
-        assert!(i < 1_000_000, "the file never filled up");
-        match store.write(vec![learning(&ns, i)]) {
-            Ok(_) => println!("\nACK {i}"),
-            Err(e) => {
-                println!("\nFAIL {i} {e}");
-                break;
-            }
+    let out = std::sync::Mutex::new(std::io::stdout());
+    let say = |line: String| {
+        use std::io::Write;
+        let mut o = out.lock().unwrap();
+        writeln!(o, "\n{line}").unwrap();
+    };
+    let full = std::sync::atomic::AtomicBool::new(false);
+    let write = |i: u64, failed: &str| match store.write(vec![learning(&ns, i)]) {
+        Ok(_) => {
+            say(format!("ACK {i}"));
+            true
         }
-    }
+        Err(e) => {
+            say(format!("{failed} {i} {e}"));
+            false
+        }
+    };
+    // Writer `t` writes the numbers t, t + threads, t + 2 threads, ...
+    let mut next: Vec<u64> = (1..=threads).collect();
+    std::thread::scope(|s| {
+        for n in next.iter_mut() {
+            let (write, full) = (&write, &full);
+            s.spawn(move || {
+                while !full.load(std::sync::atomic::Ordering::Acquire) {
+                    assert!(*n < 1_000_000, "the file never filled up");
+                    if !write(*n, "FAIL") {
+                        full.store(true, std::sync::atomic::Ordering::Release);
+                    }
+                    *n += threads;
+                }
+            });
+        }
+    });
     let pid = std::process::id().to_string();
     let room = Command::new("prlimit").args(["--pid", &pid, "--fsize=unlimited"]).status().unwrap();
     assert!(room.success());
-    for _ in 0..20 {
-        i += 1;
-        match store.write(vec![learning(&ns, i)]) {
-            Ok(_) => println!("\nACK {i}"),
-            Err(e) => println!("\nAGAIN {i} {e}"),
+    std::thread::scope(|s| {
+        for n in next.iter_mut() {
+            let write = &write;
+            s.spawn(move || {
+                for _ in 0..20 {
+                    write(*n, "AGAIN");
+                    *n += threads;
+                }
+            });
         }
-    }
+    });
     let snap = store.snapshot().unwrap();
     for r in snap.list(&ns, &ListQuery::default()).unwrap() {
         println!("\nHAS {}", number(&r.body.text()));
@@ -62,15 +90,18 @@ fn io_child() {
 
 /// Two limits: with the first the file cannot grow while the commit's rows are written (the
 /// transaction is dropped), with the second while redb commits it (`txn.commit()` fails, and
-/// the reopened file shows whether the commit got in first).
+/// the reopened file shows whether the commit got in first). One writer, then eight, whose
+/// writes are group-committed: a failing commit then carries several of them.
 #[test]
 fn a_failed_commit_leaves_the_store_writable() {
-    for blocks in [4096, 6000] {
-        fill_up_and_go_on(blocks);
+    for threads in [1, 8] {
+        for blocks in [4096, 6000] {
+            fill_up_and_go_on(blocks, threads);
+        }
     }
 }
 
-fn fill_up_and_go_on(blocks: u32) {
+fn fill_up_and_go_on(blocks: u32, threads: u32) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("io.redb");
     // `ulimit -S -f` makes writes past the limit fail with EFBIG ("File too large"); SIGXFSZ,
@@ -81,6 +112,7 @@ fn fill_up_and_go_on(blocks: u32) {
         .arg(std::env::current_exe().unwrap())
         .args(["ioerror::io_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, &path)
+        .env(THREADS_ENV, threads.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .output()
@@ -98,16 +130,14 @@ fn fill_up_and_go_on(blocks: u32) {
             .collect()
     };
     let fail = field("FAIL ");
-    assert_eq!(fail.len(), 1, "{stdout}");
-    assert!(
-        fail[0].1.contains("File too large") && fail[0].1.contains("nothing from this batch"),
-        "{:?}",
-        fail[0]
-    );
+    assert!(!fail.is_empty() && fail.len() <= threads as usize, "{stdout}");
+    assert!(fail[0].1.contains("File too large"), "the cause first: {:?}", fail[0]);
+    assert!(fail.iter().all(|f| f.1.contains("nothing from this batch")), "{fail:?}");
     let again = field("AGAIN ");
     assert!(again.is_empty(), "writes after the disk had room again failed: {again:?}");
     let acked: std::collections::BTreeSet<u64> = field("ACK ").into_iter().map(|(i, _)| i).collect();
-    assert!(acked.iter().any(|&i| i > fail[0].0) && acked.len() > 20, "{stdout}");
+    // (With no AGAIN line, each writer's 20 writes after the room came back were acknowledged.)
+    assert!(acked.len() > 20 * threads as usize, "{stdout}");
     // The store the child kept using holds exactly the acknowledged writes (not the failed
     // one), and so does the file.
     let held: std::collections::BTreeSet<u64> = field("HAS ").into_iter().map(|(i, _)| i).collect();
