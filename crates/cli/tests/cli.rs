@@ -517,6 +517,32 @@ fn bad_files_are_refused() {
     assert_eq!(r.stderr.matches("os error").count(), 1, "{}", r.stderr);
     // A directory.
     run(e.dir.path(), &["list"]).fails(1, "not a regular file");
+    // A mnemon database cut short (as by an interrupted copy), and one whose redb header is
+    // damaged: named as damaged, with the file, and left as it is by reads and writes.
+    let whole = e.dir.path().join("whole.redb");
+    run(&whole, &["init"]).ok();
+    for i in 0..3 {
+        run(&whole, &["add", "learning", "--data", &format!("{{\"text\":\"note {i}\"}}")]).ok();
+    }
+    let bytes = std::fs::read(&whole).unwrap();
+    let cut = e.dir.path().join("cut.redb");
+    std::fs::write(&cut, &bytes[..bytes.len() / 5]).unwrap();
+    let mut header = bytes.clone();
+    for b in &mut header[64..200] {
+        *b ^= 0x5a;
+    }
+    let scrambled = e.dir.path().join("scrambled.redb");
+    std::fs::write(&scrambled, &header).unwrap();
+    for (file, content, why) in
+        [(&cut, &bytes[..bytes.len() / 5], "cut short"), (&scrambled, &header[..], "")]
+    {
+        for args in [&["list"][..], &["add", "learning", "--data", r#"{"text":"more"}"#], &["stats"]] {
+            let r = run(file, args);
+            r.fails(1, &format!("{} is damaged", file.display()));
+            assert!(r.stderr.contains(why), "{}", r.stderr);
+        }
+        assert_eq!(std::fs::read(file).unwrap(), content, "a damaged file must not be modified");
+    }
 }
 
 #[test]

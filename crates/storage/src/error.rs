@@ -176,6 +176,15 @@ pub enum OpenError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The file is a mnemon database, but damaged: cut short, or with pages redb finds
+    /// inconsistent. Nothing is written to it.
+    #[error("{path} is damaged: {reason}; restore it from a copy or an export (`mnemon export`)")]
+    Damaged {
+        /// The path.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The file was written by a newer mnemon.
     #[error(
         "{path} has format version {found}, newer than this mnemon supports ({supported}): upgrade mnemon"

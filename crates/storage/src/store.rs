@@ -492,6 +492,23 @@ fn exclusive_open_error(path: &Path, e: redb::DatabaseError, operation: &'static
     }
 }
 
+/// An error from opening `path`, with the path, and named for what it is when the file is
+/// damaged (cut short, or with pages redb finds inconsistent).
+fn open_failure(path: &Path, e: Error) -> Error {
+    let source = match &e {
+        Error::Database { source, .. } | Error::Open(OpenError::Database { source, .. }) => source,
+        _ => return e.with_path(path),
+    };
+    let reason = match &**source {
+        redb::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            "it ends before the data its header points to (cut short, as by an interrupted copy?)".to_string()
+        }
+        redb::Error::Corrupted(why) => why.clone(),
+        _ => return e.with_path(path),
+    };
+    OpenError::Damaged { path: path.to_path_buf(), reason }.into()
+}
+
 fn open_error(path: &Path, e: redb::DatabaseError) -> OpenError {
     match e {
         redb::DatabaseError::DatabaseAlreadyOpen => OpenError::InUse { path: path.to_path_buf() },
@@ -537,12 +554,16 @@ fn probe_file(path: &Path) -> Result<bool, OpenError> {
 impl Store {
     /// Open (or, with `options.create`, create) the database at `path`.
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, Error> {
-        let path = path.as_ref().to_path_buf();
+        let path = path.as_ref();
+        Store::open_at(path.to_path_buf(), options).map_err(|e| open_failure(path, e))
+    }
+
+    fn open_at(path: PathBuf, options: StoreOptions) -> Result<Store, Error> {
         let exists = probe_file(&path)?;
         let builder = redb_builder(options.cache_size, options.shared);
         if !exists && options.create && !options.read_only {
             create_file(&builder, &path, options.clock.now())?;
-            return Store::open(path, StoreOptions { create: false, ..options });
+            return Store::open_at(path, StoreOptions { create: false, ..options });
         }
         if options.read_only {
             if !exists {
