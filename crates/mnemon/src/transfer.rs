@@ -98,8 +98,10 @@ pub fn parse_line(line: &str, default_ns: &Namespace) -> Result<WriteOp> {
 /// The lines go in by [`ImportOptions::chunk`] per commit, each commit durable (an fsync per
 /// 2,000 lines costs well under 1 % of the import), so when a commit fails (a full disk, a
 /// file that may not grow) the import stops with [`Error::ImportStopped`]: the lines before
-/// the one it names are in the database for good, none from it on, and importing the rest of
-/// the file from that line goes on where it stopped.
+/// the one it names are in the database for good, none from it on (unless the cause is
+/// [`mnemon_storage::Error::CommitUncertain`]: the file did not open again to tell whether
+/// that line's batch got in), and importing the rest of the file from that line goes on
+/// where it stopped.
 pub fn import(
     db: &Db,
     input: &mut dyn BufRead,
