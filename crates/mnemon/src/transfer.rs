@@ -166,7 +166,8 @@ pub fn import(
                 // cause, rather than fail each later batch with "previous I/O error".
                 Err(
                     cause @ (mnemon_storage::Error::CommitFailed { .. }
-                    | mnemon_storage::Error::CommitUncertain { .. }),
+                    | mnemon_storage::Error::CommitUncertain { .. }
+                    | mnemon_storage::Error::Closed { .. }),
                 ) => {
                     return Err(Error::ImportStopped {
                         file: source.to_string(),

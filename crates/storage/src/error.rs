@@ -408,6 +408,15 @@ pub enum Error {
         /// What failed, and why the database did not open again.
         reason: String,
     },
+    /// The store closed its database after an I/O error and cannot go on (see
+    /// `Store::write`): open it again.
+    #[error("{path} was closed after an I/O error: {reason}")]
+    Closed {
+        /// The database file.
+        path: PathBuf,
+        /// Why it stays closed.
+        reason: String,
+    },
     /// A write to a store opened read-only.
     #[error("{path} is open for reading only")]
     ReadOnly {
@@ -422,7 +431,6 @@ impl Error {
         matches!(self, Error::Input(_))
     }
 
-    /// Fill in the database path of an error raised where the path was not at hand.
     /// The same failure for another job of a failed commit: its message, as a commit error.
     pub(crate) fn clone_reason(&self, p: &std::path::Path) -> Error {
         match self {
@@ -432,10 +440,12 @@ impl Error {
             Error::CommitFailed { path, reason } => {
                 Error::CommitFailed { path: path.clone(), reason: reason.clone() }
             }
+            Error::Closed { path, reason } => Error::Closed { path: path.clone(), reason: reason.clone() },
             other => Error::CommitFailed { path: p.to_path_buf(), reason: other.to_string() },
         }
     }
 
+    /// Fill in the database path of an error raised where the path was not at hand.
     pub(crate) fn with_path(self, p: &std::path::Path) -> Error {
         match self {
             Error::Database { path, source } if path.as_os_str().is_empty() => {

@@ -234,7 +234,7 @@ impl Writer {
     /// The open database, or why there is none.
     fn database(&self) -> Result<Arc<Database>, Error> {
         if let Some(reason) = self.broken.get() {
-            return Err(Error::CommitFailed { path: self.path.clone(), reason: reason.clone() });
+            return Err(Error::Closed { path: self.path.clone(), reason: reason.clone() });
         }
         if let Some(db) = self.db.read().unwrap_or_else(PoisonError::into_inner).as_ref() {
             return Ok(Arc::clone(db));
@@ -244,9 +244,7 @@ impl Writer {
         self.reopen(false).map(|_| ())?;
         match self.db.read().unwrap_or_else(PoisonError::into_inner).as_ref() {
             Some(db) => Ok(Arc::clone(db)),
-            None => {
-                Err(Error::CommitFailed { path: self.path.clone(), reason: "the database is closed".into() })
-            }
+            None => Err(Error::Closed { path: self.path.clone(), reason: "it did not open again".into() }),
         }
     }
 
@@ -314,7 +312,7 @@ impl Writer {
                  commit {acknowledged} had been acknowledged); open the database again"
             );
             let _ = self.broken.set(reason.clone());
-            return Err(Error::CommitFailed { path: self.path.clone(), reason });
+            return Err(Error::Closed { path: self.path.clone(), reason });
         }
         *slot = Some(Arc::new(db));
         Ok(seq)
@@ -651,6 +649,14 @@ impl Store {
     }
 
     /// Commit a batch of operations atomically and durably.
+    ///
+    /// When the commit fails on an I/O error (a full disk), the batch gets
+    /// [`Error::CommitFailed`] with the cause and nothing of it was written; the store opens
+    /// the file again at once, so later writes go through once there is room. Should the
+    /// file not open again, the batch gets [`Error::CommitUncertain`] (it may have reached the
+    /// file first) and the next write tries again. Should it open without commits this handle
+    /// acknowledged (non-durable ones, lost as in a crash), every later use fails with
+    /// [`Error::Closed`].
     pub fn write(&self, ops: Vec<WriteOp>) -> Result<Receipt, Error> {
         self.write_with(ops, Durability::Immediate)
     }

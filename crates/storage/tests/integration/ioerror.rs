@@ -151,3 +151,76 @@ fn fill_up_and_go_on(blocks: u32, threads: u32) {
     drop((snap, store));
     assert!(Store::check_integrity(&path).unwrap());
 }
+
+/// The child of [`lost_non_durable_commits_close_the_store`]: 50 durable writes, then
+/// non-durable ones until a commit fails, then (given room) one more write and a snapshot.
+#[test]
+#[ignore = "run by lost_non_durable_commits_close_the_store as a child process"]
+fn eventual_child() {
+    let Ok(path) = std::env::var(CHILD_ENV) else { return };
+    let store = Store::open(&path, StoreOptions { create: true, ..Default::default() }).unwrap();
+    let ns = Namespace::new("io").unwrap();
+    for i in 1..=50 {
+        store.write(vec![learning(&ns, i)]).unwrap();
+    }
+    let mut i = 50;
+    loop {
+        i += 1;
+        assert!(i < 1_000_000, "the file never filled up");
+        if let Err(e) = store.write_with(vec![learning(&ns, i)], Durability::Eventual) {
+            println!("\nFAIL {e}");
+            break;
+        }
+    }
+    let pid = std::process::id().to_string();
+    assert!(Command::new("prlimit").args(["--pid", &pid, "--fsize=unlimited"]).status().unwrap().success());
+    match store.write(vec![learning(&ns, i + 1)]) {
+        Ok(_) => println!("\nAFTER written"),
+        Err(e) => println!("\nAFTER {e}"),
+    }
+    match store.snapshot() {
+        Ok(_) => println!("\nSNAPSHOT taken"),
+        Err(e) => println!("\nSNAPSHOT {e}"),
+    }
+}
+
+/// Non-durable writes acknowledged before an I/O error are lost with it (as in a crash): the
+/// store, which may have handed them to readers and built on them, refuses to go on, and says
+/// why; opened again, the file holds the durable writes.
+#[test]
+fn lost_non_durable_commits_close_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("io.redb");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -S -f 4096; exec \"$0\" \"$@\"")
+        .arg(std::env::current_exe().unwrap())
+        .args(["ioerror::eventual_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, &path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "child failed: {}", String::from_utf8_lossy(&out.stderr));
+    let line = |tag: &str| stdout.lines().find_map(|l| l.strip_prefix(tag)).unwrap_or_default().to_string();
+    assert!(line("FAIL ").contains("File too large"), "{stdout}");
+    for tag in ["AFTER ", "SNAPSHOT "] {
+        let l = line(tag);
+        assert!(
+            l.contains("was closed after an I/O error")
+                && l.contains("lost acknowledged non-durable commits"),
+            "{l}"
+        );
+    }
+    let store = Store::open(&path, StoreOptions::default()).unwrap();
+    let ns = Namespace::new("io").unwrap();
+    let held: std::collections::BTreeSet<u64> = store
+        .snapshot()
+        .unwrap()
+        .list(&ns, &ListQuery::default())
+        .unwrap()
+        .iter()
+        .map(|r| number(&r.body.text()))
+        .collect();
+    assert!(held.len() >= 50 && (1..=50).all(|i| held.contains(&i)), "{held:?}");
+    store.write(vec![learning(&ns, 0)]).unwrap();
+}
