@@ -321,9 +321,11 @@ fn confidence(r: &Record) -> f32 {
 // ---------------------------------------------------------------- episodes
 
 /// Access counts of query results, buffered in memory and written as auxiliary rows (not
-/// revisions) in one non-durable commit per [`ACCESS_FLUSH_AT`] entries, on
-/// [`crate::Db::flush_access`], and when the last handle on the database closes. A crash may
-/// lose the unflushed counts, never a record.
+/// revisions) in one commit per [`ACCESS_FLUSH_AT`] entries, on [`crate::Db::flush_access`],
+/// and when the last handle on the database closes. A crash may lose the unflushed counts,
+/// never a record. The commit is durable (one fsync per 256 counts): a non-durable one that an
+/// I/O error later lost would make the store refuse to go on (`mnemon_storage::Error::Closed`),
+/// and a server that only reads must not be closed by its own bookkeeping.
 #[derive(Debug)]
 pub(crate) struct AccessLog {
     store: Store,
@@ -397,7 +399,7 @@ impl AccessLog {
             let value = serde_json::to_vec(&new).map_err(|e| crate::error::invalid(e.to_string()))?;
             ops.push(WriteOp::PutAux { key, value: Some(value) });
         }
-        self.store.write_with(ops, Durability::Eventual)?;
+        self.store.write_with(ops, Durability::Immediate)?;
         Ok(())
     }
 }

@@ -270,6 +270,12 @@ impl Db {
     /// Embed every record whose latest revision has no vector in the embedder's space (all
     /// namespaces, or one), in batches of `batch`; `progress` is called after each batch with
     /// (done, total). Records whose embedding fails stay without a vector.
+    ///
+    /// The batches are committed without a sync, and synced once at the end (a bulk job: an
+    /// fsync per batch would cost more than embedding it with the default embedder). So when a
+    /// commit fails on an I/O error (a full disk) midway, the batches before it are lost with
+    /// it and the handle refuses to go on ([`mnemon_storage::Error::Closed`]); opened again,
+    /// the database has every record, and running `reindex` again embeds what is missing.
     pub fn reindex(
         &self,
         ns: Option<&str>,

@@ -268,6 +268,12 @@ impl Writer {
                 results
             }
             (Ok(_), _) | (Err(_), None) => failed(Error::CommitFailed { path: self.path.clone(), reason }),
+            // It opened, at a commit before ones acknowledged (so before this one too), and
+            // stays closed.
+            (Err(closed @ Error::Closed { .. }), Some(_)) => failed(Error::CommitFailed {
+                path: self.path.clone(),
+                reason: format!("{reason}; and then: {closed}"),
+            }),
             (Err(again), Some(_)) => failed(Error::CommitUncertain {
                 path: self.path.clone(),
                 reason: format!("{reason}; opening it again failed: {again}"),
