@@ -248,6 +248,11 @@ impl Writer {
         }
     }
 
+    /// The answer to each of `jobs` jobs of a commit that failed with `e`.
+    fn fail_all(&self, e: &Error, jobs: usize) -> Vec<Result<Receipt, Error>> {
+        (0..jobs).map(|_| Err(e.clone_reason(&self.path))).collect()
+    }
+
     /// After a commit failed on an I/O error (redb then refuses every later commit with
     /// "previous I/O error" until the database is opened again): open it again, and answer
     /// the `jobs` from what the file holds. A commit whose `txn.commit()` failed (`attempted`:
@@ -261,7 +266,7 @@ impl Writer {
         jobs: usize,
     ) -> Vec<Result<Receipt, Error>> {
         let reason = error.with_path(&self.path).to_string();
-        let failed = |e: Error| (0..jobs).map(|_| Err(e.clone_reason(&self.path))).collect();
+        let failed = |e: Error| self.fail_all(&e, jobs);
         match (self.reopen(true), attempted) {
             (Ok(now), Some((seq, results))) if now >= seq => {
                 self.acknowledged.fetch_max(seq, Ordering::AcqRel);
@@ -413,7 +418,7 @@ impl Writer {
         };
         let results = match self.database() {
             // (The jobs still queued get the same answer on their turn.)
-            Err(e) => (0..work.len()).map(|_| Err(e.clone_reason(&self.path))).collect(),
+            Err(e) => self.fail_all(&e, work.len()),
             Ok(db) => {
                 let planned = commit(
                     &db,
@@ -441,14 +446,7 @@ impl Writer {
                         hints = GapHints::default();
                         self.recover(e, None, turn.jobs.len())
                     }
-                    Err(e) => {
-                        let reason = e.with_path(&self.path).to_string();
-                        (0..turn.jobs.len())
-                            .map(|_| {
-                                Err(Error::CommitFailed { path: self.path.clone(), reason: reason.clone() })
-                            })
-                            .collect()
-                    }
+                    Err(e) => self.fail_all(&e.with_path(&self.path), turn.jobs.len()),
                 }
             }
         };

@@ -88,6 +88,25 @@ fn io_child() {
     }
 }
 
+/// Run the child test `name` on the database at `path` with `threads` writers, its files
+/// limited to `blocks` blocks: `ulimit -S -f` makes writes past the limit fail with EFBIG
+/// ("File too large"), and SIGXFSZ, which would kill the child, is ignored. Its stdout.
+fn run_child(name: &str, path: &std::path::Path, blocks: u32, threads: u32) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("trap '' XFSZ; ulimit -S -f {blocks}; exec \"$0\" \"$@\""))
+        .arg(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, path)
+        .env(THREADS_ENV, threads.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "child failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Two limits: with the first the file cannot grow while the commit's rows are written (the
 /// transaction is dropped), with the second while redb commits it (`txn.commit()` fails, and
 /// the reopened file shows whether the commit got in first). One writer, then eight, whose
@@ -104,21 +123,7 @@ fn a_failed_commit_leaves_the_store_writable() {
 fn fill_up_and_go_on(blocks: u32, threads: u32) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("io.redb");
-    // `ulimit -S -f` makes writes past the limit fail with EFBIG ("File too large"); SIGXFSZ,
-    // which would kill the child, is ignored.
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!("trap '' XFSZ; ulimit -S -f {blocks}; exec \"$0\" \"$@\""))
-        .arg(std::env::current_exe().unwrap())
-        .args(["ioerror::io_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, &path)
-        .env(THREADS_ENV, threads.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "child failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = run_child("ioerror::io_child", &path, blocks, threads);
     let field = |tag: &str| -> Vec<(u64, String)> {
         stdout
             .lines()
@@ -197,16 +202,7 @@ fn lost_non_durable_commits_close_the_store() {
 fn lose_non_durable_commits(blocks: u32) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("io.redb");
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!("trap '' XFSZ; ulimit -S -f {blocks}; exec \"$0\" \"$@\""))
-        .arg(std::env::current_exe().unwrap())
-        .args(["ioerror::eventual_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, &path)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "child failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = run_child("ioerror::eventual_child", &path, blocks, 1);
     let line = |tag: &str| stdout.lines().find_map(|l| l.strip_prefix(tag)).unwrap_or_default().to_string();
     let fail = line("FAIL ");
     assert!(fail.contains("File too large") && fail.contains("nothing from this batch"), "{stdout}");
