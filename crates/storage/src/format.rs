@@ -19,6 +19,9 @@
 //!   in `mnemon.lexstats`; a format-2 file is upgraded by creating the empty table.
 //! - 4: vectors that are mostly zeros are stored sparsely (see `vector.rs`); older files are
 //!   upgraded by writing the new version (their dense vectors stay readable as they are).
+//! - 5: adds `mnemon.ended` (the latest revision of every record whose visibility has an end,
+//!   filed by the length of its visible interval; see `ended.rs`); older files are upgraded by
+//!   filling it from the revisions.
 //!
 //! A file with a newer version is refused with [`OpenError::NewerFormat`]; one older than
 //! [`OLDEST_SUPPORTED_FORMAT_VERSION`] with [`OpenError::TooOld`]; anything between is upgraded
@@ -36,7 +39,7 @@ use crate::time::Timestamp;
 /// The magic value stored under `magic`.
 pub const MAGIC: [u8; 8] = *b"mnemon\x00\x01";
 /// The format version this build writes.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest format version this build can open (upgrading it if needed).
 pub const OLDEST_SUPPORTED_FORMAT_VERSION: u32 = 1;
 /// The first bytes of every redb file.

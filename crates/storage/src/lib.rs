@@ -45,6 +45,7 @@
 
 pub mod body;
 mod codec;
+mod ended;
 pub mod error;
 pub mod format;
 mod id;

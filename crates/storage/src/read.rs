@@ -110,8 +110,11 @@ impl ListQuery {
 pub enum ListPath {
     /// The table of current records (valid now or later, as known now).
     Current,
-    /// The timeline index (a checkpoint plus the events after it).
+    /// The timeline index (a checkpoint plus the events after it): any other knowledge time.
     Timeline,
+    /// The current rows of open-ended records beside `mnemon.ended` (records whose visibility
+    /// has an end): valid at a time before the current table's last sweep, as known now.
+    Ended,
 }
 
 /// A consistent read-only view of the database.
@@ -325,6 +328,17 @@ impl Snapshot {
             }
             return Ok((out, ListPath::Current));
         }
+        if known_now && let Some(ended) = self.open_optional(tables::ENDED)? {
+            return self.list_ended(
+                ns,
+                q,
+                &ended,
+                v,
+                &codes,
+                (!kinds.is_empty()).then_some(kinds.as_slice()),
+                out,
+            );
+        }
         let events = self.txn.open_table(tables::EVENTS)?;
         let cps = self.txn.open_table(tables::CHECKPOINTS)?;
         let entries = self.txn.open_table(tables::CHECKPOINT_ENTRIES)?;
@@ -381,6 +395,65 @@ impl Snapshot {
             }
         }
         Ok((out, ListPath::Timeline))
+    }
+
+    /// Everything valid at `v`, as known now, at a time before the current table's sweep: the
+    /// records with an open end from their current rows (those that started by `v`), the others
+    /// from `mnemon.ended` (those whose interval holds `v`), merged newest id first.
+    #[allow(clippy::too_many_arguments, reason = "the parts of one listing, split off for length")]
+    fn list_ended(
+        &self,
+        ns: &Namespace,
+        q: &ListQuery,
+        ended: &redb::ReadOnlyTable<crate::ended::EndedKey, &'static [u8]>,
+        v: i64,
+        codes: &[u8],
+        filter: Option<&[u8]>,
+        mut out: Vec<Record>,
+    ) -> Result<(Vec<Record>, ListPath), Error> {
+        let limit = q.limit.unwrap_or(usize::MAX);
+        let mut rows = Vec::new();
+        crate::ended::visible_at(ended, ns.as_str(), v, filter, &mut rows)?;
+        let from_ended = rows.len();
+        // The open-ended records that started by `v`, in one forward scan of the namespace's
+        // current rows (a current row with an end, not yet swept, is also in `mnemon.ended`).
+        let current = self.txn.open_table(tables::CURRENT)?;
+        for r in current.range((ns.as_str(), 0u8, 0u128)..=(ns.as_str(), u8::MAX, u128::MAX))? {
+            let (k, row) = r?;
+            let (_, kind, id) = k.value();
+            if !codes.contains(&kind) {
+                continue;
+            }
+            let vis = record::current_row_visible(row.value())
+                .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
+            if vis.is_open() && vis.from.as_micros() <= v {
+                rows.push((id, row));
+            }
+        }
+        // Newest id first, as every listing: sort small `(id, position)` pairs, not the rows (ids
+        // are unique, so the positions never decide).
+        let mut order: Vec<(u128, u32)> =
+            rows.iter().enumerate().map(|(i, (id, _))| (*id, u32::try_from(i).unwrap_or(u32::MAX))).collect();
+        order.sort_unstable_by_key(|p| std::cmp::Reverse(p.0));
+        out.reserve(order.len().min(limit));
+        for (id, i) in order {
+            let i = i as usize;
+            let Some((_, row)) = rows.get(i) else { continue };
+            let (table, bytes) = if i < from_ended {
+                (names::ENDED, crate::ended::split(row.value())?.1)
+            } else {
+                (names::CURRENT, row.value())
+            };
+            let decoded =
+                record::decode_current_row_at(ns, RecordId::from_u128(id), bytes, None, |rec| out.push(rec))
+                    .map_err(|e| Error::Codec { table, source: e })?;
+            if decoded.is_some() && out.last().is_some_and(|rec| !q.accepts(rec)) {
+                out.pop();
+            } else if out.len() >= limit {
+                break;
+            }
+        }
+        Ok((out, ListPath::Ended))
     }
 
     /// The live record of `kind` holding identity `key` (normalised by the caller or not).
@@ -450,6 +523,7 @@ impl Snapshot {
             let mut out = BTreeMap::new();
             out.insert("revisions", self.txn.open_table(tables::REVISIONS)?.len()?);
             out.insert("current", self.txn.open_table(tables::CURRENT)?.len()?);
+            out.insert("ended", self.open_optional(tables::ENDED)?.map_or(Ok(0), |t| t.len())?);
             out.insert("events", self.txn.open_table(tables::EVENTS)?.len()?);
             out.insert("checkpoints", self.txn.open_table(tables::CHECKPOINTS)?.len()?);
             out.insert("checkpoint_entries", self.txn.open_table(tables::CHECKPOINT_ENTRIES)?.len()?);
@@ -764,6 +838,7 @@ impl Snapshot {
         let entries = self.txn.open_table(tables::CHECKPOINT_ENTRIES)?;
         let current = self.txn.open_table(tables::CURRENT)?;
         let identity = self.txn.open_table(tables::IDENTITY)?;
+        let ended = self.open_optional(tables::ENDED)?;
         for ns in self.namespaces()? {
             let n = ns.as_str();
             // Group the revisions by record.
@@ -877,6 +952,34 @@ impl Snapshot {
                     actual_current.len(),
                     expected_current.len()
                 ));
+            }
+            if let Some(ended) = &ended {
+                let mut expected: BTreeMap<(u8, i64, u128), Vec<u8>> = BTreeMap::new();
+                for (id, list) in &by_record {
+                    let Some(latest) = list.last() else { continue };
+                    let bytes = record::encode_revision(latest)
+                        .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
+                    if let Some((level, from, row)) = crate::ended::row_of(latest, &bytes) {
+                        expected.insert((level, from, *id), row);
+                    }
+                }
+                let mut actual: BTreeMap<(u8, i64, u128), Vec<u8>> = BTreeMap::new();
+                let (lo, hi) = crate::ended::namespace_range(n);
+                for r in ended.range(lo.as_slice()..hi.as_slice())? {
+                    let (k, v) = r?;
+                    let Some(key) = crate::ended::parse_key(k.value(), n.len()) else {
+                        problems.push(format!("{n}: malformed key in the ended table"));
+                        continue;
+                    };
+                    actual.insert(key, v.value().to_vec());
+                }
+                if actual != expected {
+                    let wrong = expected.iter().filter(|(k, v)| actual.get(*k) != Some(*v)).count();
+                    let extra = actual.keys().filter(|k| !expected.contains_key(k)).count();
+                    problems.push(format!(
+                        "{n}: ended table differs from the revisions ({wrong} wrong or missing, {extra} extra)"
+                    ));
+                }
             }
             let mut actual_identity: BTreeMap<(u8, String), u128> = BTreeMap::new();
             for r in identity.range((n, 0u8, "")..(n, u8::MAX, ""))? {

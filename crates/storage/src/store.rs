@@ -787,6 +787,10 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
         }
         lexical.flush()?;
     }
+    if found < 5 {
+        // Format 5 files the records whose visibility has an end (`ended.rs`).
+        crate::ended::fill(&txn)?;
+    }
     {
         let mut meta = txn.open_table(tables::META)?;
         format::upgrade(&mut meta)?;
@@ -849,6 +853,7 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<(), Error> {
     txn.open_table(tables::REVISIONS)?;
     txn.open_table(tables::CURRENT)?;
     txn.open_table(tables::CURRENT_ENDS)?;
+    txn.open_table(tables::ENDED)?;
     txn.open_table(tables::EVENTS)?;
     txn.open_table(tables::CHECKPOINTS)?;
     txn.open_table(tables::CHECKPOINT_ENTRIES)?;
@@ -903,6 +908,7 @@ fn commit(
             revisions: txn.open_table(tables::REVISIONS)?,
             current: tables::Deferred::new(txn.open_table(tables::CURRENT)?),
             current_ends: tables::Deferred::new(txn.open_table(tables::CURRENT_ENDS)?),
+            ended: tables::LazyTable::new(&txn, tables::ENDED),
             identity: tables::LazyTable::new(&txn, tables::IDENTITY),
             namespaces: tables::LazyTable::new(&txn, tables::NAMESPACES),
             timeline: TimelineWriter::new(

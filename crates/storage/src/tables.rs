@@ -24,6 +24,13 @@ pub(crate) const REVISIONS: TableDefinition<(&str, u128, i64, u32), &[u8]> =
 /// after the last sweep. The fast path for "valid now, as known now".
 pub(crate) const CURRENT: TableDefinition<(&str, u8, u128), &[u8]> = TableDefinition::new("mnemon.current");
 
+/// `[namespace][0][level][visible_from][id] -> [kind][CURRENT row]` (bytes ordered as the tuple
+/// `(namespace, level, visible_from, id)`; see `ended::key`): the latest revision of every
+/// record whose visible interval has an end, filed by the interval's length (level `L` holds
+/// lengths up to `4^L` microseconds), so "valid at V, as known now" scans a short key range
+/// per level instead of seeking each record's revision (see `ended.rs`).
+pub(crate) const ENDED: TableDefinition<&[u8], &[u8]> = TableDefinition::new("mnemon.ended");
+
 /// `(visible_until, namespace, kind, id) -> ()`: when `CURRENT` rows stop being visible, so each
 /// commit can sweep the rows whose end has passed.
 pub(crate) const CURRENT_ENDS: TableDefinition<(i64, &str, u8, u128), ()> =
@@ -84,6 +91,7 @@ pub(crate) const LEXSTATS: TableDefinition<&str, &[u8]> = TableDefinition::new("
 pub(crate) mod names {
     pub(crate) const REVISIONS: &str = "mnemon.revisions";
     pub(crate) const CURRENT: &str = "mnemon.current";
+    pub(crate) const ENDED: &str = "mnemon.ended";
     pub(crate) const EVENTS: &str = "mnemon.events";
     pub(crate) const CHECKPOINTS: &str = "mnemon.checkpoints";
     pub(crate) const CHECKPOINT_ENTRIES: &str = "mnemon.checkpoint_entries";

@@ -348,6 +348,8 @@ pub(crate) struct WriteTables<'txn> {
     pub(crate) revisions: Table<'txn, RevKey, &'static [u8]>,
     pub(crate) current: Deferred<'txn, (&'static str, u8, u128), &'static [u8]>,
     pub(crate) current_ends: Deferred<'txn, (i64, &'static str, u8, u128), ()>,
+    /// Written only for records whose latest revision has or had an end (see `ended.rs`).
+    pub(crate) ended: LazyTable<'txn, crate::ended::EndedKey, &'static [u8]>,
     pub(crate) identity: LazyTable<'txn, (&'static str, u8, &'static str), u128>,
     pub(crate) namespaces: LazyTable<'txn, &'static str, &'static [u8]>,
     pub(crate) timeline: TimelineWriter<'txn, 'txn>,
@@ -957,6 +959,15 @@ impl WriteTables<'_> {
         Ok(())
     }
 
+    /// Remove the `ENDED` row of what was a record's latest revision.
+    fn remove_ended(&mut self, rec: &Record) -> Result<(), Error> {
+        if let Some((level, from)) = crate::ended::key_of(rec) {
+            let key = crate::ended::key(rec.namespace.as_str(), level, from, rec.id.as_u128());
+            self.ended.get_mut()?.remove(key.as_slice())?;
+        }
+        Ok(())
+    }
+
     fn release_identity(&mut self, rec: &Record) -> Result<(), Error> {
         if rec.holds_identity()
             && let Some(k) = rec.identity()
@@ -999,6 +1010,12 @@ impl WriteTables<'_> {
                 if let Some(o) = &old {
                     self.remove_current(o)?;
                     self.release_identity(o)?;
+                    self.remove_ended(o)?;
+                }
+                if let Some((level, from, row)) = crate::ended::row_of(&new, &bytes) {
+                    self.ended
+                        .get_mut()?
+                        .insert(crate::ended::key(ns, level, from, id).as_slice(), row.as_slice())?;
                 }
                 if let Some(v) = new_vis
                     && v.until.as_micros() > commit_tx
@@ -1038,6 +1055,7 @@ impl WriteTables<'_> {
                 if let Some(latest) = all.last() {
                     self.remove_current(latest)?;
                     self.release_identity(latest)?;
+                    self.remove_ended(latest)?;
                 }
                 self.forget_vectors(ns, key)?;
                 self.lexical.forget(ns, key, &all)?;

@@ -586,10 +586,10 @@ fn an_end_believed_again_keeps_its_earlier_belief() {
     assert!(snap.verify().unwrap().is_empty());
 }
 
-/// Listing a past moment as known now takes the records that are still current from the
-/// current table and seeks the others' revisions: mixed kinds, kind filters and limits agree
-/// with brute force over the history, for moments where most, some or none of the live set is
-/// still current.
+/// Listing a past moment as known now takes the open-ended records from the current table
+/// and the others from `mnemon.ended`: mixed kinds, kind filters and limits agree with brute
+/// force over the history, for moments where most, some or none of the live set is still
+/// current; and so they do on a format-4 file, read-only (through the timeline) and upgraded.
 #[test]
 fn past_listings_known_now_agree_with_brute_force() {
     let dir = tempfile::tempdir().unwrap();
@@ -631,35 +631,70 @@ fn past_listings_known_now_agree_with_brute_force() {
     let snap = store.snapshot().unwrap();
     let all = revisions_by_record(&snap, &n);
     let end = clock.now();
-    let queries = [
-        ListQuery::new(),
-        ListQuery::new().kinds([Kind::Decision, Kind::Learning]),
-        ListQuery::new().kinds([Kind::Entity]),
-        ListQuery::new().limit(25),
-        ListQuery::new().kinds([Kind::Learning, Kind::Entity]).limit(7),
-    ];
-    // From a few hours back (most of the live set still current) to the start (none).
-    for back in [1i64, 3, 10, 40, 200, 700, 1400] {
-        let v = end.plus_micros(-back * hour - 7);
-        for q in &queries {
-            let mut want: Vec<(RecordId, u32)> = all
-                .iter()
-                .filter_map(|revs| revs.last())
-                .filter(|r| r.is_visible_at(v))
-                .filter(|r| q.kinds.is_empty() || q.kinds.contains(&r.kind()))
-                .map(|r| (r.id, r.rev))
-                .collect();
-            // Newest id first, as listings return them.
-            want.sort_by(|a, b| b.cmp(a));
-            want.truncate(q.limit.unwrap_or(usize::MAX));
-            let q = q.clone().as_of(AsOf::valid_at(v));
-            let (got, path) = snap.list_explain(&n, &q).unwrap();
-            assert_eq!(path, ListPath::Timeline);
-            let got: Vec<(RecordId, u32)> = got.iter().map(|r| (r.id, r.rev)).collect();
-            assert_eq!(got, want, "{back} hours back, {q:?}");
+    let check = |snap: &Snapshot, path_wanted: ListPath| {
+        let queries = [
+            ListQuery::new(),
+            ListQuery::new().kinds([Kind::Decision, Kind::Learning]),
+            ListQuery::new().kinds([Kind::Entity]),
+            ListQuery::new().limit(25),
+            ListQuery::new().kinds([Kind::Learning, Kind::Entity]).limit(7),
+        ];
+        // From a few hours back (most of the live set still current) to the start (none).
+        for back in [1i64, 3, 10, 40, 200, 700, 1400] {
+            let v = end.plus_micros(-back * hour - 7);
+            for q in &queries {
+                let mut want: Vec<(RecordId, u32)> = all
+                    .iter()
+                    .filter_map(|revs| revs.last())
+                    .filter(|r| r.is_visible_at(v))
+                    .filter(|r| q.kinds.is_empty() || q.kinds.contains(&r.kind()))
+                    .map(|r| (r.id, r.rev))
+                    .collect();
+                // Newest id first, as listings return them.
+                want.sort_by(|a, b| b.cmp(a));
+                want.truncate(q.limit.unwrap_or(usize::MAX));
+                let q = q.clone().as_of(AsOf::valid_at(v));
+                let (got, path) = snap.list_explain(&n, &q).unwrap();
+                assert_eq!(path, path_wanted);
+                let got: Vec<(RecordId, u32)> = got.iter().map(|r| (r.id, r.rev)).collect();
+                assert_eq!(got, want, "{back} hours back, {q:?}, {path:?}");
+            }
         }
+        assert!(snap.verify().unwrap().is_empty());
+    };
+    check(&snap, ListPath::Ended);
+    // The same as known one microsecond before the last commit, through the timeline, minus
+    // the last commit's change: only checked to take the other path.
+    let before =
+        AsOf { valid: Some(end.plus_micros(-hour)), known: Some(snap.meta().last_tx.plus_micros(-1)) };
+    assert_eq!(snap.list_explain(&n, &ListQuery::new().as_of(before)).unwrap().1, ListPath::Timeline);
+    drop(snap);
+    drop(store);
+
+    // A format-4 file has no `mnemon.ended`: read-only, the listings take the timeline; opened
+    // for writing, the upgrade fills the table from the revisions.
+    let path = dir.path().join("c.redb");
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let ended = redb::TableDefinition::<&[u8], &[u8]>::new("mnemon.ended");
+        assert!(txn.delete_table(ended).unwrap());
+        {
+            let mut meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+            meta.insert("format_version", 4u32.to_le_bytes().as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
     }
-    assert!(snap.verify().unwrap().is_empty());
+    let options = || StoreOptions { clock: clock.clone(), ..Default::default() };
+    let ro = Store::open(&path, StoreOptions { read_only: true, ..options() }).unwrap();
+    check(&ro.snapshot().unwrap(), ListPath::Timeline);
+    drop(ro);
+    let upgraded = Store::open(&path, options()).unwrap();
+    check(&upgraded.snapshot().unwrap(), ListPath::Ended);
+    assert_eq!(upgraded.snapshot().unwrap().table_sizes().unwrap()["ended"], {
+        all.iter().filter_map(|r| r.last()).filter(|r| r.visible().is_some_and(|v| !v.is_open())).count()
+            as u64
+    });
 }
 
 /// A record hidden by one revision and shown again by the next, from the same start: its

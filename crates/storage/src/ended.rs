@@ -1,0 +1,294 @@
+//! `mnemon.ended`: the latest revision of every record whose visible interval has an end,
+//! filed so that "everything valid at V, as known now" is a few short range scans.
+//!
+//! As known now, a record's revision is its latest one, and the record is valid at `V` when
+//! that revision's visible interval `[from, until)` holds `V`. Records with an open end are
+//! all in `mnemon.current`; the others (retired, superseded, expired, or given an end) are
+//! here, keyed `(namespace, level, from, id)`, where the level is the smallest `L` with
+//! `until - from <= 4^L` microseconds. An interval of level `L` that holds `V` starts after
+//! `V - 4^L`, so at each level the rows to read are those with `from` in `(V - 4^L, V]`; of
+//! those, the ones that end after `V` are the answer. Within a level the lengths differ by at
+//! most a factor of four, so at least about five in eight of the rows read are returned (an
+//! interval tree flattened into one B-tree, with no rebalancing and no per-level state).
+//!
+//! The value is the kind's code followed by the record's `mnemon.current` row (the header with
+//! the revision number, transaction time and visible interval, then the revision), so a listing
+//! decodes it exactly as a current row, and filters by kind and end without decoding.
+//!
+//! The table is written only when a record's latest revision has (or had) an end: inserting
+//! and revising open-ended records, which is nearly every write, never touches it.
+
+use redb::{ReadableTable, Table};
+
+use crate::error::Error;
+use crate::record::{self, Record, Visible};
+use crate::tables::{self, names};
+
+/// The key is bytes, compared with `memcmp`: `[namespace][0][level][from][id]`, with `from`
+/// big-endian with its sign bit flipped and `id` big-endian, so the order is `(namespace, level,
+/// from, id)` (a namespace holds no control character, so `0` ends it).
+pub(crate) type EndedKey = &'static [u8];
+
+/// The key of a row.
+pub(crate) fn key(ns: &str, level: u8, from: i64, id: u128) -> Vec<u8> {
+    let mut k = Vec::with_capacity(ns.len() + 26);
+    k.extend_from_slice(ns.as_bytes());
+    k.push(0);
+    k.push(level);
+    k.extend_from_slice(&((from as u64) ^ (1 << 63)).to_be_bytes());
+    k.extend_from_slice(&id.to_be_bytes());
+    k
+}
+
+/// The keys of namespace `ns`: from the first (inclusive) to the last (exclusive).
+pub(crate) fn namespace_range(ns: &str) -> (Vec<u8>, Vec<u8>) {
+    let mut lo = ns.as_bytes().to_vec();
+    lo.push(0);
+    let mut hi = ns.as_bytes().to_vec();
+    hi.push(1);
+    (lo, hi)
+}
+
+/// The `(level, from, id)` of a key of namespace `ns` (whose length is `ns_len`).
+pub(crate) fn parse_key(k: &[u8], ns_len: usize) -> Option<(u8, i64, u128)> {
+    let rest = k.get(ns_len + 1..)?;
+    let (&level, rest) = rest.split_first()?;
+    let from: [u8; 8] = rest.get(..8)?.try_into().ok()?;
+    let id: [u8; 16] = rest.get(8..24)?.try_into().ok()?;
+    Some((level, (u64::from_be_bytes(from) ^ (1 << 63)) as i64, u128::from_be_bytes(id)))
+}
+
+/// Each level holds intervals up to twice as long as the level below.
+const LEVEL_BITS: u32 = 1;
+/// The highest level: `2^64` covers every interval of `i64` microseconds.
+pub(crate) const MAX_LEVEL: u8 = 64;
+
+/// The level of a visible interval: the smallest `L` with `until - from <= 4^L`.
+pub(crate) fn level(v: Visible) -> u8 {
+    let len = i128::from(v.until.as_micros()) - i128::from(v.from.as_micros());
+    // A visible interval is never empty; be safe against a malformed one anyway.
+    let len = u128::try_from(len.max(1)).unwrap_or(1);
+    // ceil(log2(len)): the bits needed for len - 1.
+    let bits = u128::BITS - (len - 1).leading_zeros();
+    let level = bits.div_ceil(LEVEL_BITS);
+    u8::try_from(level).unwrap_or(MAX_LEVEL).min(MAX_LEVEL)
+}
+
+/// The lowest `from` an interval of `level` holding `v` can have: `v - 4^level + 1`.
+fn lowest_from(level: u8, v: i64) -> i64 {
+    let width = 1i128 << (u32::from(level) * LEVEL_BITS);
+    let lo = i128::from(v) - width + 1;
+    i64::try_from(lo).unwrap_or(i64::MIN)
+}
+
+/// The row of a record's latest revision, or `None` when it belongs in `mnemon.current` (an
+/// open end) or nowhere (never visible). `revision` is the encoded revision.
+pub(crate) fn row_of(rec: &Record, revision: &[u8]) -> Option<(u8, i64, Vec<u8>)> {
+    let v = rec.visible().filter(|v| !v.is_open())?;
+    let current = record::current_row(rec, v, revision);
+    let mut out = Vec::with_capacity(1 + current.len());
+    out.push(rec.kind().code());
+    out.extend_from_slice(&current);
+    Some((level(v), v.from.as_micros(), out))
+}
+
+/// The key a record's latest revision has in the table, if any.
+pub(crate) fn key_of(rec: &Record) -> Option<(u8, i64)> {
+    let v = rec.visible().filter(|v| !v.is_open())?;
+    Some((level(v), v.from.as_micros()))
+}
+
+/// Split a row into its kind and its `CURRENT` row.
+pub(crate) fn split(bytes: &[u8]) -> Result<(u8, &[u8]), Error> {
+    match bytes.split_first() {
+        Some((kind, row)) => Ok((*kind, row)),
+        None => Err(Error::Codec {
+            table: names::ENDED,
+            source: crate::error::CodecError::Decode { what: "ended row", reason: "empty".to_string() },
+        }),
+    }
+}
+
+/// A row found by [`visible_at`]: the record's id and the stored row (kind, then a `CURRENT` row).
+pub(crate) type Hit<'t> = (u128, redb::AccessGuard<'t, &'static [u8]>);
+
+/// Append to `out` the rows of `ns` whose interval holds `v`, of the kinds in `kinds` (all
+/// when `None`), in no particular order. One range per level that holds rows: a range that
+/// meets the next non-empty level first jumps to it.
+pub(crate) fn visible_at<'t>(
+    table: &'t impl ReadableTable<EndedKey, &'static [u8]>,
+    ns: &str,
+    v: i64,
+    kinds: Option<&[u8]>,
+    out: &mut Vec<Hit<'t>>,
+) -> Result<(), Error> {
+    let end = key(ns, MAX_LEVEL, i64::MAX, u128::MAX);
+    let mut level = 0u8;
+    loop {
+        let start = key(ns, level, lowest_from(level, v), 0);
+        let mut next = None;
+        for r in table.range(start.as_slice()..=end.as_slice())? {
+            let (k, value) = r?;
+            let Some((l, from, id)) = parse_key(k.value(), ns.len()) else {
+                return Err(bad_key());
+            };
+            if l != level {
+                // No row of this level holds v: start again at the next level with rows.
+                next = Some(l);
+                break;
+            }
+            if from > v {
+                next = level.checked_add(1);
+                break;
+            }
+            let (kind, row) = split(value.value())?;
+            if kinds.is_some_and(|k| !k.contains(&kind)) {
+                continue;
+            }
+            let visible = record::current_row_visible(row)
+                .map_err(|e| Error::Codec { table: names::ENDED, source: e })?;
+            if visible.until.as_micros() > v {
+                out.push((id, value));
+            }
+        }
+        match next {
+            Some(l) if l <= MAX_LEVEL => level = l,
+            _ => return Ok(()),
+        }
+    }
+}
+
+fn bad_key() -> Error {
+    Error::Codec {
+        table: names::ENDED,
+        source: crate::error::CodecError::Decode { what: "ended key", reason: "truncated".to_string() },
+    }
+}
+
+/// Fill the table from the revisions (a file upgraded from a format before 5).
+pub(crate) fn fill(txn: &redb::WriteTransaction) -> Result<(), Error> {
+    let revisions = txn.open_table(tables::REVISIONS)?;
+    let mut ended = txn.open_table(tables::ENDED)?;
+    let mut last: Option<(String, u128, i64, u32, Vec<u8>)> = None;
+    let put = |ended: &mut Table<EndedKey, &'static [u8]>,
+               latest: Option<(String, u128, i64, u32, Vec<u8>)>| {
+        let Some((ns, id, rec, rev, bytes)) = latest else { return Ok::<(), Error>(()) };
+        let namespace = crate::id::Namespace::new(ns.as_str()).map_err(|e| Error::Inconsistent {
+            namespace: ns.clone(),
+            detail: format!("stored revision under a bad namespace: {e}"),
+        })?;
+        let record = record::decode_revision(
+            &namespace,
+            crate::id::RecordId::from_u128(id),
+            rev,
+            crate::time::Timestamp::from_micros(rec),
+            &bytes,
+        )
+        .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
+        if let Some((level, from, row)) = row_of(&record, &bytes) {
+            ended.insert(key(&ns, level, from, id).as_slice(), row.as_slice())?;
+        }
+        Ok(())
+    };
+    for r in revisions.iter()? {
+        let (k, v) = r?;
+        let (ns, id, rec, rev) = k.value();
+        if last.as_ref().is_some_and(|(n, i, ..)| (n.as_str(), *i) != (ns, id)) {
+            put(&mut ended, last.take())?;
+        }
+        last = Some((ns.to_string(), id, rec, rev, v.value().to_vec()));
+    }
+    put(&mut ended, last)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+    use crate::time::Timestamp;
+    use redb::ReadableDatabase;
+
+    fn vis(from: i64, until: i64) -> Visible {
+        Visible { from: Timestamp::from_micros(from), until: Timestamp::from_micros(until) }
+    }
+
+    #[test]
+    fn levels_cover_their_lengths() {
+        assert_eq!(level(vis(0, 1)), 0);
+        assert_eq!(level(vis(0, 2)), 1);
+        assert_eq!(level(vis(0, 3)), 2);
+        assert_eq!(level(vis(0, 4)), 2);
+        assert_eq!(level(vis(0, 5)), 3);
+        assert_eq!(level(vis(0, 16)), 4);
+        assert_eq!(level(vis(0, 17)), 5);
+        assert_eq!(level(vis(-5, 5)), 4);
+        assert_eq!(level(vis(i64::MIN, i64::MAX - 1)), MAX_LEVEL);
+        for len in [1i64, 2, 3, 4, 5, 15, 16, 17, 1000, 1 << 40, (1 << 40) + 1, i64::MAX / 2] {
+            let l = level(vis(0, len));
+            let width = 1i128 << (LEVEL_BITS * u32::from(l));
+            assert!(i128::from(len) <= width, "{len} fits level {l}");
+            if l > 0 {
+                assert!(i128::from(len) > width >> LEVEL_BITS, "{len} is too long for level {}", l - 1);
+            }
+        }
+    }
+
+    /// Every interval holding `v` is found, and no other: random intervals of every scale in a
+    /// real table, against a plain filter.
+    #[test]
+    fn the_levels_find_exactly_the_intervals_holding_a_time() {
+        const T: redb::TableDefinition<EndedKey, &[u8]> = redb::TableDefinition::new("t");
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut intervals = Vec::new();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(T).unwrap();
+            for id in 0..3000u128 {
+                // Around zero, where the sign bit of the key's `from` flips.
+                let from = i64::try_from(rand() % 1_000_000).unwrap() - 500_000;
+                let len = 1i64 << (rand() % 22);
+                let len = 1 + i64::try_from(rand() % u64::try_from(len).unwrap()).unwrap();
+                let v = vis(from, from + len);
+                let ns = if id % 7 == 0 { "other" } else { "ns" };
+                let kind = u8::try_from(id % 3).unwrap();
+                let mut row = vec![kind, record::CURRENT_ROW_VERSION];
+                row.extend_from_slice(&[0u8; 12]);
+                row.extend_from_slice(&v.from.as_micros().to_le_bytes());
+                row.extend_from_slice(&v.until.as_micros().to_le_bytes());
+                t.insert(key(ns, level(v), v.from.as_micros(), id).as_slice(), row.as_slice()).unwrap();
+                intervals.push((id, ns, kind, v));
+            }
+        }
+        txn.commit().unwrap();
+        let read = db.begin_read().unwrap();
+        let t = read.open_table(T).unwrap();
+        for _ in 0..300 {
+            let at = i64::try_from(rand() % 1_400_000).unwrap() - 700_000;
+            for kinds in [None, Some(&[1u8, 2][..])] {
+                let mut hits = Vec::new();
+                visible_at(&t, "ns", at, kinds, &mut hits).unwrap();
+                let mut got: Vec<u128> = hits.iter().map(|(id, _)| *id).collect();
+                got.sort_unstable();
+                let want: Vec<u128> = intervals
+                    .iter()
+                    .filter(|(_, ns, kind, v)| {
+                        *ns == "ns"
+                            && v.contains(Timestamp::from_micros(at))
+                            && kinds.is_none_or(|k| k.contains(kind))
+                    })
+                    .map(|(id, ..)| *id)
+                    .collect();
+                assert_eq!(got, want, "at {at}, kinds {kinds:?}");
+            }
+        }
+    }
+}
