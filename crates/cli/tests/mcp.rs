@@ -316,3 +316,41 @@ fn an_idle_server_merges_fresh_texts() {
     s.close();
     assert_eq!(mnemon(&db, &["compact"]).0, 0);
 }
+
+/// A file another process upgraded to a newer format while the server had it open: the
+/// server's next write is refused in one line (a newer format keeps indexes this build does
+/// not maintain), nothing is written, and reads still answer (format 5 added such an index,
+/// `mnemon.ended`; format-4 builds lack this check, so processes sharing a file are upgraded
+/// together).
+#[test]
+fn a_file_upgraded_by_another_process_refuses_this_servers_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let mut s = Server::start(&db, "up");
+    s.call(
+        "create_entities",
+        json!({"entities": [{"name": "before", "entityType": "t", "observations": []}]}),
+    );
+    {
+        let mut builder = redb::Builder::new();
+        builder.set_concurrency_mode(redb::ConcurrencyMode::MultiWriter);
+        let other = builder.open(&db).unwrap();
+        let w = other.begin_write().unwrap();
+        {
+            let mut t = w.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+            t.insert("format_version", 99u32.to_le_bytes().as_slice()).unwrap();
+        }
+        w.commit().unwrap();
+    }
+    let err = s.call_err(
+        "create_entities",
+        json!({"entities": [{"name": "after", "entityType": "t", "observations": []}]}),
+    );
+    assert!(err.contains("newer than this mnemon supports"), "{err}");
+    let graph = s.call("read_graph", json!({}));
+    assert!(graph.to_string().contains("before") && !graph.to_string().contains("after"), "{graph}");
+    // At the end the server cannot write what it keeps (access counts) either: it says so in
+    // one line and exits with 1, not a panic.
+    drop(s.stdin.take());
+    assert_eq!(s.child.wait().unwrap().code(), Some(1));
+}

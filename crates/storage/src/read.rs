@@ -346,7 +346,8 @@ impl Snapshot {
         let filter = (!kinds.is_empty()).then_some(kinds.as_slice());
         let live = timeline::live_at(&events, &cps, &entries, ns.as_str(), v, k, filter)?;
         out.reserve(live.len().min(limit));
-        // As known now, a record's revision is its latest, and a record that still has a
+        // As known now (here only on a format-4 file opened read-only, which has no ended
+        // table), a record's revision is its latest, and a record that still has a
         // current row holds its latest revision there: walk the current rows beside the live
         // set (both newest first) and take those from there, seeking the others' revisions.
         // For a recent moment most of the live set is still current; for a distant one little
@@ -412,12 +413,14 @@ impl Snapshot {
         mut out: Vec<Record>,
     ) -> Result<(Vec<Record>, ListPath), Error> {
         let limit = q.limit.unwrap_or(usize::MAX);
-        let mut rows = Vec::new();
+        let current = self.txn.open_table(tables::CURRENT)?;
+        // The live set at `v` is usually about as large as now's: reserve that much (a row is
+        // large; the table's length is stored, so this costs nothing).
+        let mut rows = Vec::with_capacity(usize::try_from(current.len()?).unwrap_or(0).min(4096) + 64);
         crate::ended::visible_at(ended, ns.as_str(), v, filter, &mut rows)?;
         let from_ended = rows.len();
         // The open-ended records that started by `v`, in one forward scan of the namespace's
         // current rows (a current row with an end, not yet swept, is also in `mnemon.ended`).
-        let current = self.txn.open_table(tables::CURRENT)?;
         for r in current.range((ns.as_str(), 0u8, 0u128)..=(ns.as_str(), u8::MAX, u128::MAX))? {
             let (k, row) = r?;
             let (_, kind, id) = k.value();

@@ -423,7 +423,7 @@ impl Writer {
                 let planned = commit(
                     &db,
                     self.clock.as_ref(),
-                    (self.min_gap, self.shared),
+                    (self.min_gap, self.shared.then_some(self.path.as_path())),
                     &mut hints,
                     work,
                     &mut more,
@@ -887,19 +887,33 @@ fn init_tables(db: &Database, now: Timestamp) -> Result<(), Error> {
 fn commit(
     db: &Database,
     clock: &dyn Clock,
-    (min_gap, shared): (u64, bool),
+    (min_gap, shared): (u64, Option<&Path>),
     hints: &mut GapHints,
     first: Vec<(Vec<WriteOp>, Durability)>,
     more: &mut dyn FnMut(usize) -> Vec<(Vec<WriteOp>, Durability)>,
 ) -> Result<Planned, Error> {
     let mut txn = db.begin_write()?;
+    let mut meta_t = txn.open_table(tables::META)?;
+    if let Some(path) = shared {
+        // Another process may have upgraded the file since this one opened it: its indexes
+        // (format 5's `mnemon.ended`, say) are then kept by writers this build does not know.
+        let found = format::read_version(&meta_t)?;
+        if found > format::FORMAT_VERSION {
+            return Err(OpenError::NewerFormat {
+                path: path.to_path_buf(),
+                found,
+                supported: format::FORMAT_VERSION,
+            }
+            .into());
+        }
+    }
+    let shared = shared.is_some();
     let mut per_job: Vec<(Result<Vec<Outcome>, Error>, Timestamp)> = Vec::with_capacity(first.len());
     let mut changed: Vec<(String, u128)> = Vec::new();
     let mut wrote = false;
     // A shared file has no non-durable commits (redb keeps them in one process's memory).
     let mut durable = shared;
     let mut wants_commit = false;
-    let mut meta_t = txn.open_table(tables::META)?;
     let mut meta = format::read_state(&meta_t)?;
     let mut tx = clock.now().max(meta.last_tx.plus_micros(1));
     let mut last_tx = tx;
