@@ -302,13 +302,16 @@ impl Snapshot {
         let codes: Vec<u8> =
             if kinds.is_empty() { Kind::ALL.iter().map(|k| k.code()).collect() } else { kinds.clone() };
         let known_now = k >= self.meta.last_tx.as_micros();
-        if known_now && v >= self.meta.swept_through.as_micros() {
-            let t = self.txn.open_table(tables::CURRENT)?;
+        let current = self.open_optional(tables::CURRENT)?;
+        if known_now
+            && v >= self.meta.swept_through.as_micros()
+            && let Some(t) = &current
+        {
             // Records are large: reserve once (the table's length is stored, so this is free)
             // rather than moving them as the vector grows.
             let rows = usize::try_from(t.len()?).unwrap_or(usize::MAX);
             out.reserve(rows.min(limit).min(4096));
-            let mut stream = CurrentRows::open(&t, ns.as_str(), &codes)?;
+            let mut stream = CurrentRows::open(t, ns.as_str(), &codes)?;
             while let Some((id, bytes)) = stream.next()? {
                 let decoded = record::decode_current_row_at(
                     ns,
@@ -328,10 +331,14 @@ impl Snapshot {
             }
             return Ok((out, ListPath::Current));
         }
-        if known_now && let Some(ended) = self.open_optional(tables::ENDED)? {
+        if known_now
+            && let Some(current) = &current
+            && let Some(ended) = self.open_optional(tables::ENDED)?
+        {
             return self.list_ended(
                 ns,
                 q,
+                current,
                 &ended,
                 v,
                 &codes,
@@ -346,35 +353,13 @@ impl Snapshot {
         let filter = (!kinds.is_empty()).then_some(kinds.as_slice());
         let live = timeline::live_at(&events, &cps, &entries, ns.as_str(), v, k, filter)?;
         out.reserve(live.len().min(limit));
-        // As known now (here only on a format-4 file opened read-only, which has no ended
-        // table), a record's revision is its latest, and a record that still has a
-        // current row holds its latest revision there: walk the current rows beside the live
-        // set (both newest first) and take those from there, seeking the others' revisions.
-        // For a recent moment most of the live set is still current; for a distant one little
-        // is, so the walk stops once it no longer pays (`CurrentRows::pays`).
-        let current = if known_now { Some(self.txn.open_table(tables::CURRENT)?) } else { None };
-        let mut stream = match &current {
-            Some(t) => Some(CurrentRows::open(t, ns.as_str(), &codes)?),
-            None => None,
-        };
+        // Known at an earlier time (or as known now on a format-4 file opened read-only, which
+        // has neither the byte-keyed current table nor the ended table): one seek per record.
         for (id, _) in live.into_iter().rev() {
             let rid = RecordId::from_u128(id);
-            let row = match stream.as_mut() {
-                Some(s) => s.take(id)?,
-                None => None,
-            };
-            if stream.as_ref().is_some_and(|s| !s.pays()) {
-                stream = None;
-            }
             // Decoded straight into `out`, then checked and filtered in place (see the
             // current-table path).
-            let found = match row {
-                Some(bytes) => {
-                    record::decode_current_row_at(ns, rid, bytes.value(), None, |rec| out.push(rec))
-                        .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?
-                }
-                None => write::revision_at_with(&revs, ns, rid, k, |rec| out.push(rec))?,
-            };
+            let found = write::revision_at_with(&revs, ns, rid, k, |rec| out.push(rec))?;
             found.ok_or_else(|| Error::Inconsistent {
                 namespace: ns.to_string(),
                 detail: format!("timeline lists {rid} but no revision is known at {k}"),
@@ -406,6 +391,7 @@ impl Snapshot {
         &self,
         ns: &Namespace,
         q: &ListQuery,
+        current: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
         ended: &redb::ReadOnlyTable<crate::ended::EndedKey, &'static [u8]>,
         v: i64,
         codes: &[u8],
@@ -413,7 +399,6 @@ impl Snapshot {
         mut out: Vec<Record>,
     ) -> Result<(Vec<Record>, ListPath), Error> {
         let limit = q.limit.unwrap_or(usize::MAX);
-        let current = self.txn.open_table(tables::CURRENT)?;
         // The live set at `v` is usually about as large as now's: reserve that much (a row is
         // large; the table's length is stored, so this costs nothing).
         let mut rows = Vec::with_capacity(usize::try_from(current.len()?).unwrap_or(0).min(4096) + 64);
@@ -421,9 +406,12 @@ impl Snapshot {
         let from_ended = rows.len();
         // The open-ended records that started by `v`, in one forward scan of the namespace's
         // current rows (a current row with an end, not yet swept, is also in `mnemon.ended`).
-        for r in current.range((ns.as_str(), 0u8, 0u128)..=(ns.as_str(), u8::MAX, u128::MAX))? {
+        let (lo, hi) = tables::namespace_range(ns.as_str());
+        for r in current.range(lo.as_slice()..hi.as_slice())? {
             let (k, row) = r?;
-            let (_, kind, id) = k.value();
+            let Some((kind, id)) = tables::parse_current_key(k.value(), ns.as_str().len()) else {
+                return Err(bad_current_key());
+            };
             if !codes.contains(&kind) {
                 continue;
             }
@@ -505,17 +493,37 @@ impl Snapshot {
         })())
     }
 
+    /// Visit the current rows of a namespace, `(kind, id, row)`, in key order: from the
+    /// byte-keyed table, or from format 4's tuple-keyed one in a file opened read-only before
+    /// its upgrade.
+    fn for_each_current_row(&self, ns: &str, mut f: impl FnMut(u8, u128, &[u8])) -> Result<(), Error> {
+        if let Some(t) = self.open_optional(tables::CURRENT)? {
+            let (lo, hi) = tables::namespace_range(ns);
+            for r in t.range(lo.as_slice()..hi.as_slice())? {
+                let (k, v) = r?;
+                let (kind, id) =
+                    tables::parse_current_key(k.value(), ns.len()).ok_or_else(bad_current_key)?;
+                f(kind, id, v.value());
+            }
+        } else if let Some(t) = self.open_optional(tables::CURRENT_V4)? {
+            for r in t.range((ns, 0u8, 0u128)..=(ns, u8::MAX, u128::MAX))? {
+                let (k, v) = r?;
+                let (_, kind, id) = k.value();
+                f(kind, id, v.value());
+            }
+        }
+        Ok(())
+    }
+
     /// Counts of current rows per kind in a namespace (valid now or later, as known now).
     pub fn current_counts(&self, ns: &Namespace) -> Result<BTreeMap<Kind, u64>, Error> {
         self.ctx((|| {
-            let t = self.txn.open_table(tables::CURRENT)?;
             let mut out: BTreeMap<Kind, u64> = BTreeMap::new();
-            for r in t.range((ns.as_str(), 0u8, 0u128)..=(ns.as_str(), u8::MAX, u128::MAX))? {
-                let (k, _) = r?;
-                if let Some(kind) = Kind::from_code(k.value().1) {
+            self.for_each_current_row(ns.as_str(), |kind, _, _| {
+                if let Some(kind) = Kind::from_code(kind) {
                     *out.entry(kind).or_insert(0) += 1;
                 }
-            }
+            })?;
             Ok(out)
         })())
     }
@@ -525,7 +533,11 @@ impl Snapshot {
         self.ctx((|| {
             let mut out = BTreeMap::new();
             out.insert("revisions", self.txn.open_table(tables::REVISIONS)?.len()?);
-            out.insert("current", self.txn.open_table(tables::CURRENT)?.len()?);
+            let current = match self.open_optional(tables::CURRENT)? {
+                Some(t) => t.len()?,
+                None => self.open_optional(tables::CURRENT_V4)?.map_or(Ok(0), |t| t.len())?,
+            };
+            out.insert("current", current);
             out.insert("ended", self.open_optional(tables::ENDED)?.map_or(Ok(0), |t| t.len())?);
             out.insert("events", self.txn.open_table(tables::EVENTS)?.len()?);
             out.insert("checkpoints", self.txn.open_table(tables::CHECKPOINTS)?.len()?);
@@ -839,7 +851,6 @@ impl Snapshot {
         let events = self.txn.open_table(tables::EVENTS)?;
         let cps = self.txn.open_table(tables::CHECKPOINTS)?;
         let entries = self.txn.open_table(tables::CHECKPOINT_ENTRIES)?;
-        let current = self.txn.open_table(tables::CURRENT)?;
         let identity = self.txn.open_table(tables::IDENTITY)?;
         let ended = self.open_optional(tables::ENDED)?;
         for ns in self.namespaces()? {
@@ -944,11 +955,9 @@ impl Snapshot {
                 }
             }
             let mut actual_current: BTreeMap<(u8, u128), Vec<u8>> = BTreeMap::new();
-            for r in current.range((n, 0u8, 0u128)..=(n, u8::MAX, u128::MAX))? {
-                let (k, v) = r?;
-                let (_, kind, id) = k.value();
-                actual_current.insert((kind, id), v.value().to_vec());
-            }
+            self.for_each_current_row(n, |kind, id, row| {
+                actual_current.insert((kind, id), row.to_vec());
+            })?;
             if actual_current != expected_current {
                 problems.push(format!(
                     "{n}: current table has {} rows, expected {}",
@@ -967,7 +976,7 @@ impl Snapshot {
                     }
                 }
                 let mut actual: BTreeMap<(u8, i64, u128), Vec<u8>> = BTreeMap::new();
-                let (lo, hi) = crate::ended::namespace_range(n);
+                let (lo, hi) = tables::namespace_range(n);
                 for r in ended.range(lo.as_slice()..hi.as_slice())? {
                     let (k, v) = r?;
                     let Some(key) = crate::ended::parse_key(k.value(), n.len()) else {
@@ -1046,57 +1055,40 @@ impl Snapshot {
 /// empty ranges are dropped first and a listing of one kind is a plain backward scan).
 struct CurrentRows<'t> {
     ranges: Vec<std::iter::Peekable<std::iter::Rev<CurrentRange<'t>>>>,
-    /// The row [`CurrentRows::take`] read past the id it was asked for.
-    head: Option<CurrentRow<'t>>,
-    /// Rows [`CurrentRows::take`] found, and rows it stepped over (ids no one asked for).
-    found: usize,
-    stepped_over: usize,
 }
 
-type CurrentRange<'t> = redb::Range<'t, (&'static str, u8, u128), &'static [u8]>;
+type CurrentRange<'t> = redb::Range<'t, &'static [u8], &'static [u8]>;
 /// A current row: the record's id and the stored row.
 type CurrentRow<'t> = (u128, redb::AccessGuard<'t, &'static [u8]>);
 
+/// The id of a current row's key: its last 16 bytes.
+fn current_key_id(key: &[u8]) -> Option<u128> {
+    let start = key.len().checked_sub(16)?;
+    key.get(start..).and_then(|b| b.try_into().ok()).map(u128::from_be_bytes)
+}
+
+fn bad_current_key() -> Error {
+    Error::Codec {
+        table: names::CURRENT,
+        source: crate::error::CodecError::Decode { what: "current key", reason: "truncated".to_string() },
+    }
+}
+
 impl<'t> CurrentRows<'t> {
     fn open(
-        t: &'t redb::ReadOnlyTable<(&'static str, u8, u128), &'static [u8]>,
+        t: &'t redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
         ns: &str,
         codes: &[u8],
     ) -> Result<Self, Error> {
         let mut ranges = Vec::with_capacity(codes.len());
         for &c in codes {
-            let mut it = t.range((ns, c, 0u128)..=(ns, c, u128::MAX))?.rev().peekable();
+            let (lo, hi) = tables::current_kind_range(ns, c);
+            let mut it = t.range(lo.as_slice()..=hi.as_slice())?.rev().peekable();
             if it.peek().is_some() {
                 ranges.push(it);
             }
         }
-        Ok(CurrentRows { ranges, head: None, found: 0, stepped_over: 0 })
-    }
-
-    /// The row of `id`, stepping over the rows of greater ids; asked in decreasing id order.
-    fn take(&mut self, id: u128) -> Result<Option<redb::AccessGuard<'t, &'static [u8]>>, Error> {
-        loop {
-            if self.head.is_none() {
-                self.head = self.next()?;
-            }
-            match &self.head {
-                Some((h, _)) if *h > id => {
-                    self.head = None;
-                    self.stepped_over += 1;
-                }
-                Some((h, _)) if *h == id => {
-                    self.found += 1;
-                    return Ok(self.head.take().map(|(_, row)| row));
-                }
-                _ => return Ok(None),
-            }
-        }
-    }
-
-    /// Whether taking rows still pays: stepping over a row costs about a fifth of the seek a
-    /// found row saves, so no more than four rows stepped over per row found (plus 16).
-    fn pays(&self) -> bool {
-        self.stepped_over <= 4 * self.found + 16
+        Ok(CurrentRows { ranges })
     }
 
     /// The next row, `(id, row)`.
@@ -1108,7 +1100,7 @@ impl<'t> CurrentRows<'t> {
             for (i, it) in self.ranges.iter_mut().enumerate() {
                 match it.peek() {
                     Some(Ok((key, _))) => {
-                        let id = key.value().2;
+                        let id = current_key_id(key.value()).unwrap_or(0);
                         if best.is_none_or(|(_, b)| id > b) {
                             best = Some((i, id));
                         }
@@ -1129,7 +1121,7 @@ impl<'t> CurrentRows<'t> {
         match self.ranges.get_mut(i).and_then(Iterator::next) {
             Some(item) => {
                 let (key, val) = item?;
-                Ok(Some((key.value().2, val)))
+                Ok(Some((current_key_id(key.value()).ok_or_else(bad_current_key)?, val)))
             }
             None => Ok(None),
         }

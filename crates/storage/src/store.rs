@@ -788,7 +788,9 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
         lexical.flush()?;
     }
     if found < 5 {
-        // Format 5 files the records whose visibility has an end (`ended.rs`).
+        // Format 5 keys the current rows by bytes, and files the records whose visibility
+        // has an end (`ended.rs`).
+        move_current_rows(&txn)?;
         crate::ended::fill(&txn)?;
     }
     {
@@ -796,6 +798,27 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
         format::upgrade(&mut meta)?;
     }
     txn.commit()?;
+    Ok(())
+}
+
+/// Move format 4's tuple-keyed current rows to format 5's byte-keyed table, then drop the
+/// old table.
+fn move_current_rows(txn: &redb::WriteTransaction) -> Result<(), Error> {
+    use redb::ReadableTable;
+    {
+        let old = match txn.open_table(tables::CURRENT_V4) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut new = txn.open_table(tables::CURRENT)?;
+        for r in old.iter()? {
+            let (k, v) = r?;
+            let (ns, kind, id) = k.value();
+            new.insert(tables::current_key(ns, kind, id).as_slice(), v.value())?;
+        }
+    }
+    txn.delete_table(tables::CURRENT_V4)?;
     Ok(())
 }
 

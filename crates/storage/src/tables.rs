@@ -20,9 +20,49 @@ pub(crate) const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("mnemon
 pub(crate) const REVISIONS: TableDefinition<(&str, u128, i64, u32), &[u8]> =
     TableDefinition::new("mnemon.revisions");
 
-/// `(namespace, kind, id) -> latest revision`: records whose latest revision is still visible
-/// after the last sweep. The fast path for "valid now, as known now".
-pub(crate) const CURRENT: TableDefinition<(&str, u8, u128), &[u8]> = TableDefinition::new("mnemon.current");
+/// `[namespace][0][kind][id] -> current row` (bytes ordered as the tuple `(namespace, kind,
+/// id)`, see [`current_key`]): records whose latest revision is still visible after the last
+/// sweep. The fast path for "valid now, as known now".
+pub(crate) const CURRENT: TableDefinition<&[u8], &[u8]> = TableDefinition::new("mnemon.live");
+
+/// Formats 1 to 4 kept the current rows under tuple keys `(namespace, kind, id)`; the upgrade to
+/// format 5 moves them to [`CURRENT`] (byte keys compare with `memcmp` and decode for free).
+pub(crate) const CURRENT_V4: TableDefinition<(&str, u8, u128), &[u8]> =
+    TableDefinition::new("mnemon.current");
+
+/// The key of a current row: the namespace's bytes, `0` (a namespace holds no control
+/// character), the kind's code, the id big-endian.
+pub(crate) fn current_key(ns: &str, kind: u8, id: u128) -> Vec<u8> {
+    let mut k = Vec::with_capacity(ns.len() + 18);
+    k.extend_from_slice(ns.as_bytes());
+    k.push(0);
+    k.push(kind);
+    k.extend_from_slice(&id.to_be_bytes());
+    k
+}
+
+/// The `(kind, id)` of a current row's key in a namespace of `ns_len` bytes.
+pub(crate) fn parse_current_key(k: &[u8], ns_len: usize) -> Option<(u8, u128)> {
+    let rest = k.get(ns_len + 1..)?;
+    let (&kind, id) = rest.split_first()?;
+    Some((kind, u128::from_be_bytes(id.try_into().ok()?)))
+}
+
+/// The first (inclusive) and last (inclusive) keys of namespace `ns`'s rows of `kind` in
+/// [`CURRENT`].
+pub(crate) fn current_kind_range(ns: &str, kind: u8) -> (Vec<u8>, Vec<u8>) {
+    (current_key(ns, kind, 0), current_key(ns, kind, u128::MAX))
+}
+
+/// Every key of namespace `ns` in a byte-keyed table: from the first (inclusive) to the last
+/// (exclusive).
+pub(crate) fn namespace_range(ns: &str) -> (Vec<u8>, Vec<u8>) {
+    let mut lo = ns.as_bytes().to_vec();
+    lo.push(0);
+    let mut hi = ns.as_bytes().to_vec();
+    hi.push(1);
+    (lo, hi)
+}
 
 /// `[namespace][0][level][visible_from][id] -> [kind][CURRENT row]` (bytes ordered as the tuple
 /// `(namespace, level, visible_from, id)`; see `ended::key`): the latest revision of every
@@ -90,7 +130,7 @@ pub(crate) const LEXSTATS: TableDefinition<&str, &[u8]> = TableDefinition::new("
 /// Table names, for error messages.
 pub(crate) mod names {
     pub(crate) const REVISIONS: &str = "mnemon.revisions";
-    pub(crate) const CURRENT: &str = "mnemon.current";
+    pub(crate) const CURRENT: &str = "mnemon.live";
     pub(crate) const ENDED: &str = "mnemon.ended";
     pub(crate) const EVENTS: &str = "mnemon.events";
     pub(crate) const CHECKPOINTS: &str = "mnemon.checkpoints";

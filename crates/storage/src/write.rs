@@ -346,7 +346,7 @@ type RevKey = (&'static str, u128, i64, u32);
 /// The tables a commit writes.
 pub(crate) struct WriteTables<'txn> {
     pub(crate) revisions: Table<'txn, RevKey, &'static [u8]>,
-    pub(crate) current: Deferred<'txn, (&'static str, u8, u128), &'static [u8]>,
+    pub(crate) current: Deferred<'txn, &'static [u8], &'static [u8]>,
     pub(crate) current_ends: Deferred<'txn, (i64, &'static str, u8, u128), ()>,
     /// Written only for records whose latest revision has or had an end (see `ended.rs`).
     pub(crate) ended: LazyTable<'txn, crate::ended::EndedKey, &'static [u8]>,
@@ -950,7 +950,7 @@ impl WriteTables<'_> {
         let ns = rec.namespace.as_str();
         let kind = rec.kind().code();
         let id = rec.id.as_u128();
-        self.current.table()?.remove((ns, kind, id))?;
+        self.current.table()?.remove(crate::tables::current_key(ns, kind, id).as_slice())?;
         if let Some(v) = rec.visible()
             && !v.is_open()
         {
@@ -1021,7 +1021,8 @@ impl WriteTables<'_> {
                     && v.until.as_micros() > commit_tx
                 {
                     let row = record::current_row(&new, v, &bytes);
-                    self.current.insert((ns, kind, id), row.as_slice())?;
+                    self.current
+                        .insert(crate::tables::current_key(ns, kind, id).as_slice(), row.as_slice())?;
                     if !v.is_open() {
                         self.current_ends.insert((v.until.as_micros(), ns, kind, id), ())?;
                     }
@@ -1119,7 +1120,7 @@ impl WriteTables<'_> {
         }
         for (t, ns, kind, id) in &expired {
             self.current_ends.table()?.remove((*t, ns.as_str(), *kind, *id))?;
-            self.current.table()?.remove((ns.as_str(), *kind, *id))?;
+            self.current.table()?.remove(crate::tables::current_key(ns, *kind, *id).as_slice())?;
         }
         Ok(expired.len())
     }

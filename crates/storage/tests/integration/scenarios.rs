@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use mnemon_storage::body::{Decision, Entity, Learning};
 use mnemon_storage::*;
+use redb::ReadableTable;
 
 fn open(dir: &tempfile::TempDir) -> Store {
     Store::open(dir.path().join("s.redb"), StoreOptions { create: true, ..Default::default() }).unwrap()
@@ -312,6 +313,12 @@ fn listed(snap: &Snapshot, n: &Namespace, x: RecordId, v: Timestamp, k: Timestam
 }
 
 /// Every revision of a namespace, grouped by record, in revision order.
+/// The number of current rows of the store in `dir` (closed).
+fn store_current_rows(dir: &tempfile::TempDir) -> u64 {
+    let store = Store::open(dir.path().join("c.redb"), StoreOptions::default()).unwrap();
+    store.snapshot().unwrap().table_sizes().unwrap()["current"]
+}
+
 fn revisions_by_record(snap: &Snapshot, n: &Namespace) -> Vec<Vec<Record>> {
     let mut all: Vec<Vec<Record>> = Vec::new();
     snap.for_each_revision(Some(n), |r| {
@@ -674,11 +681,36 @@ fn past_listings_known_now_agree_with_brute_force() {
     // A format-4 file has no `mnemon.ended`: read-only, the listings take the timeline; opened
     // for writing, the upgrade fills the table from the revisions.
     let path = dir.path().join("c.redb");
+    let all_current = store_current_rows(&dir);
     {
         let db = redb::Database::open(&path).unwrap();
         let txn = db.begin_write().unwrap();
         let ended = redb::TableDefinition::<&[u8], &[u8]>::new("mnemon.ended");
         assert!(txn.delete_table(ended).unwrap());
+        // Format 4's current rows: tuple keys `(namespace, kind, id)` in `mnemon.current`.
+        let live = redb::TableDefinition::<&[u8], &[u8]>::new("mnemon.live");
+        let old = redb::TableDefinition::<(&str, u8, u128), &[u8]>::new("mnemon.current");
+        {
+            let rows: Vec<(Vec<u8>, Vec<u8>)> = txn
+                .open_table(live)
+                .unwrap()
+                .iter()
+                .unwrap()
+                .map(|r| {
+                    let (k, v) = r.unwrap();
+                    (k.value().to_vec(), v.value().to_vec())
+                })
+                .collect();
+            assert!(!rows.is_empty());
+            let mut t = txn.open_table(old).unwrap();
+            for (k, v) in rows {
+                // `p`, 0, kind, id (big-endian).
+                assert_eq!(&k[..2], b"p\0");
+                let id = u128::from_be_bytes(k[3..19].try_into().unwrap());
+                t.insert(("p", k[2], id), v.as_slice()).unwrap();
+            }
+        }
+        assert!(txn.delete_table(live).unwrap());
         {
             let mut meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
             meta.insert("format_version", 4u32.to_le_bytes().as_slice()).unwrap();
@@ -688,9 +720,17 @@ fn past_listings_known_now_agree_with_brute_force() {
     let options = || StoreOptions { clock: clock.clone(), ..Default::default() };
     let ro = Store::open(&path, StoreOptions { read_only: true, ..options() }).unwrap();
     check(&ro.snapshot().unwrap(), ListPath::Timeline);
+    // "Now" also takes the timeline there, and agrees with the upgraded file below.
+    let now_before = ro.snapshot().unwrap().list_explain(&n, &ListQuery::new()).unwrap();
+    assert_eq!(now_before.1, ListPath::Timeline);
+    assert_eq!(ro.snapshot().unwrap().table_sizes().unwrap()["current"], all_current);
     drop(ro);
     let upgraded = Store::open(&path, options()).unwrap();
     check(&upgraded.snapshot().unwrap(), ListPath::Ended);
+    let now_after = upgraded.snapshot().unwrap().list_explain(&n, &ListQuery::new()).unwrap();
+    assert_eq!(now_after.1, ListPath::Current);
+    assert_eq!(now_after.0, now_before.0);
+    assert_eq!(upgraded.snapshot().unwrap().table_sizes().unwrap()["current"], all_current);
     assert_eq!(upgraded.snapshot().unwrap().table_sizes().unwrap()["ended"], {
         all.iter().filter_map(|r| r.last()).filter(|r| r.visible().is_some_and(|v| !v.is_open())).count()
             as u64
