@@ -1,10 +1,11 @@
-//! `mnemon.ended`: the latest revision of every record whose visible interval has an end,
-//! filed so that "everything valid at V, as known now" is a few short range scans.
+//! `mnemon.ended`: the latest revision of every record whose visibility ended by the last
+//! sweep, filed so that "everything valid at V, as known now" is a few short range scans.
 //!
 //! As known now, a record's revision is its latest one, and the record is valid at `V` when
 //! that revision's visible interval `[from, until)` holds `V`. Records with an open end are
-//! all in `mnemon.live` (the current rows); the others (retired, superseded, expired, or given
-//! an end) are here, keyed `(namespace, level, from, id)`, where the level is the smallest `L`
+//! all in `mnemon.live` (the current rows), and so are those whose end is still ahead (until
+//! the sweep of the first commit after it moves them here); the others (retired, superseded,
+//! expired, or given an end that has passed) are here, keyed `(namespace, level, from, id)`, where the level is the smallest `L`
 //! with `until - from <= 2^L` microseconds. An interval of level `L` that holds `V` starts
 //! after `V - 2^L`, so at each level the rows to read are those with `from` in `(V - 2^L, V]`;
 //! of those, the ones that end after `V` are the answer. Within a level the lengths differ by
@@ -16,8 +17,11 @@
 //! the revision number, transaction time and visible interval, then the revision), so a listing
 //! decodes it exactly as a current row, and filters by kind and end without decoding.
 //!
-//! The table is written only when a record's latest revision has (or had) an end: inserting
-//! and revising open-ended records, which is nearly every write, never touches it.
+//! The table is written only when a record's visibility ends by the commit that writes it
+//! (retire, supersede, a back-dated end), when the sweep takes a current row whose end has
+//! passed, and when a record that is here gets a new revision: inserting and revising records
+//! whose end is open or still ahead (a default expiry, say), which is nearly every write,
+//! never touches it.
 
 use redb::{ReadableTable, Table};
 
@@ -82,6 +86,21 @@ pub(crate) fn row_of(rec: &Record, revision: &[u8]) -> Option<(u8, i64, Vec<u8>)
     out.push(rec.kind().code());
     out.extend_from_slice(&current);
     Some((level(v), v.from.as_micros(), out))
+}
+
+/// The `(key, value)` of the row a swept `CURRENT` row becomes.
+pub(crate) fn row_from_current(
+    ns: &str,
+    kind: u8,
+    id: u128,
+    current: &[u8],
+) -> Result<(Vec<u8>, Vec<u8>), Error> {
+    let v = record::current_row_visible(current)
+        .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
+    let mut value = Vec::with_capacity(1 + current.len());
+    value.push(kind);
+    value.extend_from_slice(current);
+    Ok((key(ns, level(v), v.from.as_micros(), id), value))
 }
 
 /// The key a record's latest revision has in the table, if any.
@@ -157,8 +176,10 @@ fn bad_key() -> Error {
     }
 }
 
-/// Fill the table from the revisions (a file upgraded from a format before 5).
+/// Fill the table from the revisions (a file upgraded from a format before 5): the records
+/// whose visibility ended by the last sweep (the others with an end still have current rows).
 pub(crate) fn fill(txn: &redb::WriteTransaction) -> Result<(), Error> {
+    let swept = crate::format::read_state(&txn.open_table(tables::META)?)?.swept_through.as_micros();
     let revisions = txn.open_table(tables::REVISIONS)?;
     let mut ended = txn.open_table(tables::ENDED)?;
     let mut last: Option<(String, u128, i64, u32, Vec<u8>)> = None;
@@ -177,7 +198,9 @@ pub(crate) fn fill(txn: &redb::WriteTransaction) -> Result<(), Error> {
             &bytes,
         )
         .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
-        if let Some((level, from, row)) = row_of(&record, &bytes) {
+        if let Some((level, from, row)) = row_of(&record, &bytes)
+            && record.visible().is_some_and(|v| v.until.as_micros() <= swept)
+        {
             ended.insert(key(&ns, level, from, id).as_slice(), row.as_slice())?;
         }
         Ok(())

@@ -404,8 +404,8 @@ impl Snapshot {
         let mut rows = Vec::with_capacity(usize::try_from(current.len()?).unwrap_or(0).min(4096) + 64);
         crate::ended::visible_at(ended, ns.as_str(), v, filter, &mut rows)?;
         let from_ended = rows.len();
-        // The open-ended records that started by `v`, in one forward scan of the namespace's
-        // current rows (a current row with an end, not yet swept, is also in `mnemon.ended`).
+        // The records still current that are visible at `v`, in one forward scan of the
+        // namespace's current rows (a record moves to `mnemon.ended` when its row is swept).
         let (lo, hi) = tables::namespace_range(ns.as_str());
         for r in current.range(lo.as_slice()..hi.as_slice())? {
             let (k, row) = r?;
@@ -417,7 +417,7 @@ impl Snapshot {
             }
             let vis = record::current_row_visible(row.value())
                 .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
-            if vis.is_open() && vis.from.as_micros() <= v {
+            if vis.contains(Timestamp::from_micros(v)) {
                 rows.push((id, row));
             }
         }
@@ -971,7 +971,9 @@ impl Snapshot {
                     let Some(latest) = list.last() else { continue };
                     let bytes = record::encode_revision(latest)
                         .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
-                    if let Some((level, from, row)) = crate::ended::row_of(latest, &bytes) {
+                    if let Some((level, from, row)) = crate::ended::row_of(latest, &bytes)
+                        && latest.visible().is_some_and(|v| v.until <= self.meta.swept_through)
+                    {
                         expected.insert((level, from, *id), row);
                     }
                 }

@@ -959,9 +959,12 @@ impl WriteTables<'_> {
         Ok(())
     }
 
-    /// Remove the `ENDED` row of what was a record's latest revision.
-    fn remove_ended(&mut self, rec: &Record) -> Result<(), Error> {
-        if let Some((level, from)) = crate::ended::key_of(rec) {
+    /// Remove the `ENDED` row of what was a record's latest revision, if it may have one: its
+    /// visibility ended by `now` (rows with a later end are still current, never in `ENDED`).
+    fn remove_ended(&mut self, rec: &Record, now: i64) -> Result<(), Error> {
+        if let Some((level, from)) = crate::ended::key_of(rec)
+            && rec.visible().is_some_and(|v| v.until.as_micros() <= now)
+        {
             let key = crate::ended::key(rec.namespace.as_str(), level, from, rec.id.as_u128());
             self.ended.get_mut()?.remove(key.as_slice())?;
         }
@@ -1010,12 +1013,7 @@ impl WriteTables<'_> {
                 if let Some(o) = &old {
                     self.remove_current(o)?;
                     self.release_identity(o)?;
-                    self.remove_ended(o)?;
-                }
-                if let Some((level, from, row)) = crate::ended::row_of(&new, &bytes) {
-                    self.ended
-                        .get_mut()?
-                        .insert(crate::ended::key(ns, level, from, id).as_slice(), row.as_slice())?;
+                    self.remove_ended(o, commit_tx)?;
                 }
                 if let Some(v) = new_vis
                     && v.until.as_micros() > commit_tx
@@ -1026,6 +1024,12 @@ impl WriteTables<'_> {
                     if !v.is_open() {
                         self.current_ends.insert((v.until.as_micros(), ns, kind, id), ())?;
                     }
+                } else if let Some((level, from, row)) = crate::ended::row_of(&new, &bytes) {
+                    // Visible, but no longer by the end of this commit: straight to `ENDED` (a
+                    // record with a later end gets there when the sweep takes its current row).
+                    self.ended
+                        .get_mut()?
+                        .insert(crate::ended::key(ns, level, from, id).as_slice(), row.as_slice())?;
                 }
                 if new.holds_identity()
                     && let Some(k) = new.identity()
@@ -1056,7 +1060,7 @@ impl WriteTables<'_> {
                 if let Some(latest) = all.last() {
                     self.remove_current(latest)?;
                     self.release_identity(latest)?;
-                    self.remove_ended(latest)?;
+                    self.remove_ended(latest, i64::MAX)?;
                 }
                 self.forget_vectors(ns, key)?;
                 self.lexical.forget(ns, key, &all)?;
@@ -1120,7 +1124,13 @@ impl WriteTables<'_> {
         }
         for (t, ns, kind, id) in &expired {
             self.current_ends.table()?.remove((*t, ns.as_str(), *kind, *id))?;
-            self.current.table()?.remove(crate::tables::current_key(ns, *kind, *id).as_slice())?;
+            // The swept row moves to `ENDED`, where the past as known now finds it.
+            let row = self.current.table()?.remove(crate::tables::current_key(ns, *kind, *id).as_slice())?;
+            if let Some(row) = row {
+                let (key, value) = crate::ended::row_from_current(ns, *kind, *id, row.value())?;
+                drop(row);
+                self.ended.get_mut()?.insert(key.as_slice(), value.as_slice())?;
+            }
         }
         Ok(expired.len())
     }

@@ -778,3 +778,41 @@ fn a_record_shown_again_keeps_its_earlier_start() {
     }
     assert!(snap.verify().unwrap().is_empty());
 }
+
+/// A record whose end lies ahead stays a current row (nothing in `mnemon.ended`) until a
+/// commit after its end sweeps it; the sweep moves it to `mnemon.ended`, where the past as
+/// known now still finds it, before and after a reopen.
+#[test]
+fn a_swept_record_moves_to_the_ended_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = Timestamp::parse("2024-01-01").unwrap();
+    let (store, clock) = open_with_clock(&dir, t0);
+    let n = ns("p");
+    let hour = 3_600_000_000i64;
+    let mut rec = NewRecord::new(n.clone(), entity("ephemeral"));
+    rec.valid_until = Some(t0.plus_micros(2 * hour));
+    let id = rec.id;
+    store.write(vec![WriteOp::Insert(rec)]).unwrap();
+    let sizes = |s: &Store| s.snapshot().unwrap().table_sizes().unwrap();
+    assert_eq!((sizes(&store)["current"], sizes(&store)["ended"]), (1, 0));
+    let an_hour_in = AsOf::valid_at(t0.plus_micros(hour));
+    clock.advance(3 * hour);
+    // Not swept yet (the last commit was before its end): the current table answers.
+    let (got, path) =
+        store.snapshot().unwrap().list_explain(&n, &ListQuery::new().as_of(an_hour_in)).unwrap();
+    assert_eq!((got.len(), path), (1, ListPath::Current));
+    // Any commit after the end sweeps it.
+    store.write(vec![WriteOp::Insert(NewRecord::new(n.clone(), entity("other")))]).unwrap();
+    assert_eq!((sizes(&store)["current"], sizes(&store)["ended"]), (1, 1));
+    let check = |s: &Store| {
+        let snap = s.snapshot().unwrap();
+        let (got, path) = snap.list_explain(&n, &ListQuery::new().as_of(an_hour_in)).unwrap();
+        assert_eq!(path, ListPath::Ended);
+        assert_eq!(got.iter().map(|r| r.id).collect::<Vec<_>>(), vec![id]);
+        assert!(snap.list(&n, &ListQuery::new()).unwrap().iter().all(|r| r.id != id));
+        assert!(snap.verify().unwrap().is_empty());
+    };
+    check(&store);
+    drop(store);
+    check(&Store::open(dir.path().join("c.redb"), StoreOptions { clock, ..Default::default() }).unwrap());
+}
