@@ -5,8 +5,8 @@
 //! that revision's visible interval `[from, until)` holds `V`. Records with an open end are
 //! all in `mnemon.live` (the current rows), and so are those whose end is still ahead (until
 //! the sweep of the first commit after it moves them here); the others (retired, superseded,
-//! expired, or given an end that has passed) are here, keyed `(namespace, level, from, id)`, where the level is the smallest `L`
-//! with `until - from <= 2^L` microseconds. An interval of level `L` that holds `V` starts
+//! expired, or given an end that has passed) are here, keyed `(namespace, level, from, id)`,
+//! where the level is the smallest `L` with `until - from <= 2^L` microseconds. An interval of level `L` that holds `V` starts
 //! after `V - 2^L`, so at each level the rows to read are those with `from` in `(V - 2^L, V]`;
 //! of those, the ones that end after `V` are the answer. Within a level the lengths differ by
 //! at most a factor of two, so most rows read are returned (about seven in ten in the
@@ -59,7 +59,7 @@ const LEVEL_BITS: u32 = 1;
 /// The highest level: `2^64` covers every interval of `i64` microseconds.
 pub(crate) const MAX_LEVEL: u8 = 64;
 
-/// The level of a visible interval: the smallest `L` with `until - from <= 4^L`.
+/// The level of a visible interval: the smallest `L` with `until - from <= 2^L`.
 pub(crate) fn level(v: Visible) -> u8 {
     let len = i128::from(v.until.as_micros()) - i128::from(v.from.as_micros());
     // A visible interval is never empty; be safe against a malformed one anyway.
@@ -70,7 +70,7 @@ pub(crate) fn level(v: Visible) -> u8 {
     u8::try_from(level).unwrap_or(MAX_LEVEL).min(MAX_LEVEL)
 }
 
-/// The lowest `from` an interval of `level` holding `v` can have: `v - 4^level + 1`.
+/// The lowest `from` an interval of `level` holding `v` can have: `v - 2^level + 1`.
 fn lowest_from(level: u8, v: i64) -> i64 {
     let width = 1i128 << (u32::from(level) * LEVEL_BITS);
     let lo = i128::from(v) - width + 1;
@@ -81,11 +81,16 @@ fn lowest_from(level: u8, v: i64) -> i64 {
 /// open end) or nowhere (never visible). `revision` is the encoded revision.
 pub(crate) fn row_of(rec: &Record, revision: &[u8]) -> Option<(u8, i64, Vec<u8>)> {
     let v = rec.visible().filter(|v| !v.is_open())?;
-    let current = record::current_row(rec, v, revision);
+    let value = value(rec.kind().code(), &record::current_row(rec, v, revision));
+    Some((level(v), v.from.as_micros(), value))
+}
+
+/// A row's value: the kind's code, then the `CURRENT` row.
+fn value(kind: u8, current: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(1 + current.len());
-    out.push(rec.kind().code());
-    out.extend_from_slice(&current);
-    Some((level(v), v.from.as_micros(), out))
+    out.push(kind);
+    out.extend_from_slice(current);
+    out
 }
 
 /// The `(key, value)` of the row a swept `CURRENT` row becomes.
@@ -97,10 +102,7 @@ pub(crate) fn row_from_current(
 ) -> Result<(Vec<u8>, Vec<u8>), Error> {
     let v = record::current_row_visible(current)
         .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
-    let mut value = Vec::with_capacity(1 + current.len());
-    value.push(kind);
-    value.extend_from_slice(current);
-    Ok((key(ns, level(v), v.from.as_micros(), id), value))
+    Ok((key(ns, level(v), v.from.as_micros(), id), value(kind, current)))
 }
 
 /// The key a record's latest revision has in the table, if any.
@@ -198,8 +200,8 @@ pub(crate) fn fill(txn: &redb::WriteTransaction) -> Result<(), Error> {
             &bytes,
         )
         .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
-        if let Some((level, from, row)) = row_of(&record, &bytes)
-            && record.visible().is_some_and(|v| v.until.as_micros() <= swept)
+        if record.visible().is_some_and(|v| v.until.as_micros() <= swept)
+            && let Some((level, from, row)) = row_of(&record, &bytes)
         {
             ended.insert(key(&ns, level, from, id).as_slice(), row.as_slice())?;
         }
