@@ -31,15 +31,28 @@ fn main() {
             // hand-off between threads (N from the second argument, 16 by default).
             let per: u64 = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(16);
             let db = mnemon::Db::create(dir.path().join("m.redb")).unwrap();
-            let calls = 1_000u64;
+            // MNEMON_PROFILE_EVENTUAL=1: commits without fsync, to time the CPU's part alone.
+            let durability = if std::env::var_os("MNEMON_PROFILE_EVENTUAL").is_some() {
+                mnemon::Durability::Eventual
+            } else {
+                mnemon::Durability::Immediate
+            };
+            prefill(&db);
+            let calls: u64 =
+                std::env::var("MNEMON_PROFILE_CALLS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000);
             let t = Instant::now();
             for c in 0..calls {
                 let jobs: Vec<Vec<WriteOp>> =
                     (0..per).map(|i| vec![WriteOp::Insert(small_record(c * per + i))]).collect();
-                db.store().write_many(jobs, mnemon::Durability::Immediate);
+                db.store().write_many(jobs, durability);
             }
             let el = t.elapsed();
             println!("{per} jobs per commit: {:.0} us per commit", el.as_secs_f64() * 1e6 / calls as f64);
+            if let Some(keep) = std::env::var_os("MNEMON_PROFILE_KEEP") {
+                // Keep the file for a look at its tables (`examples/table_stats.rs`).
+                drop(db);
+                std::fs::copy(dir.path().join("m.redb"), keep).unwrap();
+            }
         }
         "gc" => {
             let window: u64 = std::env::var("WINDOW_US").ok().and_then(|v| v.parse().ok()).unwrap_or(250);
@@ -48,6 +61,7 @@ fn main() {
                 .group_commit_window(std::time::Duration::from_micros(window))
                 .open()
                 .unwrap();
+            prefill(&db);
             for threads in std::env::args().nth(2).map_or(vec![1usize, 4, 16], |t| vec![t.parse().unwrap()]) {
                 let per = if threads == 16 { 600 } else { 200u64 };
                 let before = db.snapshot().unwrap().meta().commit_seq;
@@ -118,4 +132,15 @@ fn main() {
             println!("{mode}: {:?} per query ({} records)", t.elapsed() / reps, n / reps as usize);
         }
     }
+}
+
+/// MNEMON_PROFILE_PREFILL=N: start from a file that already holds N records (put in by commits
+/// of 1,000), so that commits of different sizes meet trees of one depth.
+fn prefill(db: &mnemon::Db) {
+    let n: u64 = std::env::var("MNEMON_PROFILE_PREFILL").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    for c in 0..n.div_ceil(1_000) {
+        let ops = (0..1_000).map(|i| WriteOp::Insert(small_record(u64::MAX / 2 + c * 1_000 + i))).collect();
+        db.store().write_with(ops, mnemon::Durability::Eventual).unwrap();
+    }
+    db.sync().unwrap();
 }

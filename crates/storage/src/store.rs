@@ -4,8 +4,11 @@
 //!
 //! A caller queues its job (a batch of operations) and blocks until the job's commit has
 //! finished. Whoever finds no commit under way becomes the committer: it takes every job
-//! waiting in the queue and commits them together in one redb transaction, on its own thread,
-//! then hands the turn to the next waiting caller. With many threads writing, one fsync
+//! waiting in the queue, and the jobs that arrive while it applies them, and commits them
+//! together in one redb transaction, on its own thread; then it hands the turn to the next
+//! waiting caller, posts the results and wakes their callers as a tree (see `Wakeups`), so
+//! that the last of many callers is not kept waiting behind the others' wake-ups. With many
+//! threads writing, one fsync
 //! acknowledges many jobs (group commit), so durable throughput grows with concurrency instead
 //! of being capped at one fsync per write; a lone writer commits on its own thread, with no
 //! hand-off to another thread and back.
@@ -20,7 +23,7 @@
 use std::collections::VecDeque;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
@@ -124,6 +127,42 @@ struct SlotState {
     missing: usize,
     /// The caller has been handed the turn: it commits the waiting jobs next.
     turn: bool,
+    /// The caller sleeps on `ready`.
+    sleeping: bool,
+    /// The wake-ups of the commit that completed this slot: its caller does a share of them
+    /// before it returns.
+    wake: Option<Arc<Wakeups>>,
+}
+
+/// The callers a commit completed, woken as a tree: the committer wakes [`Wakeups::FAN_OUT`]
+/// of them, and each caller it wakes as many more before it returns, and so on. Waking a
+/// sleeping thread costs the waker several microseconds (a futex call and, on a VM, an
+/// interrupt to the other core, which often hands that core to the woken thread), so one
+/// committer waking sixteen callers in turn would keep the last of them, and with it the next
+/// commit, waiting for a good part of a commit.
+struct Wakeups {
+    /// Set once every result of the commit is in its slot.
+    slots: std::sync::OnceLock<Vec<Arc<Slot>>>,
+    next: AtomicUsize,
+}
+
+impl Wakeups {
+    const FAN_OUT: usize = 2;
+
+    /// Wake up to [`Self::FAN_OUT`] more sleeping callers. A caller that is not asleep (it saw
+    /// its results before it slept) is passed over: it needs no wake-up, and the wakers it would
+    /// have been are made up by the next ones, so every sleeping caller of the list is woken.
+    fn wake_some(&self) {
+        let Some(slots) = self.slots.get() else { return };
+        let mut woken = 0;
+        while woken < Self::FAN_OUT {
+            let Some(slot) = slots.get(self.next.fetch_add(1, Ordering::AcqRel)) else { return };
+            if slot.lock().sleeping {
+                slot.ready.notify_one();
+                woken += 1;
+            }
+        }
+    }
 }
 
 impl Slot {
@@ -133,6 +172,8 @@ impl Slot {
                 results: (0..jobs).map(|_| None).collect(),
                 missing: jobs,
                 turn: false,
+                sleeping: false,
+                wake: None,
             }),
             ready: Condvar::new(),
         }
@@ -143,6 +184,14 @@ impl Slot {
     }
 
     fn post(&self, index: usize, result: Result<Receipt, Error>) {
+        if self.fill(index, result, None) {
+            self.ready.notify_one();
+        }
+    }
+
+    /// Store a result without waking the caller; true when it was the last one missing (the
+    /// caller is then to be woken; `wake` holds the wake-ups it shares in).
+    fn fill(&self, index: usize, result: Result<Receipt, Error>, wake: Option<&Arc<Wakeups>>) -> bool {
         let mut s = self.lock();
         if let Some(place) = s.results.get_mut(index)
             && place.is_none()
@@ -150,9 +199,11 @@ impl Slot {
             *place = Some(result);
             s.missing -= 1;
             if s.missing == 0 {
-                self.ready.notify_one();
+                s.wake = wake.cloned();
+                return true;
             }
         }
+        false
     }
 
     fn hand_turn(&self) {
@@ -355,9 +406,16 @@ impl Writer {
         loop {
             let mut s = slot.lock();
             while s.missing > 0 && !s.turn {
+                s.sleeping = true;
                 s = slot.ready.wait(s).unwrap_or_else(PoisonError::into_inner);
+                s.sleeping = false;
             }
             if s.missing == 0 {
+                if let Some(wake) = s.wake.take() {
+                    drop(s);
+                    wake.wake_some();
+                    s = slot.lock();
+                }
                 let results = std::mem::take(&mut s.results);
                 return results
                     .into_iter()
@@ -395,11 +453,12 @@ impl Writer {
             if taken >= want || self.window.is_zero() {
                 return Vec::new();
             }
+            // Take whatever has arrived, and wait only when nothing has: the jobs taken are
+            // applied while the rest are still on their way.
             let mut q = self.lock();
-            let need = want - taken;
-            if q.waiting.len() < need {
-                q.wanted = need;
-                while q.waiting.len() < need {
+            if q.waiting.is_empty() {
+                q.wanted = 1;
+                while q.waiting.is_empty() {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         break;
@@ -455,9 +514,16 @@ impl Writer {
         let posted = std::mem::take(&mut turn.jobs);
         // Pass the turn on first, so the next commit can start while results are posted.
         drop(turn);
+        // Every result first, then the wake-ups, as a tree (see `Wakeups`).
+        let wake = Arc::new(Wakeups { slots: std::sync::OnceLock::new(), next: AtomicUsize::new(0) });
+        let mut complete = Vec::with_capacity(posted.len());
         for ((slot, index), r) in posted.into_iter().zip(results) {
-            slot.post(index, r.map_err(|e| e.with_path(&self.path)));
+            if slot.fill(index, r.map_err(|e| e.with_path(&self.path)), Some(&wake)) {
+                complete.push(slot);
+            }
         }
+        let _ = wake.slots.set(complete);
+        wake.wake_some();
     }
 }
 

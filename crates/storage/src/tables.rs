@@ -182,8 +182,14 @@ impl<'txn, K: redb::Key + 'static, V: redb::Value + 'static> LazyTable<'txn, K, 
 /// run by rebuilding the leaf, which costs more than a few in-place inserts: callgrind, `profile
 /// many N` (commits of N one-record jobs), with the deferred tables' runs of N rows: a cursor
 /// for runs of 4 cost 12 % more instructions than plain inserts, for 8 about the same, for 16
-/// 9 % less (and 21 % less with the lexical merge's long runs).
-const FEW_ROWS: usize = 12;
+/// 9 % less (and 21 % less with the lexical merge's long runs). But a spliced run that
+/// overflows the last leaf splits it in halves, so tables appended to by such runs keep their
+/// leaves half full (`examples/table_stats.rs` after `profile many 16`: 41 % to 67 % full,
+/// where one-by-one appends fill them to 84 % to 92 %), and every commit writes about one page
+/// more to the file and to the fsync. Group commits of a few dozen records therefore insert
+/// one by one (4.5 % more CPU for a commit of 16, the same wall time); the long runs of bulk
+/// commits and merges still go through a cursor.
+const FEW_ROWS: usize = 64;
 
 /// Insert rows given in ascending key order (equal keys: the later row wins, as with repeated
 /// [`redb::Table::insert`]). Consecutive rows that fall into one gap of the table, such as a

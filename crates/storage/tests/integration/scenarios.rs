@@ -180,6 +180,58 @@ fn concurrent_durable_writers_share_commits() {
     }
 }
 
+/// The callers of a commit are woken as a tree (each woken caller wakes two more): with many
+/// writers, single jobs and `write_many` calls of several jobs, and commits of at most 5 jobs
+/// (so callers span commits and get the turn handed over), every caller wakes up with all its
+/// results. A caller left asleep would hang: a watchdog fails the test instead.
+#[test]
+fn every_caller_of_a_commit_is_woken() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(
+        dir.path().join("s.redb"),
+        StoreOptions { create: true, max_jobs_per_commit: 5, ..Default::default() },
+    )
+    .unwrap();
+    let n = ns("p");
+    let (threads, calls) = (48, 12);
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    {
+        let (store, n) = (store.clone(), n.clone());
+        std::thread::spawn(move || {
+            std::thread::scope(|s| {
+                for t in 0..threads {
+                    let (store, n) = (store.clone(), n.clone());
+                    s.spawn(move || {
+                        for c in 0..calls {
+                            let jobs = 1 + (t + c) % 3;
+                            let batch: Vec<Vec<WriteOp>> = (0..jobs)
+                                .map(|j| {
+                                    let body =
+                                        Learning { text: format!("{t}-{c}-{j}"), ..Default::default() };
+                                    vec![WriteOp::Insert(NewRecord::new(n.clone(), body))]
+                                })
+                                .collect();
+                            let results = store.write_many(batch, Durability::Immediate);
+                            assert_eq!(results.len(), jobs);
+                            assert!(results.iter().all(Result::is_ok), "{results:?}");
+                        }
+                    });
+                }
+            });
+            let _ = done_tx.send(());
+        });
+    }
+    match done_rx.recv_timeout(std::time::Duration::from_secs(300)) {
+        Ok(()) => {}
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("a caller was never woken: the writers did not finish in 300 s")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("a writer failed (see above)"),
+    }
+    let written: usize = (0..threads).flat_map(|t| (0..calls).map(move |c| 1 + (t + c) % 3)).sum();
+    assert_eq!(store.snapshot().unwrap().list(&n, &ListQuery::new()).unwrap().len(), written);
+}
+
 /// Callers whose jobs do not fit in one commit (at most 3 jobs here) get the turn handed over
 /// and commit the rest themselves; every caller gets its own results, in order, including a
 /// failing job among good ones.
