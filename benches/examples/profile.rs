@@ -130,6 +130,10 @@ fn main() {
                 n += mnemon_valid_at(&db, v).len();
             }
             println!("{mode}: {:?} per query ({} records)", t.elapsed() / reps, n / reps as usize);
+            if let Some(keep) = std::env::var_os("MNEMON_PROFILE_KEEP") {
+                drop(db);
+                std::fs::copy(dir.path().join("h.redb"), keep).unwrap();
+            }
         }
     }
 }
