@@ -8,10 +8,9 @@
 //! together in one redb transaction, on its own thread; then it hands the turn to the next
 //! waiting caller, posts the results and wakes their callers as a tree (see `Wakeups`), so
 //! that the last of many callers is not kept waiting behind the others' wake-ups. With many
-//! threads writing, one fsync
-//! acknowledges many jobs (group commit), so durable throughput grows with concurrency instead
-//! of being capped at one fsync per write; a lone writer commits on its own thread, with no
-//! hand-off to another thread and back.
+//! threads writing, one fsync acknowledges many jobs (group commit), so durable throughput
+//! grows with concurrency instead of being capped at one fsync per write; a lone writer
+//! commits on its own thread, with no hand-off to another thread and back.
 //!
 //! A job is atomic: all its operations are applied, or, if any is invalid, none (the other
 //! jobs of the same commit are unaffected). A job acknowledged with [`Durability::Immediate`]
@@ -141,8 +140,9 @@ struct SlotState {
 /// committer waking sixteen callers in turn would keep the last of them, and with it the next
 /// commit, waiting for a good part of a commit.
 struct Wakeups {
-    /// Set once every result of the commit is in its slot.
-    slots: std::sync::OnceLock<Vec<Arc<Slot>>>,
+    /// Set once every result of the commit is in its slot. Weak: a slot holds its commit's
+    /// `Wakeups` until its caller returns, and a caller that has returned needs no wake-up.
+    slots: std::sync::OnceLock<Vec<std::sync::Weak<Slot>>>,
     next: AtomicUsize,
 }
 
@@ -157,6 +157,7 @@ impl Wakeups {
         let mut woken = 0;
         while woken < Self::FAN_OUT {
             let Some(slot) = slots.get(self.next.fetch_add(1, Ordering::AcqRel)) else { return };
+            let Some(slot) = slot.upgrade() else { continue };
             if slot.lock().sleeping {
                 slot.ready.notify_one();
                 woken += 1;
@@ -519,7 +520,7 @@ impl Writer {
         let mut complete = Vec::with_capacity(posted.len());
         for ((slot, index), r) in posted.into_iter().zip(results) {
             if slot.fill(index, r.map_err(|e| e.with_path(&self.path)), Some(&wake)) {
-                complete.push(slot);
+                complete.push(Arc::downgrade(&slot));
             }
         }
         let _ = wake.slots.set(complete);
