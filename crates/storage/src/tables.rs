@@ -185,7 +185,7 @@ impl<'txn, K: redb::Key + 'static, V: redb::Value + 'static> LazyTable<'txn, K, 
 /// 9 % less (and 21 % less with the lexical merge's long runs). But a spliced run that
 /// overflows the last leaf splits it in halves, so tables appended to by such runs keep their
 /// leaves half full (`examples/table_stats.rs` after `profile many 16`: 41 % to 67 % full,
-/// where one-by-one appends fill them to 84 % to 92 %), and every commit writes about one page
+/// where one-by-one appends fill them to 81 % to 92 %), and every commit writes about one page
 /// more to the file and to the fsync. Group commits of a few dozen records therefore insert
 /// one by one (4.5 % more CPU for a commit of 16, the same wall time); the long runs of bulk
 /// commits and merges still go through a cursor.

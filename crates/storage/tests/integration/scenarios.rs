@@ -10,6 +10,12 @@ fn open(dir: &tempfile::TempDir) -> Store {
     Store::open(dir.path().join("s.redb"), StoreOptions { create: true, ..Default::default() }).unwrap()
 }
 
+/// A store whose commits carry at most `max_jobs` jobs.
+fn open_with_max_jobs(dir: &tempfile::TempDir, max_jobs: usize) -> Store {
+    let options = StoreOptions { create: true, max_jobs_per_commit: max_jobs, ..Default::default() };
+    Store::open(dir.path().join("s.redb"), options).unwrap()
+}
+
 fn ns(name: &str) -> Namespace {
     Namespace::new(name).unwrap()
 }
@@ -187,11 +193,7 @@ fn concurrent_durable_writers_share_commits() {
 #[test]
 fn every_caller_of_a_commit_is_woken() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(
-        dir.path().join("s.redb"),
-        StoreOptions { create: true, max_jobs_per_commit: 5, ..Default::default() },
-    )
-    .unwrap();
+    let store = open_with_max_jobs(&dir, 5);
     let n = ns("p");
     let (threads, calls) = (48, 12);
     let (done_tx, done_rx) = std::sync::mpsc::channel();
@@ -204,16 +206,22 @@ fn every_caller_of_a_commit_is_woken() {
                     s.spawn(move || {
                         for c in 0..calls {
                             let jobs = 1 + (t + c) % 3;
-                            let batch: Vec<Vec<WriteOp>> = (0..jobs)
+                            let records: Vec<NewRecord> = (0..jobs)
                                 .map(|j| {
                                     let body =
                                         Learning { text: format!("{t}-{c}-{j}"), ..Default::default() };
-                                    vec![WriteOp::Insert(NewRecord::new(n.clone(), body))]
+                                    NewRecord::new(n.clone(), body)
                                 })
                                 .collect();
+                            let ids: Vec<RecordId> = records.iter().map(|r| r.id).collect();
+                            let batch = records.into_iter().map(|r| vec![WriteOp::Insert(r)]).collect();
                             let results = store.write_many(batch, Durability::Immediate);
-                            assert_eq!(results.len(), jobs);
-                            assert!(results.iter().all(Result::is_ok), "{results:?}");
+                            // Each caller wakes with its own jobs' results, in order.
+                            let got: Vec<Vec<Outcome>> =
+                                results.into_iter().map(|r| r.unwrap().outcomes).collect();
+                            let want: Vec<Vec<Outcome>> =
+                                ids.iter().map(|&id| vec![Outcome::Written { id, rev: 0 }]).collect();
+                            assert_eq!(got, want);
                         }
                     });
                 }
@@ -238,11 +246,7 @@ fn every_caller_of_a_commit_is_woken() {
 #[test]
 fn a_full_queue_hands_the_turn_to_waiting_callers() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(
-        dir.path().join("s.redb"),
-        StoreOptions { create: true, max_jobs_per_commit: 3, ..Default::default() },
-    )
-    .unwrap();
+    let store = open_with_max_jobs(&dir, 3);
     let n = ns("p");
     let threads = 6;
     let jobs_per_call = 7;
