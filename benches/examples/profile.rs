@@ -63,8 +63,12 @@ fn main() {
                 .unwrap();
             prefill(&db);
             for threads in std::env::args().nth(2).map_or(vec![1usize, 4, 16], |t| vec![t.parse().unwrap()]) {
-                let per = if threads == 16 { 600 } else { 200u64 };
+                let per = std::env::var("MNEMON_PROFILE_CALLS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(if threads == 16 { 600 } else { 200u64 });
                 let before = db.snapshot().unwrap().meta().commit_seq;
+                let usage = Usage::now();
                 let t = Instant::now();
                 std::thread::scope(|s| {
                     for th in 0..threads {
@@ -80,10 +84,16 @@ fn main() {
                 let el = t.elapsed();
                 let commits = db.snapshot().unwrap().meta().commit_seq - before;
                 let writes = threads as u64 * per;
+                let used = Usage::now().since(&usage);
                 println!(
-                    "{threads:2} threads: {:.0} writes/s, {:.1} writes per commit",
+                    "{threads:2} threads: {:.0} writes/s, {:.1} writes per commit, per write: {:.1} µs CPU \
+                     ({:.1} user), {:.2} voluntary and {:.2} involuntary context switches",
                     writes as f64 / el.as_secs_f64(),
-                    writes as f64 / commits as f64
+                    writes as f64 / commits as f64,
+                    used.cpu_us / writes as f64,
+                    used.user_us / writes as f64,
+                    used.voluntary as f64 / writes as f64,
+                    used.involuntary as f64 / writes as f64,
                 );
             }
         }
@@ -147,4 +157,45 @@ fn prefill(db: &mnemon::Db) {
         db.store().write_with(ops, mnemon::Durability::Eventual).unwrap();
     }
     db.sync().unwrap();
+    if let Some(ready) = std::env::var_os("MNEMON_PROFILE_READY") {
+        // For a profiler attached from here on (`perf record -p`), leaving the prefill out.
+        std::fs::write(ready, b"").unwrap();
+    }
+}
+
+/// The process's CPU time and context switches, over all its threads (getrusage).
+struct Usage {
+    cpu_us: f64,
+    user_us: f64,
+    voluntary: i64,
+    involuntary: i64,
+}
+
+impl Usage {
+    #[allow(unsafe_code, reason = "one getrusage call")]
+    fn now() -> Usage {
+        let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: getrusage writes a whole `rusage` into the pointer it is given, which points
+        // to one; RUSAGE_SELF is a valid `who`, so the call cannot fail.
+        let u = unsafe {
+            libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr());
+            u.assume_init()
+        };
+        let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+        Usage {
+            cpu_us: us(u.ru_utime) + us(u.ru_stime),
+            user_us: us(u.ru_utime),
+            voluntary: u.ru_nvcsw,
+            involuntary: u.ru_nivcsw,
+        }
+    }
+
+    fn since(&self, before: &Usage) -> Usage {
+        Usage {
+            cpu_us: self.cpu_us - before.cpu_us,
+            user_us: self.user_us - before.user_us,
+            voluntary: self.voluntary - before.voluntary,
+            involuntary: self.involuntary - before.involuntary,
+        }
+    }
 }

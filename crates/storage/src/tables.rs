@@ -249,16 +249,19 @@ fn cursor_error(e: redb::CursorError) -> redb::StorageError {
     }
 }
 
-/// A table whose plain inserts wait until the end of the commit (or the first other use of
-/// the table), then go in key order through [`insert_sorted`]: the rows of a commit's records
-/// mostly sit side by side (ids and transaction times grow), so they cost one descent and one
-/// leaf rebuild per run instead of one each. Everything else (reads, removals) goes through
+/// A table whose plain inserts, after the first [`FEW_ROWS`] of a transaction (which go in at
+/// once), wait until the end of the commit (or the first other use of the table), then go in
+/// key order through [`insert_sorted`]: the rows of a bulk commit's records mostly sit side by
+/// side (ids and transaction times grow), so they cost one descent and one leaf rebuild per
+/// run instead of one each. Everything else (reads, removals) goes through
 /// [`Deferred::table`], which applies the waiting inserts first, so the transaction never sees
 /// the table without them.
 pub(crate) struct Deferred<'txn, K: redb::Key + 'static, V: redb::Value + 'static> {
     table: redb::Table<'txn, K, V>,
     /// Encoded `(key, value)` rows, in the order they were inserted.
     rows: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Inserts so far in this transaction.
+    seen: usize,
 }
 
 impl<'txn, K: redb::Key + 'static, V: redb::Value + 'static> Deferred<'txn, K, V> {
@@ -266,15 +269,26 @@ impl<'txn, K: redb::Key + 'static, V: redb::Value + 'static> Deferred<'txn, K, V
     const LIMIT: usize = 4096;
 
     pub(crate) fn new(table: redb::Table<'txn, K, V>) -> Self {
-        Deferred { table, rows: Vec::new() }
+        Deferred { table, rows: Vec::new(), seen: 0 }
     }
 
-    /// Insert a row when the waiting rows are applied. A later insert of an equal key wins.
+    /// Insert a row: at once while the transaction has inserted fewer than [`FEW_ROWS`]
+    /// through this table, else when the waiting rows are applied. A later insert of an equal
+    /// key wins.
     pub(crate) fn insert<'k, 'v>(
         &mut self,
         key: impl std::borrow::Borrow<K::SelfType<'k>>,
         value: impl std::borrow::Borrow<V::SelfType<'v>>,
     ) -> Result<(), redb::StorageError> {
+        self.seen += 1;
+        if self.seen <= FEW_ROWS {
+            // Held back, so few rows would go in one by one all the same (`insert_sorted`),
+            // only later: at the end of the commit, after its last job, where they delay the
+            // fsync and every caller waiting for it. Now they go in while the commit's later
+            // jobs are still on their way, and without being encoded, sorted and decoded.
+            self.table.insert(key, value)?;
+            return Ok(());
+        }
         let k = K::as_bytes(key.borrow()).as_ref().to_vec();
         let v = V::as_bytes(value.borrow()).as_ref().to_vec();
         self.rows.push((k, v));
@@ -398,6 +412,30 @@ mod tests {
             assert_eq!(all.len() as u64, n);
             assert_eq!(all.get(&("a".to_string(), 3)), Some(&30));
             assert_eq!(all.get(&("a".to_string(), n - 1)), Some(&(n - 1)));
+        }
+        txn.commit().unwrap();
+    }
+
+    #[test]
+    fn deferred_rows_after_the_first_few_win_over_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut d = Deferred::new(txn.open_table(T).unwrap());
+            let few = super::FEW_ROWS as u64;
+            // The first rows go in at once; the same keys again wait, and win when applied.
+            for k in 0..few {
+                d.insert(("a", k), 1).unwrap();
+            }
+            assert_eq!(d.rows.len(), 0);
+            for k in (0..few).rev() {
+                d.insert(("a", k), 2).unwrap();
+            }
+            assert_eq!(d.rows.len() as u64, few);
+            let all = contents(d.table().unwrap());
+            assert_eq!(all.len() as u64, few);
+            assert!(all.values().all(|&v| v == 2));
         }
         txn.commit().unwrap();
     }
