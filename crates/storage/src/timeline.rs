@@ -657,15 +657,30 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
         gap_counts.remove(0);
         gap_counts.push(count + unwalked);
         let last_index = emitted.len() - 1;
+        // Every entry of a new checkpoint is believed from now on: its value differs only in
+        // the kind byte. The entries go in in key order (checkpoint times ascending, ids
+        // ascending within each), so they fill leaves as one run through a cursor instead of
+        // one descent each: a split writes as many entries as records live.
         let believed_now = encode_spans(0, &Spans::open_from(now))?;
-        for (i, (c, _, set)) in emitted.into_iter().enumerate() {
-            for (id, kind) in &set {
-                let mut value = believed_now.clone();
-                if let Some(k) = value.get_mut(1) {
-                    *k = *kind;
-                }
-                self.entries.get_mut()?.insert((ns, c, *id), value.as_slice())?;
+        let mut values: BTreeMap<u8, Vec<u8>> = BTreeMap::new();
+        let mut keys: Vec<(i64, u128, u8)> = Vec::with_capacity(emitted.iter().map(|e| e.2.len()).sum());
+        for (c, _, set) in &emitted {
+            for (&id, &kind) in set {
+                values.entry(kind).or_insert_with(|| {
+                    let mut value = believed_now.clone();
+                    if let Some(k) = value.get_mut(1) {
+                        *k = kind;
+                    }
+                    value
+                });
+                keys.push((*c, id, kind));
             }
+        }
+        crate::tables::insert_sorted(
+            self.entries.get_mut()?,
+            keys.iter().map(|&(c, id, kind)| ((ns, c, id), values.get(&kind).map_or(&[][..], Vec::as_slice))),
+        )?;
+        for (i, (c, _, set)) in emitted.into_iter().enumerate() {
             let events = gap_counts.get(i).copied().unwrap_or(0);
             let mut r = self.new_row(now, set.len() as u64, events);
             if i == last_index {
