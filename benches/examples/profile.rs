@@ -69,21 +69,29 @@ fn main() {
                     .unwrap_or(if threads == 16 { 600 } else { 200u64 });
                 let before = db.snapshot().unwrap().meta().commit_seq;
                 let usage = Usage::now();
+                // MNEMON_PROFILE_ROUNDS=R: R rounds of fresh threads, as a criterion sample's
+                // iterations start them.
+                let rounds: u64 =
+                    std::env::var("MNEMON_PROFILE_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
                 let t = Instant::now();
-                std::thread::scope(|s| {
-                    for th in 0..threads {
-                        let db = db.clone();
-                        s.spawn(move || {
-                            for i in 0..per {
-                                db.write(vec![WriteOp::Insert(small_record(th as u64 * 1_000_000 + i))])
+                for round in 0..rounds {
+                    std::thread::scope(|s| {
+                        for th in 0..threads {
+                            let db = db.clone();
+                            s.spawn(move || {
+                                for i in 0..per {
+                                    db.write(vec![WriteOp::Insert(small_record(
+                                        round * 100_000_000 + th as u64 * 1_000_000 + i,
+                                    ))])
                                     .unwrap();
-                            }
-                        });
-                    }
-                });
+                                }
+                            });
+                        }
+                    });
+                }
                 let el = t.elapsed();
                 let commits = db.snapshot().unwrap().meta().commit_seq - before;
-                let writes = threads as u64 * per;
+                let writes = threads as u64 * per * rounds;
                 let used = Usage::now().since(&usage);
                 println!(
                     "{threads:2} threads: {:.0} writes/s, {:.1} writes per commit, per write: {:.1} µs CPU \
@@ -152,7 +160,21 @@ fn main() {
 /// of 1,000), so that commits of different sizes meet trees of one depth.
 fn prefill(db: &mnemon::Db) {
     let n: u64 = std::env::var("MNEMON_PROFILE_PREFILL").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-    for c in 0..n.div_ceil(1_000) {
+    if std::env::var_os("MNEMON_PROFILE_PREFILL_SINGLE").is_some() {
+        // As the criterion benches grow their files: durable one-record commits, here from 16
+        // threads (group commits), so that redb's free pages are as fragmented.
+        std::thread::scope(|s| {
+            for th in 0..16u64 {
+                s.spawn(move || {
+                    for i in 0..n / 16 {
+                        db.write(vec![WriteOp::Insert(small_record(u64::MAX / 2 + th * 1_000_000 + i))])
+                            .unwrap();
+                    }
+                });
+            }
+        });
+    }
+    for c in 0..n.div_ceil(1_000) * u64::from(std::env::var_os("MNEMON_PROFILE_PREFILL_SINGLE").is_none()) {
         let ops = (0..1_000).map(|i| WriteOp::Insert(small_record(u64::MAX / 2 + c * 1_000 + i))).collect();
         db.store().write_with(ops, mnemon::Durability::Eventual).unwrap();
     }
