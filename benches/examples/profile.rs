@@ -71,24 +71,50 @@ fn main() {
                 let usage = Usage::now();
                 // MNEMON_PROFILE_ROUNDS=R: R rounds of fresh threads, as a criterion sample's
                 // iterations start them.
+                let shared_counter = std::env::var_os("MNEMON_PROFILE_SHARED_COUNTER").is_some();
                 let rounds: u64 =
                     std::env::var("MNEMON_PROFILE_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
                 let t = Instant::now();
-                for round in 0..rounds {
-                    std::thread::scope(|s| {
-                        for th in 0..threads {
-                            let db = db.clone();
-                            s.spawn(move || {
-                                for i in 0..per {
-                                    db.write(vec![WriteOp::Insert(small_record(
-                                        round * 100_000_000 + th as u64 * 1_000_000 + i,
-                                    ))])
-                                    .unwrap();
-                                }
-                            });
-                        }
-                    });
-                }
+                // MNEMON_PROFILE_TICK=1: print the writes of every half second (does the
+                // rate hold over a long run?).
+                let done = std::sync::atomic::AtomicBool::new(false);
+                let written = std::sync::atomic::AtomicU64::new(0);
+                let (done, written) = (&done, &written);
+                std::thread::scope(|s| {
+                    if std::env::var_os("MNEMON_PROFILE_TICK").is_some() {
+                        s.spawn(move || {
+                            let mut last = 0;
+                            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                                std::thread::sleep(std::time::Duration::from_millis(500));
+                                let now = written.load(std::sync::atomic::Ordering::Relaxed);
+                                println!("  {:.0} writes/s", (now - last) as f64 * 2.0);
+                                last = now;
+                            }
+                        });
+                    }
+                    for round in 0..rounds {
+                        std::thread::scope(|s| {
+                            for th in 0..threads {
+                                let db = db.clone();
+                                s.spawn(move || {
+                                    for i in 0..per {
+                                        // MNEMON_PROFILE_SHARED_COUNTER=1: numbered from one
+                                        // counter shared by the threads, as the criterion bench
+                                        // numbers its records (whose number is a term of its text).
+                                        let n = if shared_counter {
+                                            COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                                        } else {
+                                            round * 100_000_000 + th as u64 * 1_000_000 + i
+                                        };
+                                        db.write(vec![WriteOp::Insert(small_record(n))]).unwrap();
+                                        written.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                    }
+                                });
+                            }
+                        });
+                    }
+                    done.store(true, std::sync::atomic::Ordering::Relaxed);
+                });
                 let el = t.elapsed();
                 let commits = db.snapshot().unwrap().meta().commit_seq - before;
                 let writes = threads as u64 * per * rounds;
@@ -158,6 +184,8 @@ fn main() {
 
 /// MNEMON_PROFILE_PREFILL=N: start from a file that already holds N records (put in by commits
 /// of 1,000), so that commits of different sizes meet trees of one depth.
+static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 fn prefill(db: &mnemon::Db) {
     let n: u64 = std::env::var("MNEMON_PROFILE_PREFILL").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     if std::env::var_os("MNEMON_PROFILE_PREFILL_SINGLE").is_some() {
