@@ -164,6 +164,9 @@ fn main() {
                 "recent" => events[events.len() - 100].time(),
                 _ => events[events.len() / 2].time(),
             };
+            if let Some(ready) = std::env::var_os("MNEMON_PROFILE_READY") {
+                std::fs::write(ready, b"").unwrap();
+            }
             let reps: u32 = std::env::var("MNEMON_PROFILE_REPS")
                 .ok()
                 .and_then(|s| s.parse().ok())
