@@ -59,12 +59,18 @@ fn reload_with(engine: Engine) {
     assert_eq!(found.plan.path, SearchPath::Graph);
     assert_eq!(found.plan.unindexed, 50);
     assert_eq!(found.hits[0].record.id, late_ids[7]);
-    // The reloaded graph answers like a fresh one.
-    for q in clustered(5, 24, 12, 13) {
-        let exact = top_ids(&second, &store, &ns, &q, Mode::Exact);
-        let graph = top_ids(&second, &store, &ns, &q, Mode::Graph);
-        assert!(exact.iter().filter(|i| graph.contains(i)).count() >= 4);
+    // The reloaded graph answers like a fresh one. The graph is approximate (and hnsw_rs
+    // places its points at random levels), so the recall is counted over many queries, not
+    // required of each: now and then one query misses two of its five (40 queries: 198-200 of
+    // 200 found in twenty runs).
+    let queries = clustered(40, 24, 12, 13);
+    let mut found = 0;
+    for q in &queries {
+        let exact = top_ids(&second, &store, &ns, q, Mode::Exact);
+        let graph = top_ids(&second, &store, &ns, q, Mode::Graph);
+        found += exact.iter().filter(|i| graph.contains(i)).count();
     }
+    assert!(found * 10 >= queries.len() * 5 * 9, "{engine:?}: recall@5 {found} of {}", queries.len() * 5);
 
     // Maintenance publishes the next generation and removes the old files.
     let mut opts = options(Some(idx_dir.clone()));
