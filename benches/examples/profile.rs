@@ -204,10 +204,12 @@ fn prefill(db: &mnemon::Db) {
                 });
             }
         });
-    }
-    for c in 0..n.div_ceil(1_000) * u64::from(std::env::var_os("MNEMON_PROFILE_PREFILL_SINGLE").is_none()) {
-        let ops = (0..1_000).map(|i| WriteOp::Insert(small_record(u64::MAX / 2 + c * 1_000 + i))).collect();
-        db.store().write_with(ops, mnemon::Durability::Eventual).unwrap();
+    } else {
+        for c in 0..n.div_ceil(1_000) {
+            let ops =
+                (0..1_000).map(|i| WriteOp::Insert(small_record(u64::MAX / 2 + c * 1_000 + i))).collect();
+            db.store().write_with(ops, mnemon::Durability::Eventual).unwrap();
+        }
     }
     db.sync().unwrap();
     if let Some(ready) = std::env::var_os("MNEMON_PROFILE_READY") {

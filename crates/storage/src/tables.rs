@@ -392,13 +392,22 @@ mod tests {
         check(&[], &rows, true);
     }
 
-    #[test]
-    fn deferred_inserts_beyond_the_limit_and_before_a_removal() {
+    /// `f` given a `Deferred` over table `T` of a new file, in a transaction then committed.
+    fn with_deferred(f: impl FnOnce(&mut Deferred<'_, (&'static str, u64), u64>)) {
         let dir = tempfile::tempdir().unwrap();
         let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
         let txn = db.begin_write().unwrap();
         {
             let mut d = Deferred::new(txn.open_table(T).unwrap());
+            f(&mut d);
+            d.flush().unwrap();
+        }
+        txn.commit().unwrap();
+    }
+
+    #[test]
+    fn deferred_inserts_beyond_the_limit_and_before_a_removal() {
+        with_deferred(|d| {
             let n = Deferred::<(&str, u64), u64>::LIMIT as u64 + 10;
             for k in (0..n).rev() {
                 d.insert(("a", k), k).unwrap();
@@ -412,17 +421,12 @@ mod tests {
             assert_eq!(all.len() as u64, n);
             assert_eq!(all.get(&("a".to_string(), 3)), Some(&30));
             assert_eq!(all.get(&("a".to_string(), n - 1)), Some(&(n - 1)));
-        }
-        txn.commit().unwrap();
+        });
     }
 
     #[test]
     fn deferred_rows_after_the_first_few_win_over_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
-        let txn = db.begin_write().unwrap();
-        {
-            let mut d = Deferred::new(txn.open_table(T).unwrap());
+        with_deferred(|d| {
             let few = super::FEW_ROWS as u64;
             // The first rows go in at once; the same keys again wait, and win when applied.
             for k in 0..few {
@@ -436,8 +440,7 @@ mod tests {
             let all = contents(d.table().unwrap());
             assert_eq!(all.len() as u64, few);
             assert!(all.values().all(|&v| v == 2));
-        }
-        txn.commit().unwrap();
+        });
     }
 
     proptest! {

@@ -663,23 +663,29 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
         // one descent each: a split writes as many entries as records live.
         let believed_now = encode_spans(0, &Spans::open_from(now))?;
         let mut values: BTreeMap<u8, Vec<u8>> = BTreeMap::new();
-        let mut keys: Vec<(i64, u128, u8)> = Vec::with_capacity(emitted.iter().map(|e| e.2.len()).sum());
+        for &kind in emitted.iter().flat_map(|e| e.2.values()) {
+            values.entry(kind).or_insert_with(|| {
+                let mut value = believed_now.clone();
+                if let Some(k) = value.get_mut(1) {
+                    *k = kind;
+                }
+                value
+            });
+        }
+        let mut rows = Vec::with_capacity(emitted.iter().map(|e| e.2.len()).sum());
         for (c, _, set) in &emitted {
-            for (&id, &kind) in set {
-                values.entry(kind).or_insert_with(|| {
-                    let mut value = believed_now.clone();
-                    if let Some(k) = value.get_mut(1) {
-                        *k = kind;
-                    }
-                    value
-                });
-                keys.push((*c, id, kind));
+            for (&id, kind) in set {
+                let value = values.get(kind).ok_or_else(|| Error::Codec {
+                    table: names::CHECKPOINT_ENTRIES,
+                    source: CodecError::Decode {
+                        what: "checkpoint entry",
+                        reason: format!("no value for kind {kind}"),
+                    },
+                })?;
+                rows.push(((ns, *c, id), value.as_slice()));
             }
         }
-        crate::tables::insert_sorted(
-            self.entries.get_mut()?,
-            keys.iter().map(|&(c, id, kind)| ((ns, c, id), values.get(&kind).map_or(&[][..], Vec::as_slice))),
-        )?;
+        crate::tables::insert_sorted(self.entries.get_mut()?, rows.into_iter())?;
         for (i, (c, _, set)) in emitted.into_iter().enumerate() {
             let events = gap_counts.get(i).copied().unwrap_or(0);
             let mut r = self.new_row(now, set.len() as u64, events);
