@@ -215,6 +215,13 @@ fn prefill(db: &mnemon::Db) {
     if let Some(ready) = std::env::var_os("MNEMON_PROFILE_READY") {
         // For a profiler attached from here on (`perf record -p`), leaving the prefill out.
         std::fs::write(ready, b"").unwrap();
+        // MNEMON_PROFILE_GO=FILE: then wait for FILE, so that a profiler switched on at the
+        // marker (`callgrind_control -i on`) sees exactly the measured part.
+        if let Some(go) = std::env::var_os("MNEMON_PROFILE_GO") {
+            while !std::path::Path::new(&go).exists() {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
     }
 }
 

@@ -1,25 +1,31 @@
 //! The lexical index: BM25 over the tokens of each record's text, kept in the same commits as
 //! the records and answerable as of any (valid, known) time.
 //!
-//! A record's text is indexed when a revision changes it (or creates the record): a row
-//! `(ns, id, from_rev) -> [1][0 u32][doc length u32]` in `mnemon.texts` saying that revision
-//! `from_rev` starts a new text, and the text's terms in one of two places:
+//! A record's text is indexed when a revision changes it (or creates the record). Revision
+//! `from_rev` then starts a new text, kept in one of two ways:
 //!
 //! - **fresh**: one row `(ns, id, from_rev) -> [1][doc length u32][terms u32]([tf u32][term
-//!   length u16][term])*` in `mnemon.fresh`. A new text costs one row next to the previous
-//!   one (ids are time-ordered), not one B-tree leaf per distinct term: a durable commit of a
-//!   small record writes a few pages instead of dozens.
-//! - **merged**: one posting `(ns, term, id, from_rev) -> [1][tf u32][doc length u32]` per
-//!   distinct term in `mnemon.postings`. When a commit would leave a namespace with
-//!   [`FRESH_LIMIT`] fresh texts or more, it moves them all there (and writes its own texts
-//!   there directly), so a search reads at most that many fresh rows beside the posting lists
-//!   of its terms, and a bulk import writes postings once. A merge inserts its postings in
-//!   key order, so each term's new postings go into its list as one run
-//!   (`tables::insert_sorted`). [`crate::WriteOp::MergeTexts`]
-//!   merges a namespace's fresh texts at any time (a server's quiet moment), so that no
-//!   caller's write pays for the merge.
+//!   length u16][term])*` in `mnemon.fresh`, holding the text's length and terms. A new text
+//!   costs one row next to the previous one (ids are time-ordered), not one B-tree leaf per
+//!   distinct term: a durable commit of a small record writes a few pages instead of dozens.
+//! - **merged**: a row `(ns, id, from_rev) -> [1][0 u32][doc length u32]` in `mnemon.texts`
+//!   saying that the revision starts a text, and one posting `(ns, term, id, from_rev) ->
+//!   [1][tf u32][doc length u32]` per distinct term in `mnemon.postings`. When a commit would
+//!   leave a namespace with [`FRESH_LIMIT`] fresh texts or more, it moves them all there (and
+//!   writes its own texts there directly), so a search reads at most that many fresh rows
+//!   beside the posting lists of its terms, and a bulk import writes postings once. A merge
+//!   inserts its rows in key order, so each term's new postings go into its list as one run
+//!   (`tables::insert_sorted`). [`crate::WriteOp::MergeTexts`] merges a namespace's fresh
+//!   texts at any time (a server's quiet moment), so that no caller's write pays for the
+//!   merge.
 //!
-//! A text's terms serve revision `from_rev` and the later revisions until the next text row:
+//! A fresh text has no row in `mnemon.texts` (format 6; formats 2 to 5 wrote one for every
+//! text at once, an insert per record that a durable commit paid for, and which a file of
+//! those formats still holds beside its fresh rows: the two agree). The revisions starting a
+//! record's texts are therefore the keys of its rows in `mnemon.texts` and `mnemon.fresh`
+//! together.
+//!
+//! A text's terms serve revision `from_rev` and the later revisions until the next text:
 //! a search resolves each matching record to its revision visible at the asked time and
 //! counts only the terms of the text serving that revision. `forget` removes all of them.
 
@@ -164,7 +170,8 @@ pub(crate) fn decode_stats(b: &[u8]) -> LexStats {
 /// The write side, used by the commit that writes the revision.
 pub(crate) struct LexicalWriter<'txn> {
     pub(crate) postings: crate::tables::LazyTable<'txn, PostingKey, &'static [u8]>,
-    pub(crate) texts: crate::tables::Deferred<'txn, TextKey, &'static [u8]>,
+    /// Written by merges (and forgets) only: most commits do not open it.
+    pub(crate) texts: crate::tables::LazyTable<'txn, TextKey, &'static [u8]>,
     pub(crate) fresh: Table<'txn, TextKey, &'static [u8]>,
     pub(crate) stats: Table<'txn, &'static str, &'static [u8]>,
     /// Per namespace: changes to the totals (texts, length, stored fresh rows), written once
@@ -181,7 +188,7 @@ impl<'txn> LexicalWriter<'txn> {
     pub(crate) fn open(txn: &'txn redb::WriteTransaction) -> Result<Self, Error> {
         Ok(LexicalWriter {
             postings: crate::tables::LazyTable::new(txn, crate::tables::POSTINGS),
-            texts: crate::tables::Deferred::new(txn.open_table(crate::tables::TEXTS)?),
+            texts: crate::tables::LazyTable::new(txn, crate::tables::TEXTS),
             fresh: txn.open_table(crate::tables::FRESH)?,
             stats: txn.open_table(crate::tables::LEXSTATS)?,
             pending: BTreeMap::new(),
@@ -234,7 +241,6 @@ impl<'txn> LexicalWriter<'txn> {
                 self.stats.insert(ns.as_str(), encode_stats(s).as_slice())?;
             }
         }
-        self.texts.flush()?;
         Ok(())
     }
 
@@ -245,13 +251,24 @@ impl<'txn> LexicalWriter<'txn> {
     fn merge(&mut self, ns: &str, new: &[NewText]) -> Result<(), Error> {
         let rows = fresh_rows(&self.fresh, ns)?;
         let mut all: Vec<(&str, u128, u32, [u8; 9])> = Vec::new();
+        // The texts' rows, `(id, from_rev, [1][0][length])`: the stored fresh texts come in key
+        // order, then this commit's (in key order among themselves, and mostly newer).
+        let mut texts: Vec<(u128, u32, [u8; 9])> = Vec::with_capacity(rows.len() + new.len());
         for (id, rev, bytes) in &rows {
             let (len, terms) = decode_fresh_row(ns, *id, *rev, bytes)?;
             all.extend(terms.into_iter().map(|(term, tf)| (term, *id, *rev, encode_posting(tf, len))));
+            texts.push((*id, *rev, encode_posting(0, len)));
         }
         for ((id, rev), (counts, len)) in new {
             all.extend(counts.iter().map(|(term, tf)| (term.as_str(), *id, *rev, encode_posting(*tf, *len))));
+            texts.push((*id, *rev, encode_posting(0, *len)));
         }
+        // Stable, and nearly sorted already.
+        texts.sort_by_key(|t| (t.0, t.1));
+        crate::tables::insert_sorted(
+            self.texts.get_mut()?,
+            texts.iter().map(|(id, rev, value)| ((ns, *id, *rev), value.as_slice())),
+        )?;
         // Stable: of two equal keys (which a consistent file never has) the later wins, as
         // before.
         all.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
@@ -278,8 +295,7 @@ impl<'txn> LexicalWriter<'txn> {
         }
         let (counts, len) = term_counts(&text);
         let (ns, id) = (new.namespace.as_str(), new.id.as_u128());
-        let row = encode_posting(0, len);
-        self.texts.insert((ns, id, new.rev), &row[..])?;
+        // Its row in `mnemon.texts` waits for the merge (see the module documentation).
         self.new_texts.insert((ns.to_string(), id, new.rev), (counts, len));
         self.bump(ns, 1, i64::from(len), 0);
         Ok(())
@@ -287,14 +303,24 @@ impl<'txn> LexicalWriter<'txn> {
 
     /// Remove every indexed text of a forgotten record (`all`: its revisions, in order).
     pub(crate) fn forget(&mut self, ns: &str, id: u128, all: &[Record]) -> Result<(), Error> {
-        let mut revs = Vec::new();
-        for r in self.texts.table()?.range((ns, id, 0u32)..=(ns, id, u32::MAX))? {
-            revs.push(r?.0.value().2);
+        // Every text of the record: merged (a row in `texts`), fresh (a row in `fresh`; formats
+        // before 6 also wrote its `texts` row) or indexed by this commit and not yet placed.
+        let mut merged = Vec::new();
+        for r in self.texts.get()?.range((ns, id, 0u32)..=(ns, id, u32::MAX))? {
+            merged.push(r?.0.value().2);
         }
         let mut fresh_revs = Vec::new();
         for r in self.fresh.range((ns, id, 0u32)..=(ns, id, u32::MAX))? {
             fresh_revs.push(r?.0.value().2);
         }
+        let unplaced: Vec<u32> = self
+            .new_texts
+            .range((ns.to_string(), id, 0u32)..=(ns.to_string(), id, u32::MAX))
+            .map(|(k, _)| k.2)
+            .collect();
+        let mut revs: Vec<u32> = merged.iter().chain(&fresh_revs).chain(&unplaced).copied().collect();
+        revs.sort_unstable();
+        revs.dedup();
         for rev in &fresh_revs {
             self.fresh.remove((ns, id, *rev))?;
         }
@@ -310,7 +336,9 @@ impl<'txn> LexicalWriter<'txn> {
                 }
                 removed_len += i64::from(len);
             }
-            self.texts.table()?.remove((ns, id, *rev))?;
+            if merged.contains(rev) {
+                self.texts.get_mut()?.remove((ns, id, *rev))?;
+            }
         }
         if !revs.is_empty() || !fresh_revs.is_empty() {
             let fresh = -i64::try_from(fresh_revs.len()).unwrap_or(0);
@@ -440,10 +468,13 @@ pub(crate) fn search(
         }
         let id = scored[from].0;
         let Some(rec) = resolve(RecordId::from_u128(id))? else { continue };
-        // The text serving the visible revision: the latest text row at or below it.
+        // The text serving the visible revision: the latest text at or below it, merged or
+        // fresh (`fresh` is in key order).
         let mut cursor = texts.range((ns.as_str(), id, 0u32)..=(ns.as_str(), id, rec.rev))?;
-        let Some(row) = cursor.next_back() else { continue };
-        let serving = row?.0.value().2;
+        let merged = cursor.next_back().transpose()?.map(|row| row.0.value().2);
+        let at = fresh.partition_point(|(i, r, _)| (*i, *r) <= (id, rec.rev));
+        let fresh_rev = at.checked_sub(1).and_then(|i| fresh.get(i)).filter(|f| f.0 == id).map(|f| f.1);
+        let Some(serving) = merged.max(fresh_rev) else { continue };
         if let Some(&(_, _, s)) = scored[from..to].iter().find(|(_, r, _)| *r == serving) {
             hits.push(LexicalHit { record: rec, score: s });
         }

@@ -551,6 +551,8 @@ impl Snapshot {
             out.insert("vectors", self.open_optional(tables::VECTORS)?.map_or(Ok(0), |t| t.len())?);
             out.insert("postings", self.open_optional(tables::POSTINGS)?.map_or(Ok(0), |t| t.len())?);
             out.insert("fresh texts", self.open_optional(tables::FRESH)?.map_or(Ok(0), |t| t.len())?);
+            // Texts merged into the posting lists (a format-5 file also counts its fresh ones).
+            out.insert("merged texts", self.open_optional(tables::TEXTS)?.map_or(Ok(0), |t| t.len())?);
             let aux = self.open_optional(tables::AUX)?.map_or(Ok(0), |t| t.len())?;
             out.insert("aux (index manifests, embedding cache)", aux);
             Ok(out)

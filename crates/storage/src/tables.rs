@@ -116,7 +116,8 @@ pub(crate) const POSTINGS: TableDefinition<(&str, &str, u128, u32), &[u8]> =
     TableDefinition::new("mnemon.postings");
 
 /// `(namespace, id, from_rev) -> [1][0 u32][doc length u32]`: the revisions that start a new
-/// text of a record.
+/// text of a record, once the text is merged into `POSTINGS` (until then its row is in
+/// `FRESH` only; see `lexical.rs`).
 pub(crate) const TEXTS: TableDefinition<(&str, u128, u32), &[u8]> = TableDefinition::new("mnemon.texts");
 
 /// `(namespace, id, from_rev) -> [1][doc length u32][terms u32]([tf u32][length u16][term])*`:

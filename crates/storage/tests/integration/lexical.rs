@@ -236,3 +236,146 @@ fn fresh_texts_and_merged_postings_rank_alike() {
     let snap = store.snapshot().unwrap();
     assert_eq!(snap.lexical_search(&ns, "revised omega", &ListQuery::new(), 3).unwrap().len(), 3);
 }
+
+/// Every query of `queries` against the naive BM25 of `indexed` and `live`, now.
+fn check_naive(
+    snap: &Snapshot,
+    ns: &Namespace,
+    indexed: &[(RecordId, String)],
+    live: &[(RecordId, String)],
+    queries: &[&str],
+    when: &str,
+) {
+    for q in queries {
+        let want = naive_bm25(indexed, live, q);
+        let got = snap.lexical_search(ns, q, &ListQuery::new(), want.len() + 5).unwrap();
+        assert_eq!(got.len(), want.len(), "{when}: {q}");
+        for (g, (_, score)) in got.iter().zip(&want) {
+            assert!((g.score - score).abs() < 1e-9, "{when}: {q}: {} vs {score}", g.score);
+            assert!(want.iter().any(|(i, s)| *i == g.record.id && (s - score).abs() < 1e-9), "{when}: {q}");
+        }
+    }
+}
+
+/// Formats 2 to 5 wrote a `texts` row for every text at once, fresh ones included; format 6
+/// writes it when the text is merged. A format-5 file (its fresh texts with both rows) reads
+/// the same, read-only and upgraded, and later revisions, forgets and merges keep it right.
+#[test]
+fn a_format_5_file_reads_alike_and_upgrades() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f5.redb");
+    let clock = Arc::new(ManualClock::new(Timestamp::parse("2026-01-01").unwrap()));
+    let options = || StoreOptions { clock: clock.clone(), ..Default::default() };
+    let store = Store::open(&path, StoreOptions { create: true, ..options() }).unwrap();
+    let ns = Namespace::new("f5").unwrap();
+    let words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"];
+    let text = |i: usize| format!("{} {} note {i}", words[i % 8], words[(i / 8) % 8]);
+    let mut indexed: Vec<(RecordId, String)> = Vec::new();
+    let mut live: Vec<(RecordId, String)> = Vec::new();
+    // Merged texts (a bulk batch), then fresh ones, one commit each.
+    let limit = usize::try_from(FRESH_LIMIT).unwrap();
+    let mut batch = Vec::new();
+    for i in 0..limit + 4 {
+        let rec = NewRecord::new(ns.clone(), learning(&text(i)));
+        indexed.push((rec.id, text(i)));
+        live.push((rec.id, text(i)));
+        batch.push(WriteOp::Insert(rec));
+    }
+    store.write(batch).unwrap();
+    for i in 1000..1020 {
+        clock.advance(1_000);
+        let rec = NewRecord::new(ns.clone(), learning(&text(i)));
+        indexed.push((rec.id, text(i)));
+        live.push((rec.id, text(i)));
+        store.write(vec![WriteOp::Insert(rec)]).unwrap();
+    }
+    // A merged record and a fresh one get fresh second texts; the past still sees the first.
+    clock.advance(1_000);
+    let past = AsOf::valid_at(clock.now()).known_at(clock.now());
+    for (k, i) in [2usize, limit + 10].into_iter().enumerate() {
+        clock.advance(1_000);
+        let new_text = format!("revised kappa {k}");
+        let r = Revise { body: Some(learning(&new_text)), ..Revise::new(ns.clone(), live[i].0) };
+        store.write(vec![WriteOp::Revise(r)]).unwrap();
+        indexed.push((live[i].0, new_text.clone()));
+        live[i].1 = new_text;
+    }
+    clock.advance(1_000);
+    let queries = ["alpha", "kappa", "beta note", "revised", "note 1003"];
+    let snap = store.snapshot().unwrap();
+    let fresh = snap.fresh_texts(&ns).unwrap();
+    assert_eq!(fresh, 22);
+    check_naive(&snap, &ns, &indexed, &live, &queries, "format 6");
+    let past_query = ListQuery::new().as_of(past);
+    let in_the_past = ids(&snap.lexical_search(&ns, "revised", &past_query, 10).unwrap());
+    assert!(in_the_past.is_empty());
+    let kappa_then = snap.lexical_search(&ns, "kappa", &past_query, 500).unwrap();
+    let kappa_then: Vec<(RecordId, u64)> =
+        kappa_then.iter().map(|h| (h.record.id, h.score.to_bits())).collect();
+    let merged_rows = snap.table_sizes().unwrap()["merged texts"];
+    assert_eq!(merged_rows, limit as u64 + 4, "fresh texts have no row in mnemon.texts");
+    drop((snap, store));
+
+    // Make it a format-5 file: a `texts` row beside every fresh row.
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let fresh_rows = txn
+                .open_table(redb::TableDefinition::<(&str, u128, u32), &[u8]>::new("mnemon.fresh"))
+                .unwrap();
+            let mut texts = txn
+                .open_table(redb::TableDefinition::<(&str, u128, u32), &[u8]>::new("mnemon.texts"))
+                .unwrap();
+            let mut n = 0;
+            for r in redb::ReadableTable::iter(&fresh_rows).unwrap() {
+                let (k, v) = r.unwrap();
+                let (ns, id, rev) = k.value();
+                let mut row = vec![1u8, 0, 0, 0, 0];
+                row.extend_from_slice(&v.value()[1..5]);
+                texts.insert((ns, id, rev), row.as_slice()).unwrap();
+                n += 1;
+            }
+            assert_eq!(n, fresh);
+            let mut meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+            meta.insert("format_version", 5u32.to_le_bytes().as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let version = |path: &std::path::Path| {
+        let db = redb::Database::open(path).unwrap();
+        let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+        let meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+        let v = redb::ReadableTable::get(&meta, "format_version").unwrap().unwrap();
+        u32::from_le_bytes(v.value().try_into().unwrap())
+    };
+    assert_eq!(version(&path), 5);
+    let ro = Store::open(&path, StoreOptions { read_only: true, ..options() }).unwrap();
+    let snap = ro.snapshot().unwrap();
+    check_naive(&snap, &ns, &indexed, &live, &queries, "format 5, read-only");
+    let again = snap.lexical_search(&ns, "kappa", &past_query, 500).unwrap();
+    assert_eq!(again.iter().map(|h| (h.record.id, h.score.to_bits())).collect::<Vec<_>>(), kappa_then);
+    drop((snap, ro));
+
+    // Upgraded: the same answers; then a fresh text with both rows forgotten, another
+    // revised, and a merge.
+    drop(Store::open(&path, options()).unwrap());
+    assert_eq!(version(&path), FORMAT_VERSION);
+    let store = Store::open(&path, options()).unwrap();
+    check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, "upgraded");
+    let gone = live[limit + 11].0;
+    store.write(vec![WriteOp::Forget { namespace: ns.clone(), id: gone }]).unwrap();
+    indexed.retain(|(x, _)| *x != gone);
+    live.retain(|(x, _)| *x != gone);
+    let i = limit + 12;
+    let r = Revise { body: Some(learning("revised alpha again")), ..Revise::new(ns.clone(), live[i].0) };
+    store.write(vec![WriteOp::Revise(r)]).unwrap();
+    indexed.push((live[i].0, "revised alpha again".into()));
+    live[i].1 = "revised alpha again".into();
+    check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, "upgraded, written");
+    store.write(vec![WriteOp::MergeTexts { namespace: ns.clone() }]).unwrap();
+    let snap = store.snapshot().unwrap();
+    assert_eq!(snap.fresh_texts(&ns).unwrap(), 0);
+    check_naive(&snap, &ns, &indexed, &live, &queries, "upgraded, merged");
+    assert_eq!(snap.table_sizes().unwrap()["merged texts"], indexed.len() as u64);
+}
