@@ -62,6 +62,17 @@ fn main() {
                 .open()
                 .unwrap();
             prefill(&db);
+            // MNEMON_PROFILE_REOPEN=1: close the file after the prefill and open it again, as
+            // the criterion bench opens its copy (redb's cache starts cold).
+            let db = if std::env::var_os("MNEMON_PROFILE_REOPEN").is_some() {
+                drop(db);
+                mnemon::Db::builder(dir.path().join("g.redb"))
+                    .group_commit_window(std::time::Duration::from_micros(window))
+                    .open()
+                    .unwrap()
+            } else {
+                db
+            };
             for threads in std::env::args().nth(2).map_or(vec![1usize, 4, 16], |t| vec![t.parse().unwrap()]) {
                 let per = std::env::var("MNEMON_PROFILE_CALLS")
                     .ok()
