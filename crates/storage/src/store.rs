@@ -213,6 +213,14 @@ impl Slot {
     }
 }
 
+/// How long a gathering committer yields its processor, polling the queue, before it sleeps
+/// until a job is queued. Sleeping alone, commits of 64 writers on 2 cores settled at 40-48
+/// jobs (`profile gc 64`, three interleaved pairs: 34.9-36.5k writes/s); yielding for 50 µs
+/// first, at 55-61 jobs (41.0-42.2k/s, +14-17 %; 250 µs did no better). 4, 16 and 32 writers
+/// were unchanged (three pairs each), and so is a lone writer, whose turn never gathers. Yielding hands the processor to a runnable caller
+/// when there is one; when there is none, a turn polls for at most this long.
+const GATHER_YIELD: Duration = Duration::from_micros(50);
+
 /// The group-commit queue of a writable store.
 struct Writer {
     /// The open database; `None` after an I/O error until it opens again (see
@@ -457,6 +465,16 @@ impl Writer {
             // Take whatever has arrived, and wait only when nothing has: the jobs taken are
             // applied while the rest are still on their way.
             let mut q = self.lock();
+            // Briefly, let the callers on their way run rather than sleep: a committer asleep
+            // on `queued` wakes tens of microseconds after the next job is queued, and a turn
+            // that sleeps and wakes several times runs into the window's end with jobs still on
+            // their way, which the next turn then expects fewer of (see `GATHER_YIELD`).
+            let yield_until = (Instant::now() + GATHER_YIELD).min(deadline);
+            while q.waiting.is_empty() && Instant::now() < yield_until {
+                drop(q);
+                std::thread::yield_now();
+                q = self.lock();
+            }
             if q.waiting.is_empty() {
                 q.wanted = 1;
                 while q.waiting.is_empty() {
