@@ -56,20 +56,20 @@ fn main() {
         }
         "gc" => {
             let window: u64 = std::env::var("WINDOW_US").ok().and_then(|v| v.parse().ok()).unwrap_or(250);
-            let db = mnemon::Db::builder(dir.path().join("g.redb"))
-                .create(true)
-                .group_commit_window(std::time::Duration::from_micros(window))
-                .open()
-                .unwrap();
+            let open = |create: bool| {
+                mnemon::Db::builder(dir.path().join("g.redb"))
+                    .create(create)
+                    .group_commit_window(std::time::Duration::from_micros(window))
+                    .open()
+                    .unwrap()
+            };
+            let db = open(true);
             prefill(&db);
             // MNEMON_PROFILE_REOPEN=1: close the file after the prefill and open it again, as
             // the criterion bench opens its copy (redb's cache starts cold).
             let db = if std::env::var_os("MNEMON_PROFILE_REOPEN").is_some() {
                 drop(db);
-                mnemon::Db::builder(dir.path().join("g.redb"))
-                    .group_commit_window(std::time::Duration::from_micros(window))
-                    .open()
-                    .unwrap()
+                open(false)
             } else {
                 db
             };
@@ -196,10 +196,11 @@ fn main() {
     }
 }
 
-/// MNEMON_PROFILE_PREFILL=N: start from a file that already holds N records (put in by commits
-/// of 1,000), so that commits of different sizes meet trees of one depth.
+/// The numbers of `MNEMON_PROFILE_SHARED_COUNTER`'s records.
 static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// MNEMON_PROFILE_PREFILL=N: start from a file that already holds N records (put in by commits
+/// of 1,000), so that commits of different sizes meet trees of one depth.
 fn prefill(db: &mnemon::Db) {
     let n: u64 = std::env::var("MNEMON_PROFILE_PREFILL").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     if std::env::var_os("MNEMON_PROFILE_PREFILL_SINGLE").is_some() {

@@ -217,8 +217,9 @@ impl Slot {
 /// until a job is queued. Sleeping alone, commits of 64 writers on 2 cores settled at 40-48
 /// jobs (`profile gc 64`, three interleaved pairs: 34.9-36.5k writes/s); yielding for 50 µs
 /// first, at 55-61 jobs (41.0-42.2k/s, +14-17 %; 250 µs did no better). 4, 16 and 32 writers
-/// were unchanged (three pairs each), and so is a lone writer, whose turn never gathers. Yielding hands the processor to a runnable caller
-/// when there is one; when there is none, a turn polls for at most this long.
+/// were unchanged (three pairs each), and so is a lone writer, whose turn never gathers.
+/// Yielding hands the processor to a runnable caller when there is one; when there is none, a
+/// turn polls for at most this long.
 const GATHER_YIELD: Duration = Duration::from_micros(50);
 
 /// The group-commit queue of a writable store.
