@@ -78,6 +78,15 @@ impl DbBuilder {
         self
     }
 
+    /// Write zeros ahead of the data into the holes at the end of the file (default on; Linux,
+    /// not with [`DbBuilder::shared`]), so that durable commits write over blocks the file
+    /// system has already allocated: commits of 16 records took 10 % less time on ext4. The
+    /// file then takes up to 8 MiB more disk than its data. See docs/architecture.md.
+    pub fn zero_fill(mut self, yes: bool) -> Self {
+        self.options.zero_fill = yes;
+        self
+    }
+
     /// redb's page cache, in bytes (default 256 MiB).
     pub fn cache_size(mut self, bytes: usize) -> Self {
         self.options.cache_size = bytes;

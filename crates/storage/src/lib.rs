@@ -43,6 +43,7 @@
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 
+mod backend;
 pub mod body;
 mod codec;
 mod ended;
