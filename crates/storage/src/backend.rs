@@ -7,8 +7,9 @@
 //! about 0.2) makes ext4 allocate blocks and commit its journal within the commit's
 //! `fdatasync`, which costs more than writing over allocated blocks. [`FileStorage`] keeps a
 //! list of the ranges known to be holes: the ranges `set_len` added in this process, and the
-//! hole that ends the file when it is opened (found with `SEEK_DATA`). When redb writes into
-//! one, the range from the write up to [`ahead`] bytes past it is first filled with zeros,
+//! holes the file has when it is opened (found with `SEEK_HOLE` and `SEEK_DATA`; redb keeps
+//! its allocator state at the end of the file, so a grown file's big hole sits between its
+//! data and those last pages). When redb writes into one, the range from the write up to [`ahead`] bytes past it is first filled with zeros,
 //! so that later commits write over allocated blocks; the commit that fills pays for
 //! flushing those zeros once (about 0.6 ms per MiB here). Zeros over a hole change nothing a
 //! reader can see, so no crash can expose a state that was not there before; a fill that
@@ -26,9 +27,6 @@ use std::sync::{Mutex, PoisonError};
 
 use redb::backends::FileBackend;
 use redb::{BackendError, StorageBackend};
-
-/// The smallest unit of allocation this module reasons in (redb's page size).
-const BLOCK: u64 = 4096;
 
 /// How far past a write into a hole the zeros reach: an eighth of the file, between 256 KiB
 /// and 8 MiB (a small file is not made to take much more disk than its data).
@@ -49,8 +47,8 @@ pub(crate) struct FileStorage {
 struct Holes {
     /// Ranges `[start, end)` known to hold no data, disjoint, by start.
     ranges: BTreeMap<u64, u64>,
-    /// A handle on the file (the same open file description as redb's) to look for the hole
-    /// that ends the file, before the first write; `None` once looked.
+    /// A handle on the file (the same open file description as redb's) to look for the
+    /// file's holes before the first write, once redb holds its locks; `None` once looked.
     probe: Option<File>,
 }
 
@@ -70,7 +68,7 @@ impl FileStorage {
     /// Before redb writes `[offset, end)`: fill the holes it falls into, from the write (or
     /// the hole's start, when that is near) to [`ahead`] bytes past it.
     fn fill_before(&self, holes: &mut Holes, offset: u64, end: u64) {
-        self.look_for_tail(holes);
+        self.look_for_holes(holes);
         let hit: Vec<(u64, u64)> = holes
             .ranges
             .range(..end)
@@ -103,14 +101,12 @@ impl FileStorage {
         }
     }
 
-    /// Once, before the first write: the hole that ends the file, if it ends with one.
-    fn look_for_tail(&self, holes: &mut Holes) {
+    /// Once, before the first write or growth: the holes the file has.
+    fn look_for_holes(&self, holes: &mut Holes) {
         let Some(file) = holes.probe.take() else { return };
         let Ok(len) = self.inner.len() else { return };
-        if let Some(start) = tail_hole(&file, len)
-            && start < len
-        {
-            add_range(&mut holes.ranges, start, len);
+        for (start, end) in file_holes(&file, len) {
+            add_range(&mut holes.ranges, start, end);
         }
     }
 }
@@ -154,36 +150,41 @@ fn write_zeros(inner: &FileBackend, from: u64, to: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// The start of the hole that ends a file of `len` bytes (`len` when it ends with data), or
-/// `None` when the file system cannot tell. A binary search over blocks with `SEEK_DATA`,
-/// which fails with `ENXIO` past the last data: about 25 calls for a file of 100 GiB.
+/// The holes of a file of `len` bytes, in order, at most [`MAX_HOLES`] of them (none where the
+/// file system cannot tell: `SEEK_HOLE` then finds only the end of the file).
 #[cfg(target_os = "linux")]
-fn tail_hole(file: &File, len: u64) -> Option<u64> {
+fn file_holes(file: &File, len: u64) -> Vec<(u64, u64)> {
     use rustix::fs::{SeekFrom, seek};
-    let data_from = |at: u64| -> Option<bool> {
-        match seek(file, SeekFrom::Data(at)) {
-            Ok(_) => Some(true),
-            Err(rustix::io::Errno::NXIO) => Some(false),
-            Err(_) => None,
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < len && out.len() < MAX_HOLES {
+        let Ok(start) = seek(file, SeekFrom::Hole(at)) else { break };
+        if start >= len {
+            break;
         }
-    };
-    let blocks = len.div_ceil(BLOCK);
-    // The first block from which on the file holds no data.
-    let (mut lo, mut hi) = (0u64, blocks);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if data_from(mid * BLOCK)? {
-            lo = mid + 1;
-        } else {
-            hi = mid;
+        let end = match seek(file, SeekFrom::Data(start)) {
+            Ok(end) => end.min(len),
+            // No data after it: the hole runs to the end of the file.
+            Err(rustix::io::Errno::NXIO) => len,
+            Err(_) => break,
+        };
+        if end <= start {
+            break;
         }
+        out.push((start, end));
+        at = end;
     }
-    Some((lo * BLOCK).min(len))
+    out
 }
 
+/// Holes looked for when a file opens: a file redb has written for long has few (the tails
+/// of its growth), and a fragmented one need not have them all filled.
+#[cfg(target_os = "linux")]
+const MAX_HOLES: usize = 4096;
+
 #[cfg(not(target_os = "linux"))]
-fn tail_hole(_file: &File, _len: u64) -> Option<u64> {
-    None
+fn file_holes(_file: &File, _len: u64) -> Vec<(u64, u64)> {
+    Vec::new()
 }
 
 impl StorageBackend for FileStorage {
@@ -197,7 +198,7 @@ impl StorageBackend for FileStorage {
 
     fn set_len(&self, len: u64) -> Result<(), io::Error> {
         let Some(mut holes) = self.holes() else { return self.inner.set_len(len) };
-        self.look_for_tail(&mut holes);
+        self.look_for_holes(&mut holes);
         let old = self.inner.len()?;
         self.inner.set_len(len)?;
         if len > old {
@@ -340,16 +341,17 @@ mod tests {
     }
 
     #[test]
-    fn the_hole_that_ends_a_file_is_found_when_it_opens() {
+    fn the_holes_of_a_file_are_found_when_it_opens() {
         let dir = tempfile::tempdir().unwrap();
         if !sparse_files(dir.path()) || !cfg!(target_os = "linux") {
             return;
         }
-        let path = dir.path().join("tail");
+        let path = dir.path().join("holes");
         {
+            // As redb leaves a grown file: data, a hole, and its allocator state at the end.
             let f = File::create(&path).unwrap();
             std::os::unix::fs::FileExt::write_all_at(&f, &[3u8; 1 << 20], 0).unwrap();
-            f.set_len(32 << 20).unwrap();
+            std::os::unix::fs::FileExt::write_all_at(&f, &[4u8; 1 << 20], 31 << 20).unwrap();
             f.sync_all().unwrap();
         }
         let before = allocated(&path);
@@ -363,6 +365,8 @@ mod tests {
         assert!(all[..1 << 20].iter().all(|&b| b == 3));
         assert!(all[1 << 20..20 << 20].iter().all(|&b| b == 0));
         assert!(all[20 << 20..(20 << 20) + 4096].iter().all(|&b| b == 9));
+        assert!(all[(20 << 20) + 4096..31 << 20].iter().all(|&b| b == 0));
+        assert!(all[31 << 20..].iter().all(|&b| b == 4));
         // A write just past the data fills from there, where the data ends.
         s.write(1 << 20, &[5u8; 4096]).unwrap();
         assert!(read_all(&s)[..1 << 20].iter().all(|&b| b == 3));
