@@ -177,8 +177,12 @@ pub(crate) struct LexicalWriter<'txn> {
     /// Per namespace: changes to the totals (texts, length, stored fresh rows), written once
     /// per commit by [`Self::flush`].
     pub(crate) pending: BTreeMap<String, (i64, i64, i64)>,
-    /// The texts this commit indexes, placed by [`Self::flush`] (fresh, or merged).
+    /// The texts this commit indexes beyond its first [`crate::tables::FEW_ROWS`], placed by
+    /// [`Self::flush`] (fresh, or merged). The first ones get their fresh rows at once, as the
+    /// jobs are applied (see [`Self::write`]).
     pub(crate) new_texts: BTreeMap<(String, u128, u32), TermCounts>,
+    /// Fresh rows this commit wrote at once.
+    written: usize,
     /// Namespaces whose fresh texts this commit merges whatever their number.
     pub(crate) merge_requested: std::collections::BTreeSet<String>,
 }
@@ -193,6 +197,7 @@ impl<'txn> LexicalWriter<'txn> {
             stats: txn.open_table(crate::tables::LEXSTATS)?,
             pending: BTreeMap::new(),
             new_texts: BTreeMap::new(),
+            written: 0,
             merge_requested: std::collections::BTreeSet::new(),
         })
     }
@@ -296,8 +301,19 @@ impl<'txn> LexicalWriter<'txn> {
         let (counts, len) = term_counts(&text);
         let (ns, id) = (new.namespace.as_str(), new.id.as_u128());
         // Its row in `mnemon.texts` waits for the merge (see the module documentation).
-        self.new_texts.insert((ns.to_string(), id, new.rev), (counts, len));
-        self.bump(ns, 1, i64::from(len), 0);
+        if self.written < crate::tables::FEW_ROWS {
+            // A group commit's few texts go in now, while its later jobs are still on their
+            // way, rather than after its last job, where they delay the fsync every caller
+            // waits for. A merge in this commit reads them back with the stored ones. A bulk
+            // commit's further texts wait for `flush`, which merges them without writing
+            // their fresh rows at all when the namespace is due for a merge.
+            self.fresh.insert((ns, id, new.rev), encode_fresh(&counts, len).as_slice())?;
+            self.written += 1;
+            self.bump(ns, 1, i64::from(len), 1);
+        } else {
+            self.new_texts.insert((ns.to_string(), id, new.rev), (counts, len));
+            self.bump(ns, 1, i64::from(len), 0);
+        }
         Ok(())
     }
 

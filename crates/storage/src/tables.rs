@@ -190,7 +190,7 @@ impl<'txn, K: redb::Key + 'static, V: redb::Value + 'static> LazyTable<'txn, K, 
 /// more to the file and to the fsync. Group commits of a few dozen records therefore insert
 /// one by one (4.5 % more CPU for a commit of 16, the same wall time); the long runs of bulk
 /// commits and merges still go through a cursor.
-const FEW_ROWS: usize = 64;
+pub(crate) const FEW_ROWS: usize = 64;
 
 /// Insert rows given in ascending key order (equal keys: the later row wins, as with repeated
 /// [`redb::Table::insert`]). Consecutive rows that fall into one gap of the table, such as a
