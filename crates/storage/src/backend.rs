@@ -282,7 +282,8 @@ pub(crate) fn create(
     builder.create_with_backend(FileStorage::new(file, fill)?)
 }
 
-#[cfg(test)]
+// The tests look at the blocks a file takes (`st_blocks`), a Unix notion.
+#[cfg(all(test, unix))]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
