@@ -78,8 +78,8 @@ impl DbBuilder {
         self
     }
 
-    /// Write zeros ahead of the data into the holes at the end of the file (default on; Linux,
-    /// not with [`DbBuilder::shared`]), so that durable commits write over blocks the file
+    /// Write zeros ahead of the data into the file's never-written space (holes; default on;
+    /// Linux, not with [`DbBuilder::shared`]), so that durable commits write over blocks the file
     /// system has already allocated: commits of 16 records took 10 % less time on ext4. The
     /// file then takes up to 8 MiB more disk than its data. See docs/architecture.md.
     pub fn zero_fill(mut self, yes: bool) -> Self {
