@@ -23,6 +23,8 @@
 //! whose end is open or still ahead (a default expiry, say), which is nearly every write,
 //! never touches it.
 
+use std::ops::Bound;
+
 use redb::{ReadableTable, Table};
 
 use crate::error::Error;
@@ -135,14 +137,20 @@ pub(crate) fn visible_at<'t>(
     kinds: Option<&[u8]>,
     out: &mut Vec<Hit<'t>>,
 ) -> Result<(), Error> {
-    let end = key(ns, MAX_LEVEL, i64::MAX, u128::MAX);
     let mut level = 0u8;
     loop {
+        // A cursor rather than a range: redb finds a range's both ends, a cursor only its start,
+        // and every level costs one such descent.
         let start = key(ns, level, lowest_from(level, v), 0);
+        let mut rows = table.lower_bound(Bound::Included(start.as_slice()))?;
         let mut next = None;
-        for r in table.range(start.as_slice()..=end.as_slice())? {
-            let (k, value) = r?;
-            let Some((l, from, id)) = parse_key(k.value(), ns.len()) else {
+        while let Some((k, value)) = rows.next()? {
+            let k = k.value();
+            if !in_namespace(k, ns) {
+                // Past the namespace's last row.
+                break;
+            }
+            let Some((l, from, id)) = parse_key(k, ns.len()) else {
                 return Err(bad_key());
             };
             if l != level {
@@ -169,6 +177,11 @@ pub(crate) fn visible_at<'t>(
             _ => return Ok(()),
         }
     }
+}
+
+/// Whether `k` is a key of namespace `ns` (`ns`, then `0`).
+fn in_namespace(k: &[u8], ns: &str) -> bool {
+    k.strip_prefix(ns.as_bytes()).is_some_and(|rest| rest.first() == Some(&0))
 }
 
 fn bad_key() -> Error {

@@ -407,8 +407,12 @@ impl Snapshot {
         // The records still current that are visible at `v`, in one forward scan of the
         // namespace's current rows (a record moves to `mnemon.ended` when its row is swept).
         let (lo, hi) = tables::namespace_range(ns.as_str());
-        for r in current.range(lo.as_slice()..hi.as_slice())? {
-            let (k, row) = r?;
+        // A cursor rather than a range: redb finds both ends of a range, a cursor only its start.
+        let mut cursor = current.lower_bound(std::ops::Bound::Included(lo.as_slice()))?;
+        while let Some((k, row)) = cursor.next()? {
+            if k.value() >= hi.as_slice() {
+                break;
+            }
             let Some((kind, id)) = tables::parse_current_key(k.value(), ns.as_str().len()) else {
                 return Err(bad_current_key());
             };
@@ -1054,14 +1058,23 @@ impl Snapshot {
     }
 }
 
-/// The current rows of some kinds of a namespace, newest id first across the kinds: each kind's
-/// range runs backwards, and several are merged by id (most namespaces hold few kinds, so the
-/// empty ranges are dropped first and a listing of one kind is a plain backward scan).
+/// The current rows of some kinds of a namespace, newest id first across the kinds: one cursor
+/// per kind runs backwards from the kind's last key, and several are merged by id (most
+/// namespaces hold few kinds, so the empty kinds are dropped first and a listing of one kind
+/// is a plain backward scan). Cursors rather than ranges: redb finds both ends of a range, a
+/// cursor only its start, and a listing of every kind starts one per kind.
 struct CurrentRows<'t> {
-    ranges: Vec<std::iter::Peekable<std::iter::Rev<CurrentRange<'t>>>>,
+    kinds: Vec<KindRows<'t>>,
 }
 
-type CurrentRange<'t> = redb::Range<'t, &'static [u8], &'static [u8]>;
+/// One kind's current rows, read backwards: the row read next, and the cursor before it.
+struct KindRows<'t> {
+    head: CurrentRow<'t>,
+    cursor: redb::Cursor<'t, &'static [u8], &'static [u8]>,
+    /// The kind's lowest key: a key below it belongs to another kind.
+    lo: Vec<u8>,
+}
+
 /// A current row: the record's id and the stored row.
 type CurrentRow<'t> = (u128, redb::AccessGuard<'t, &'static [u8]>);
 
@@ -1078,56 +1091,46 @@ fn bad_current_key() -> Error {
     }
 }
 
+/// The row before `cursor`'s position, if it still has a key of at least `lo`.
+fn previous_row<'t>(
+    cursor: &mut redb::Cursor<'t, &'static [u8], &'static [u8]>,
+    lo: &[u8],
+) -> Result<Option<CurrentRow<'t>>, Error> {
+    match cursor.prev()? {
+        Some((key, row)) if key.value() >= lo => {
+            Ok(Some((current_key_id(key.value()).ok_or_else(bad_current_key)?, row)))
+        }
+        _ => Ok(None),
+    }
+}
+
 impl<'t> CurrentRows<'t> {
     fn open(
         t: &'t redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
         ns: &str,
         codes: &[u8],
     ) -> Result<Self, Error> {
-        let mut ranges = Vec::with_capacity(codes.len());
+        let mut kinds = Vec::with_capacity(codes.len());
         for &c in codes {
             let (lo, hi) = tables::current_kind_range(ns, c);
-            let mut it = t.range(lo.as_slice()..=hi.as_slice())?.rev().peekable();
-            if it.peek().is_some() {
-                ranges.push(it);
+            let mut cursor = t.upper_bound(std::ops::Bound::Included(hi.as_slice()))?;
+            if let Some(head) = previous_row(&mut cursor, &lo)? {
+                kinds.push(KindRows { head, cursor, lo });
             }
         }
-        Ok(CurrentRows { ranges })
+        Ok(CurrentRows { kinds })
     }
 
     /// The next row, `(id, row)`.
     fn next(&mut self) -> Result<Option<CurrentRow<'t>>, Error> {
-        let i = if let [_] = self.ranges.as_slice() {
-            0
-        } else {
-            let mut best: Option<(usize, u128)> = None;
-            for (i, it) in self.ranges.iter_mut().enumerate() {
-                match it.peek() {
-                    Some(Ok((key, _))) => {
-                        let id = current_key_id(key.value()).unwrap_or(0);
-                        if best.is_none_or(|(_, b)| id > b) {
-                            best = Some((i, id));
-                        }
-                    }
-                    // Taken next, so that the error is returned.
-                    Some(Err(_)) => {
-                        best = Some((i, 0));
-                        break;
-                    }
-                    None => {}
-                }
-            }
-            match best {
-                Some((i, _)) => i,
-                None => return Ok(None),
-            }
+        // The kind whose next row has the highest id.
+        let Some(i) = self.kinds.iter().enumerate().max_by_key(|(_, k)| k.head.0).map(|(i, _)| i) else {
+            return Ok(None);
         };
-        match self.ranges.get_mut(i).and_then(Iterator::next) {
-            Some(item) => {
-                let (key, val) = item?;
-                Ok(Some((current_key_id(key.value()).ok_or_else(bad_current_key)?, val)))
-            }
-            None => Ok(None),
+        let Some(kind) = self.kinds.get_mut(i) else { return Ok(None) };
+        match previous_row(&mut kind.cursor, &kind.lo)? {
+            Some(row) => Ok(Some(std::mem::replace(&mut kind.head, row))),
+            None => Ok(Some(self.kinds.swap_remove(i).head)),
         }
     }
 }

@@ -872,3 +872,93 @@ fn a_swept_record_moves_to_the_ended_table() {
     drop(store);
     check(&Store::open(dir.path().join("c.redb"), StoreOptions { clock, ..Default::default() }).unwrap());
 }
+
+/// Listings read the current rows and `mnemon.ended` with cursors that stop at the edges of a
+/// namespace and of each kind: neighbouring namespaces (one a prefix of another) never leak
+/// in, and records come newest id first across kinds, up to the limit, on both paths.
+#[test]
+fn listings_stop_at_namespace_and_kind_edges() {
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = Timestamp::parse("2024-01-01").unwrap();
+    let (store, clock) = open_with_clock(&dir, t0);
+    let hour = 3_600_000_000i64;
+    let names = ["a", "a b", "ab", "b"];
+    let kinds = [Kind::Decision, Kind::Entity, Kind::Learning];
+    let body = |kind: Kind, i: usize| -> Body {
+        match kind {
+            Kind::Decision => Decision { title: format!("d{i}"), ..Default::default() }.into(),
+            Kind::Entity => entity(&format!("e{i}")),
+            _ => Learning { text: format!("l{i}"), ..Default::default() }.into(),
+        }
+    };
+    // Per namespace, in insertion order: (id, kind). "a" has no entities, so that its two
+    // kinds have an empty kind between them.
+    let mut written: Vec<Vec<(RecordId, Kind)>> = vec![Vec::new(); names.len()];
+    for i in 0..30 {
+        clock.advance(hour);
+        let mut ops = Vec::new();
+        for (j, name) in names.iter().enumerate() {
+            let kind = kinds[(i + j) % 3];
+            if *name == "a" && kind == Kind::Entity {
+                continue;
+            }
+            let rec = NewRecord::new(ns(name), body(kind, i));
+            written[j].push((rec.id, kind));
+            ops.push(WriteOp::Insert(rec));
+        }
+        store.write(ops).unwrap();
+    }
+    clock.advance(hour);
+    let before = clock.now();
+    clock.advance(hour);
+    // Retire every third record: their rows go to `mnemon.ended`.
+    let mut ops = Vec::new();
+    for (j, name) in names.iter().enumerate() {
+        for (id, _) in written[j].iter().step_by(3) {
+            ops.push(WriteOp::Retire { namespace: ns(name), id: *id, at: None });
+        }
+    }
+    store.write(ops).unwrap();
+    clock.advance(hour);
+    let snap = store.snapshot().unwrap();
+    let newest_first = |rows: Vec<(RecordId, Kind)>| {
+        let mut ids: Vec<RecordId> = rows.into_iter().map(|(id, _)| id).collect();
+        ids.sort_by(|a, b| b.cmp(a));
+        ids
+    };
+    let listed = |n: &Namespace, q: &ListQuery| -> (Vec<RecordId>, ListPath) {
+        let (records, path) = snap.list_explain(n, q).unwrap();
+        (records.iter().map(|r| r.id).collect(), path)
+    };
+    for (j, name) in names.iter().enumerate() {
+        let n = ns(name);
+        let all = newest_first(written[j].clone());
+        let live = newest_first(
+            written[j].iter().enumerate().filter(|(i, _)| i % 3 != 0).map(|(_, r)| *r).collect(),
+        );
+        // Now: the current rows, every kind merged by id.
+        let (got, path) = listed(&n, &ListQuery::new());
+        assert_eq!(path, ListPath::Current);
+        assert_eq!(got, live, "now in {name}");
+        assert_eq!(listed(&n, &ListQuery::new().limit(5)).0, live[..5].to_vec(), "now, limit, in {name}");
+        for kind in kinds {
+            let want = newest_first(
+                written[j]
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, r)| i % 3 != 0 && r.1 == kind)
+                    .map(|(_, r)| *r)
+                    .collect(),
+            );
+            assert_eq!(listed(&n, &ListQuery::new().kinds([kind])).0, want, "now, {kind:?}, in {name}");
+        }
+        // Before the retirements, as known now: `mnemon.ended` and the current rows.
+        let past = ListQuery::new().as_of(AsOf::valid_at(before));
+        let (got, path) = listed(&n, &past);
+        assert_eq!(path, ListPath::Ended);
+        assert_eq!(got, all, "before in {name}");
+        assert_eq!(listed(&n, &past.clone().limit(7)).0, all[..7].to_vec(), "before, limit, in {name}");
+        let want = newest_first(written[j].iter().filter(|r| r.1 == Kind::Learning).copied().collect());
+        assert_eq!(listed(&n, &past.kinds([Kind::Learning])).0, want, "before, learnings, in {name}");
+    }
+}
