@@ -426,10 +426,12 @@ impl Snapshot {
             }
         }
         // Newest id first, as every listing: sort small `(id, position)` pairs, not the rows (ids
-        // are unique, so the positions never decide).
+        // are unique, so the positions never decide). A stable sort, which finds runs: the
+        // current rows come in runs of ascending ids, one per kind, and are most of a listing
+        // not far in the past (`profile recent` at 100k: 258-263 -> 246-250 µs).
         let mut order: Vec<(u128, u32)> =
             rows.iter().enumerate().map(|(i, (id, _))| (*id, u32::try_from(i).unwrap_or(u32::MAX))).collect();
-        order.sort_unstable_by_key(|p| std::cmp::Reverse(p.0));
+        order.sort_by_key(|p| std::cmp::Reverse(p.0));
         out.reserve(order.len().min(limit));
         for (id, i) in order {
             let i = i as usize;
