@@ -1,4 +1,4 @@
-//! Drive one workload for a profiler: `profile (now|recent|past|insert|batch|many|gc|jobs) [n]`.
+//! Drive one workload for a profiler: `profile (now|recent|past|known|insert|batch|many|gc|jobs) [n]`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::print_stdout, reason = "profiling driver")]
 
 use std::time::Instant;
@@ -175,6 +175,17 @@ fn main() {
                 "recent" => events[events.len() - 100].time(),
                 _ => events[events.len() / 2].time(),
             };
+            // "known": the middle of the history as it was known then (the timeline's path).
+            let known = (mode == "known").then(|| {
+                let snap = db.snapshot().unwrap();
+                let id = match &events[events.len() / 2] {
+                    mnemon_bench::Event::Insert { id, .. }
+                    | mnemon_bench::Event::Revise { id, .. }
+                    | mnemon_bench::Event::Retire { id, .. } => *id,
+                };
+                let revs = snap.history(&mnemon::Namespace::new("bench").unwrap(), id).unwrap();
+                revs.first().unwrap().recorded_at
+            });
             if let Some(ready) = std::env::var_os("MNEMON_PROFILE_READY") {
                 std::fs::write(ready, b"").unwrap();
             }
@@ -185,7 +196,19 @@ fn main() {
             let t = Instant::now();
             let mut n = 0;
             for _ in 0..reps {
-                n += mnemon_valid_at(&db, v).len();
+                n += match known {
+                    None => mnemon_valid_at(&db, v).len(),
+                    Some(k) => db
+                        .snapshot()
+                        .unwrap()
+                        .list(
+                            &mnemon::Namespace::new("bench").unwrap(),
+                            &mnemon::ListQuery::new()
+                                .as_of(mnemon::AsOf::valid_at(mnemon::Timestamp::from_micros(v)).known_at(k)),
+                        )
+                        .unwrap()
+                        .len(),
+                };
             }
             println!("{mode}: {:?} per query ({} records)", t.elapsed() / reps, n / reps as usize);
             if let Some(keep) = std::env::var_os("MNEMON_PROFILE_KEEP") {

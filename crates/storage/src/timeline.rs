@@ -36,6 +36,7 @@
 //! bounded by about `live + 2N` entries; storage by about one entry per event.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Bound;
 
 use redb::{ReadableTable, Table};
 use serde::{Deserialize, Serialize};
@@ -745,31 +746,45 @@ pub(crate) fn live_at(
     const ENDS: u8 = 4;
     let keep = |kind: u8| kinds.is_none_or(|ks| ks.contains(&kind));
     // The latest checkpoint at or before `v` that was made at or before `k`.
+    // Cursors rather than ranges: redb finds both ends of a range and compares every step with
+    // its end (a tuple compare here); a cursor costs one descent, and the loops stop at the
+    // edge themselves.
     let mut cp: Option<i64> = None;
-    for r in checkpoints.range((ns, i64::MIN)..=(ns, v))?.rev() {
-        let (key, val) = r?;
+    let mut before = checkpoints.upper_bound(Bound::Included((ns, v)))?;
+    while let Some((key, val)) = before.prev()? {
+        let (n, at) = key.value();
+        if n != ns {
+            break;
+        }
         if decode_row(val.value())?.created_tx <= k {
-            cp = Some(key.value().1);
+            cp = Some(at);
             break;
         }
     }
     let Some(cp) = cp else { return Ok(Vec::new()) };
     // (id, kind, flag) for every entry and event believed at k; merged by id below.
     let mut marks: Vec<(u128, u8, u8)> = Vec::new();
-    for r in entries.range((ns, cp, 0u128)..=(ns, cp, u128::MAX))? {
-        let (key, val) = r?;
+    let mut rows = entries.lower_bound(Bound::Included((ns, cp, 0u128)))?;
+    while let Some((key, val)) = rows.next()? {
+        let (n, at, id) = key.value();
+        if n != ns || at != cp {
+            break;
+        }
         let (kind, believed) = spans_contain(names::CHECKPOINT_ENTRIES, val.value(), k)?;
         if believed && keep(kind) {
-            marks.push((key.value().2, kind, AT_CHECKPOINT));
+            marks.push((id, kind, AT_CHECKPOINT));
         }
     }
     let entry_count = marks.len();
     if cp < v {
-        for r in events.range((ns, cp + 1, 0u128, 0u8)..=(ns, v, u128::MAX, u8::MAX))? {
-            let (key, val) = r?;
+        let mut rows = events.lower_bound(Bound::Included((ns, cp + 1, 0u128, 0u8)))?;
+        while let Some((key, val)) = rows.next()? {
+            let (n, t, id, edge) = key.value();
+            if n != ns || t > v {
+                break;
+            }
             let (kind, believed) = spans_contain(names::EVENTS, val.value(), k)?;
             if believed && keep(kind) {
-                let (_, _, id, edge) = key.value();
                 marks.push((id, kind, if edge == EDGE_START { STARTS } else { ENDS }));
             }
         }
