@@ -183,7 +183,7 @@ fn main() {
                     | mnemon_bench::Event::Revise { id, .. }
                     | mnemon_bench::Event::Retire { id, .. } => *id,
                 };
-                let revs = snap.history(&mnemon::Namespace::new("bench").unwrap(), id).unwrap();
+                let revs = snap.history(&mnemon_bench::namespace(), id).unwrap();
                 revs.first().unwrap().recorded_at
             });
             if let Some(ready) = std::env::var_os("MNEMON_PROFILE_READY") {
@@ -202,7 +202,7 @@ fn main() {
                         .snapshot()
                         .unwrap()
                         .list(
-                            &mnemon::Namespace::new("bench").unwrap(),
+                            &mnemon_bench::namespace(),
                             &mnemon::ListQuery::new()
                                 .as_of(mnemon::AsOf::valid_at(mnemon::Timestamp::from_micros(v)).known_at(k)),
                         )

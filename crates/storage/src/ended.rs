@@ -137,6 +137,8 @@ pub(crate) fn visible_at<'t>(
     kinds: Option<&[u8]>,
     out: &mut Vec<Hit<'t>>,
 ) -> Result<(), Error> {
+    // Every key of the namespace sorts below `end`.
+    let (_, end) = tables::namespace_range(ns);
     let mut level = 0u8;
     loop {
         // A cursor rather than a range: redb finds a range's both ends, a cursor only its start,
@@ -146,7 +148,7 @@ pub(crate) fn visible_at<'t>(
         let mut next = None;
         while let Some((k, value)) = rows.next()? {
             let k = k.value();
-            if !in_namespace(k, ns) {
+            if k >= end.as_slice() {
                 // Past the namespace's last row.
                 break;
             }
@@ -177,11 +179,6 @@ pub(crate) fn visible_at<'t>(
             _ => return Ok(()),
         }
     }
-}
-
-/// Whether `k` is a key of namespace `ns` (`ns`, then `0`).
-fn in_namespace(k: &[u8], ns: &str) -> bool {
-    k.strip_prefix(ns.as_bytes()).is_some_and(|rest| rest.first() == Some(&0))
 }
 
 fn bad_key() -> Error {

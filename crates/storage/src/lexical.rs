@@ -12,11 +12,11 @@
 //!   saying that the revision starts a text, and one posting `(ns, term, id, from_rev) ->
 //!   [1][tf u32][doc length u32]` per distinct term in `mnemon.postings`. When a commit would
 //!   leave a namespace with [`FRESH_LIMIT`] fresh texts or more, it moves them all there (and
-//!   writes its own texts there, the first 64 of them after reading them back from `mnemon.fresh`,
-//!   where [`LexicalWriter::write`] put them as the jobs were applied), so a search reads at most that many fresh rows
-//!   beside the posting lists of its terms, and a bulk import writes postings once. A merge
-//!   inserts its rows in key order, so each term's new postings go into its list as one run
-//!   (`tables::insert_sorted`). [`crate::WriteOp::MergeTexts`] merges a namespace's fresh
+//!   writes its own texts there, the first [`crate::tables::FEW_ROWS`] of them after reading
+//!   them back from `mnemon.fresh`, where [`LexicalWriter::write`] put them as the jobs were
+//!   applied), so a search reads at most that many fresh rows beside the posting lists of its
+//!   terms, and a bulk import writes postings once. A merge inserts its rows in key order, so
+//!   each term's new postings go into its list as one run (`tables::insert_sorted`). [`crate::WriteOp::MergeTexts`] merges a namespace's fresh
 //!   texts at any time (a server's quiet moment), so that no caller's write pays for the
 //!   merge.
 //!
