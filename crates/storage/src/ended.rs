@@ -5,13 +5,20 @@
 //! that revision's visible interval `[from, until)` holds `V`. Records with an open end are
 //! all in `mnemon.live` (the current rows), and so are those whose end is still ahead (until
 //! the sweep of the first commit after it moves them here); the others (retired, superseded,
-//! expired, or given an end that has passed) are here, keyed `(namespace, level, from, id)`,
-//! where the level is the smallest `L` with `until - from <= 2^L` microseconds. An interval of level `L` that holds `V` starts
-//! after `V - 2^L`, so at each level the rows to read are those with `from` in `(V - 2^L, V]`;
-//! of those, the ones that end after `V` are the answer. Within a level the lengths differ by
-//! at most a factor of two, so most rows read are returned (about seven in ten in the
-//! benchmark's history; levels of ratio four read half as many rows again). An interval tree
-//! flattened into one B-tree, with no rebalancing and no per-level state.
+//! expired, or given an end that has passed) are here, keyed `(namespace, level, until, id)`,
+//! where the level is the smallest `L` with `until - from <= 2^L` microseconds. An interval of
+//! level `L` that holds `V` ends in `(V, V + 2^L]`, so at each level the rows to read are
+//! those with `until` in that range; of those, the ones that start by `V` are the answer.
+//! Within a level the lengths differ by at most a factor of two, so in general most rows read
+//! are returned. An interval tree flattened into one B-tree, with no rebalancing and no
+//! per-level state.
+//!
+//! Filing by the end rather than the start (format 7; formats 5 and 6 filed by the start) is
+//! what makes a listing not far in the past cheap: nothing here ends after the last sweep, so
+//! at every level the rows read are only those that ended after `V`, the few the listing
+//! needs and those that also started after `V`. Filed by the start, the same listing read every
+//! row of a level that started in `(V - 2^L, V]`, most of which had ended long before `V` (483
+//! rows for 27 hits, 100 minutes back in the benchmark's history; see docs/benchmarks.md).
 //!
 //! The value is the kind's code followed by the record's current row (the header with
 //! the revision number, transaction time and visible interval, then the revision), so a listing
@@ -31,29 +38,29 @@ use crate::error::Error;
 use crate::record::{self, Record, Visible};
 use crate::tables::{self, names};
 
-/// The key is bytes, compared with `memcmp`: `[namespace][0][level][from][id]`, with `from`
+/// The key is bytes, compared with `memcmp`: `[namespace][0][level][until][id]`, with `until`
 /// big-endian with its sign bit flipped and `id` big-endian, so the order is `(namespace, level,
-/// from, id)` (a namespace holds no control character, so `0` ends it).
+/// until, id)` (a namespace holds no control character, so `0` ends it).
 pub(crate) type EndedKey = &'static [u8];
 
 /// The key of a row.
-pub(crate) fn key(ns: &str, level: u8, from: i64, id: u128) -> Vec<u8> {
+pub(crate) fn key(ns: &str, level: u8, until: i64, id: u128) -> Vec<u8> {
     let mut k = Vec::with_capacity(ns.len() + 26);
     k.extend_from_slice(ns.as_bytes());
     k.push(0);
     k.push(level);
-    k.extend_from_slice(&((from as u64) ^ (1 << 63)).to_be_bytes());
+    k.extend_from_slice(&((until as u64) ^ (1 << 63)).to_be_bytes());
     k.extend_from_slice(&id.to_be_bytes());
     k
 }
 
-/// The `(level, from, id)` of a key of namespace `ns` (whose length is `ns_len`).
+/// The `(level, until, id)` of a key of namespace `ns` (whose length is `ns_len`).
 pub(crate) fn parse_key(k: &[u8], ns_len: usize) -> Option<(u8, i64, u128)> {
     let rest = k.get(ns_len + 1..)?;
     let (&level, rest) = rest.split_first()?;
-    let from: [u8; 8] = rest.get(..8)?.try_into().ok()?;
+    let until: [u8; 8] = rest.get(..8)?.try_into().ok()?;
     let id: [u8; 16] = rest.get(8..24)?.try_into().ok()?;
-    Some((level, (u64::from_be_bytes(from) ^ (1 << 63)) as i64, u128::from_be_bytes(id)))
+    Some((level, (u64::from_be_bytes(until) ^ (1 << 63)) as i64, u128::from_be_bytes(id)))
 }
 
 /// Each level holds intervals up to twice as long as the level below.
@@ -72,11 +79,12 @@ pub(crate) fn level(v: Visible) -> u8 {
     u8::try_from(level).unwrap_or(MAX_LEVEL).min(MAX_LEVEL)
 }
 
-/// The lowest `from` an interval of `level` holding `v` can have: `v - 2^level + 1`.
-fn lowest_from(level: u8, v: i64) -> i64 {
+/// The highest end an interval of `level` holding `v` can have: `v + 2^level` (it starts by `v`
+/// and is at most `2^level` long).
+fn highest_until(level: u8, v: i64) -> i64 {
     let width = 1i128 << (u32::from(level) * LEVEL_BITS);
-    let lo = i128::from(v) - width + 1;
-    i64::try_from(lo).unwrap_or(i64::MIN)
+    let hi = i128::from(v) + width;
+    i64::try_from(hi).unwrap_or(i64::MAX)
 }
 
 /// The row of a record's latest revision, or `None` when it belongs in the current table (an
@@ -84,7 +92,7 @@ fn lowest_from(level: u8, v: i64) -> i64 {
 pub(crate) fn row_of(rec: &Record, revision: &[u8]) -> Option<(u8, i64, Vec<u8>)> {
     let v = rec.visible().filter(|v| !v.is_open())?;
     let value = value(rec.kind().code(), &record::current_row(rec, v, revision));
-    Some((level(v), v.from.as_micros(), value))
+    Some((level(v), v.until.as_micros(), value))
 }
 
 /// A row's value: the kind's code, then the `CURRENT` row.
@@ -104,13 +112,13 @@ pub(crate) fn row_from_current(
 ) -> Result<(Vec<u8>, Vec<u8>), Error> {
     let v = record::current_row_visible(current)
         .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
-    Ok((key(ns, level(v), v.from.as_micros(), id), value(kind, current)))
+    Ok((key(ns, level(v), v.until.as_micros(), id), value(kind, current)))
 }
 
 /// The key a record's latest revision has in the table, if any.
 pub(crate) fn key_of(rec: &Record) -> Option<(u8, i64)> {
     let v = rec.visible().filter(|v| !v.is_open())?;
-    Some((level(v), v.from.as_micros()))
+    Some((level(v), v.until.as_micros()))
 }
 
 /// Split a row into its kind and its `CURRENT` row.
@@ -128,7 +136,7 @@ pub(crate) fn split(bytes: &[u8]) -> Result<(u8, &[u8]), Error> {
 pub(crate) type Hit<'t> = (u128, redb::AccessGuard<'t, &'static [u8]>);
 
 /// Append to `out` the rows of `ns` whose interval holds `v`, of the kinds in `kinds` (all
-/// when `None`), in no particular order. One range per level that holds rows: a range that
+/// when `None`), in no particular order. One cursor per level that holds rows: a scan that
 /// meets the next non-empty level first jumps to it.
 pub(crate) fn visible_at<'t>(
     table: &'t impl ReadableTable<EndedKey, &'static [u8]>,
@@ -137,13 +145,16 @@ pub(crate) fn visible_at<'t>(
     kinds: Option<&[u8]>,
     out: &mut Vec<Hit<'t>>,
 ) -> Result<(), Error> {
+    // An interval holding `v` ends after it; nothing ends after the last microsecond.
+    let Some(after) = v.checked_add(1) else { return Ok(()) };
     // Every key of the namespace sorts below `end`.
     let (_, end) = tables::namespace_range(ns);
     let mut level = 0u8;
     loop {
         // A cursor rather than a range: redb finds a range's both ends, a cursor only its start,
         // and every level costs one such descent.
-        let start = key(ns, level, lowest_from(level, v), 0);
+        let start = key(ns, level, after, 0);
+        let last = highest_until(level, v);
         let mut rows = table.lower_bound(Bound::Included(start.as_slice()))?;
         let mut next = None;
         while let Some((k, value)) = rows.next()? {
@@ -152,7 +163,7 @@ pub(crate) fn visible_at<'t>(
                 // Past the namespace's last row.
                 break;
             }
-            let Some((l, from, id)) = parse_key(k, ns.len()) else {
+            let Some((l, until, id)) = parse_key(k, ns.len()) else {
                 return Err(bad_key());
             };
             if l != level {
@@ -160,7 +171,7 @@ pub(crate) fn visible_at<'t>(
                 next = Some(l);
                 break;
             }
-            if from > v {
+            if until > last {
                 next = level.checked_add(1);
                 break;
             }
@@ -170,7 +181,7 @@ pub(crate) fn visible_at<'t>(
             }
             let visible = record::current_row_visible(row)
                 .map_err(|e| Error::Codec { table: names::ENDED, source: e })?;
-            if visible.until.as_micros() > v {
+            if visible.from.as_micros() <= v {
                 out.push((id, value));
             }
         }
@@ -188,7 +199,7 @@ fn bad_key() -> Error {
     }
 }
 
-/// Fill the table from the revisions (a file upgraded from a format before 5): the records
+/// Fill the table from the revisions (a file upgraded from a format before 7): the records
 /// whose visibility ended by the last sweep (the others with an end still have current rows).
 pub(crate) fn fill(txn: &redb::WriteTransaction) -> Result<(), Error> {
     let swept = crate::format::read_state(&txn.open_table(tables::META)?)?.swept_through.as_micros();
@@ -211,9 +222,9 @@ pub(crate) fn fill(txn: &redb::WriteTransaction) -> Result<(), Error> {
         )
         .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
         if record.visible().is_some_and(|v| v.until.as_micros() <= swept)
-            && let Some((level, from, row)) = row_of(&record, &bytes)
+            && let Some((level, until, row)) = row_of(&record, &bytes)
         {
-            ended.insert(key(&ns, level, from, id).as_slice(), row.as_slice())?;
+            ended.insert(key(&ns, level, until, id).as_slice(), row.as_slice())?;
         }
         Ok(())
     };
@@ -240,6 +251,25 @@ mod tests {
         Visible { from: Timestamp::from_micros(from), until: Timestamp::from_micros(until) }
     }
 
+    /// A row as the table holds it: the kind, then a current row's header with interval `v`
+    /// (no revision after it: the search reads only the header).
+    fn row(kind: u8, v: Visible) -> Vec<u8> {
+        let mut row = vec![kind, record::CURRENT_ROW_VERSION];
+        row.extend_from_slice(&[0u8; 12]);
+        row.extend_from_slice(&v.from.as_micros().to_le_bytes());
+        row.extend_from_slice(&v.until.as_micros().to_le_bytes());
+        row
+    }
+
+    /// The ids [`visible_at`] finds in namespace `ns` of `t` at `at`, in ascending order.
+    fn found(t: &impl ReadableTable<EndedKey, &'static [u8]>, at: i64, kinds: Option<&[u8]>) -> Vec<u128> {
+        let mut hits = Vec::new();
+        visible_at(t, "ns", at, kinds, &mut hits).unwrap();
+        let mut got: Vec<u128> = hits.iter().map(|(id, _)| *id).collect();
+        got.sort_unstable();
+        got
+    }
+
     #[test]
     fn levels_cover_their_lengths() {
         assert_eq!(level(vis(0, 1)), 0);
@@ -257,6 +287,54 @@ mod tests {
             assert!(i128::from(len) <= width, "{len} fits level {l}");
             if l > 0 {
                 assert!(i128::from(len) > width >> LEVEL_BITS, "{len} is too long for level {}", l - 1);
+            }
+        }
+    }
+
+    /// The edges of each level: an interval of length `2^L` starting at `v` (ending at the
+    /// highest end read), one ending just after `v`, and the neighbours that miss `v` by a
+    /// microsecond, also at the ends of time.
+    #[test]
+    fn the_levels_find_intervals_at_their_edges() {
+        const T: redb::TableDefinition<EndedKey, &[u8]> = redb::TableDefinition::new("t");
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
+        for at in [0i64, 1_000_000, -77, i64::MAX - 1, i64::MIN + 1] {
+            for l in [0u32, 1, 5, 20, 40] {
+                let len = 1i64 << l;
+                let at_least = |x: i64, d: i64| x.checked_sub(d).unwrap_or(i64::MIN);
+                let at_most = |x: i64, d: i64| x.checked_add(d).unwrap_or(i64::MAX);
+                let cases = [
+                    (vis(at, at_most(at, len)), true),
+                    (vis(at_least(at, len - 1), at_most(at, 1)), true),
+                    (vis(at_most(at, 1), at_most(at, len + 1)), false),
+                    (vis(at_least(at, len), at), false),
+                ];
+                let txn = db.begin_write().unwrap();
+                txn.delete_table(T).unwrap();
+                {
+                    let mut t = txn.open_table(T).unwrap();
+                    for (id, (v, _)) in cases.iter().enumerate() {
+                        if v.from < v.until {
+                            let k = key("ns", level(*v), v.until.as_micros(), id as u128);
+                            t.insert(k.as_slice(), row(0, *v).as_slice()).unwrap();
+                        }
+                    }
+                }
+                txn.commit().unwrap();
+                let read = db.begin_read().unwrap();
+                let t = read.open_table(T).unwrap();
+                let got = found(&t, at, None);
+                let want: Vec<u128> = cases
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (v, holds))| *holds && v.contains(Timestamp::from_micros(at)))
+                    .map(|(id, _)| id as u128)
+                    .collect();
+                assert_eq!(got, want, "at {at}, length 2^{l}");
+                if at.abs() < 1 << 50 {
+                    assert_eq!(got, [0, 1], "at {at}, length 2^{l}");
+                }
             }
         }
     }
@@ -280,18 +358,15 @@ mod tests {
         {
             let mut t = txn.open_table(T).unwrap();
             for id in 0..3000u128 {
-                // Around zero, where the sign bit of the key's `from` flips.
+                // Around zero, where the sign bit of the key's `until` flips.
                 let from = i64::try_from(rand() % 1_000_000).unwrap() - 500_000;
                 let len = 1i64 << (rand() % 22);
                 let len = 1 + i64::try_from(rand() % u64::try_from(len).unwrap()).unwrap();
                 let v = vis(from, from + len);
                 let ns = if id % 7 == 0 { "other" } else { "ns" };
                 let kind = u8::try_from(id % 3).unwrap();
-                let mut row = vec![kind, record::CURRENT_ROW_VERSION];
-                row.extend_from_slice(&[0u8; 12]);
-                row.extend_from_slice(&v.from.as_micros().to_le_bytes());
-                row.extend_from_slice(&v.until.as_micros().to_le_bytes());
-                t.insert(key(ns, level(v), v.from.as_micros(), id).as_slice(), row.as_slice()).unwrap();
+                t.insert(key(ns, level(v), v.until.as_micros(), id).as_slice(), row(kind, v).as_slice())
+                    .unwrap();
                 intervals.push((id, ns, kind, v));
             }
         }
@@ -301,10 +376,7 @@ mod tests {
         for _ in 0..300 {
             let at = i64::try_from(rand() % 1_400_000).unwrap() - 700_000;
             for kinds in [None, Some(&[1u8, 2][..])] {
-                let mut hits = Vec::new();
-                visible_at(&t, "ns", at, kinds, &mut hits).unwrap();
-                let mut got: Vec<u128> = hits.iter().map(|(id, _)| *id).collect();
-                got.sort_unstable();
+                let got = found(&t, at, kinds);
                 let want: Vec<u128> = intervals
                     .iter()
                     .filter(|(_, ns, kind, v)| {

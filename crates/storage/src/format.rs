@@ -27,6 +27,10 @@
 //!   file (its extra rows agree with its fresh ones), so the upgrade only records the version;
 //!   the version keeps builds that expect every text in `mnemon.texts` from misreading files
 //!   written since.
+//! - 7: `mnemon.ended` files each row by the end of its visible interval instead of its start
+//!   (`(namespace, level, until, id)`), so a listing not far in the past reads little more than
+//!   the rows it returns. Older files are upgraded by filling the table again; a format-5 or
+//!   -6 file opened read-only is listed through the timeline instead.
 //!
 //! A file with a newer version is refused with [`OpenError::NewerFormat`]; one older than
 //! [`OLDEST_SUPPORTED_FORMAT_VERSION`] with [`OpenError::TooOld`]; anything between is upgraded
@@ -44,7 +48,9 @@ use crate::time::Timestamp;
 /// The magic value stored under `magic`.
 pub const MAGIC: [u8; 8] = *b"mnemon\x00\x01";
 /// The format version this build writes.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
+/// The first format whose `mnemon.ended` is keyed by the end of each interval.
+pub(crate) const ENDED_BY_END: u32 = 7;
 /// The oldest format version this build can open (upgrading it if needed).
 pub const OLDEST_SUPPORTED_FORMAT_VERSION: u32 = 1;
 /// The first bytes of every redb file.

@@ -123,6 +123,8 @@ pub struct Snapshot {
     path: PathBuf,
     meta: MetaState,
     clock: Arc<dyn Clock>,
+    /// The file's format version (older than this build's only on a read-only handle).
+    format: u32,
 }
 
 /// One commit of the commit log.
@@ -140,12 +142,28 @@ pub struct CommitLogEntry {
 pub type Problem = String;
 
 impl Snapshot {
-    pub(crate) fn new(txn: ReadTransaction, path: &Path, clock: Arc<dyn Clock>) -> Result<Snapshot, Error> {
+    pub(crate) fn new(
+        txn: ReadTransaction,
+        path: &Path,
+        clock: Arc<dyn Clock>,
+        format: u32,
+    ) -> Result<Snapshot, Error> {
         let meta = {
             let t = txn.open_table(tables::META)?;
             format::read_state(&t)?
         };
-        Ok(Snapshot { txn, path: path.to_path_buf(), meta, clock })
+        Ok(Snapshot { txn, path: path.to_path_buf(), meta, clock, format })
+    }
+
+    /// `mnemon.ended`, if the file has it in this build's layout: a format-5 or -6 file opened
+    /// read-only files its rows by their start, and is read through the timeline instead.
+    fn ended_table(
+        &self,
+    ) -> Result<Option<redb::ReadOnlyTable<crate::ended::EndedKey, &'static [u8]>>, Error> {
+        if self.format < format::ENDED_BY_END {
+            return Ok(None);
+        }
+        self.open_optional(tables::ENDED)
     }
 
     fn ctx<T>(&self, r: Result<T, Error>) -> Result<T, Error> {
@@ -333,7 +351,7 @@ impl Snapshot {
         }
         if known_now
             && let Some(current) = &current
-            && let Some(ended) = self.open_optional(tables::ENDED)?
+            && let Some(ended) = self.ended_table()?
         {
             return self.list_ended(
                 ns,
@@ -860,7 +878,7 @@ impl Snapshot {
         let cps = self.txn.open_table(tables::CHECKPOINTS)?;
         let entries = self.txn.open_table(tables::CHECKPOINT_ENTRIES)?;
         let identity = self.txn.open_table(tables::IDENTITY)?;
-        let ended = self.open_optional(tables::ENDED)?;
+        let ended = self.ended_table()?;
         for ns in self.namespaces()? {
             let n = ns.as_str();
             // Group the revisions by record.
@@ -979,10 +997,10 @@ impl Snapshot {
                     let Some(latest) = list.last() else { continue };
                     let bytes = record::encode_revision(latest)
                         .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
-                    if let Some((level, from, row)) = crate::ended::row_of(latest, &bytes)
-                        && latest.visible().is_some_and(|v| v.until <= self.meta.swept_through)
+                    if let Some((level, until, row)) = crate::ended::row_of(latest, &bytes)
+                        && until <= self.meta.swept_through.as_micros()
                     {
-                        expected.insert((level, from, *id), row);
+                        expected.insert((level, until, *id), row);
                     }
                 }
                 let mut actual: BTreeMap<(u8, i64, u128), Vec<u8>> = BTreeMap::new();

@@ -566,6 +566,9 @@ struct Inner {
     db: Handle,
     path: PathBuf,
     clock: Arc<dyn Clock>,
+    /// The file's format version: [`format::FORMAT_VERSION`], except on a read-only handle on
+    /// an older file (only a writer upgrades, and none can open the file beside this handle).
+    format: u32,
 }
 
 /// A handle on an open mnemon database. Cheap to clone, `Send + Sync`: any number of threads
@@ -680,9 +683,9 @@ impl Store {
                 }
                 Err(e) => return Err(open_error(&path, e).into()),
             };
-            check_meta(&path, &ro.begin_read()?)?;
+            let format = check_meta(&path, &ro.begin_read()?)?;
             return Ok(Store {
-                inner: Arc::new(Inner { db: Handle::ReadOnly(ro), path, clock: options.clock }),
+                inner: Arc::new(Inner { db: Handle::ReadOnly(ro), path, clock: options.clock, format }),
             });
         }
         let db = if exists {
@@ -727,7 +730,12 @@ impl Store {
             queued: Condvar::new(),
         };
         Ok(Store {
-            inner: Arc::new(Inner { db: Handle::Writable(Arc::new(writer)), path, clock: options.clock }),
+            inner: Arc::new(Inner {
+                db: Handle::Writable(Arc::new(writer)),
+                path,
+                clock: options.clock,
+                format: format::FORMAT_VERSION,
+            }),
         })
     }
 
@@ -748,7 +756,7 @@ impl Store {
             Handle::ReadOnly(db) => db.begin_read(),
         }
         .map_err(|e| Error::from(e).with_path(&self.inner.path))?;
-        Snapshot::new(txn, &self.inner.path, Arc::clone(&self.inner.clock))
+        Snapshot::new(txn, &self.inner.path, Arc::clone(&self.inner.clock), self.inner.format)
     }
 
     /// Commit a batch of operations atomically and durably.
@@ -890,6 +898,12 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
         // Format 5 keys the current rows by bytes, and files the records whose visibility
         // has an end (`ended.rs`).
         move_current_rows(&txn)?;
+        crate::ended::fill(&txn)?;
+    } else if found < format::ENDED_BY_END {
+        // Format 7 files those records by their end instead of their start: fill the table
+        // again from the revisions (streamed, where re-keying in place would hold every row).
+        txn.delete_table(tables::ENDED)?;
+        txn.open_table(tables::ENDED)?;
         crate::ended::fill(&txn)?;
     }
     {

@@ -64,10 +64,10 @@ pub(crate) fn namespace_range(ns: &str) -> (Vec<u8>, Vec<u8>) {
     (lo, hi)
 }
 
-/// `[namespace][0][level][visible_from][id] -> [kind][CURRENT row]` (bytes ordered as the tuple
-/// `(namespace, level, visible_from, id)`; see `ended::key`): the latest revision of every
-/// record whose visibility ended by the last sweep, filed by the interval's length (level `L`
-/// holds lengths up to `2^L` microseconds), so "valid at V, as known now" scans a short key
+/// `[namespace][0][level][visible_until][id] -> [kind][CURRENT row]` (bytes ordered as the
+/// tuple `(namespace, level, visible_until, id)`; see `ended::key`): the latest revision of
+/// every record whose visibility ended by the last sweep, filed by the interval's length (level
+/// `L` holds lengths up to `2^L` microseconds), so "valid at V, as known now" scans a short key
 /// range per level instead of seeking each record's revision (see `ended.rs`).
 pub(crate) const ENDED: TableDefinition<&[u8], &[u8]> = TableDefinition::new("mnemon.ended");
 

@@ -962,10 +962,10 @@ impl WriteTables<'_> {
     /// Remove the `ENDED` row of what was a record's latest revision, if it may have one: its
     /// visibility ended by `now` (rows with a later end are still current, never in `ENDED`).
     fn remove_ended(&mut self, rec: &Record, now: i64) -> Result<(), Error> {
-        if let Some((level, from)) = crate::ended::key_of(rec)
-            && rec.visible().is_some_and(|v| v.until.as_micros() <= now)
+        if let Some((level, until)) = crate::ended::key_of(rec)
+            && until <= now
         {
-            let key = crate::ended::key(rec.namespace.as_str(), level, from, rec.id.as_u128());
+            let key = crate::ended::key(rec.namespace.as_str(), level, until, rec.id.as_u128());
             self.ended.get_mut()?.remove(key.as_slice())?;
         }
         Ok(())
@@ -1024,12 +1024,12 @@ impl WriteTables<'_> {
                     if !v.is_open() {
                         self.current_ends.insert((v.until.as_micros(), ns, kind, id), ())?;
                     }
-                } else if let Some((level, from, row)) = crate::ended::row_of(&new, &bytes) {
+                } else if let Some((level, until, row)) = crate::ended::row_of(&new, &bytes) {
                     // Visible, but no longer by the end of this commit: straight to `ENDED` (a
                     // record with a later end gets there when the sweep takes its current row).
                     self.ended
                         .get_mut()?
-                        .insert(crate::ended::key(ns, level, from, id).as_slice(), row.as_slice())?;
+                        .insert(crate::ended::key(ns, level, until, id).as_slice(), row.as_slice())?;
                 }
                 if new.holds_identity()
                     && let Some(k) = new.identity()

@@ -787,10 +787,66 @@ fn past_listings_known_now_agree_with_brute_force() {
     assert_eq!(now_after.1, ListPath::Current);
     assert_eq!(now_after.0, now_before.0);
     assert_eq!(upgraded.snapshot().unwrap().table_sizes().unwrap()["current"], all_current);
-    assert_eq!(upgraded.snapshot().unwrap().table_sizes().unwrap()["ended"], {
+    let ended_rows =
         all.iter().filter_map(|r| r.last()).filter(|r| r.visible().is_some_and(|v| !v.is_open())).count()
-            as u64
-    });
+            as u64;
+    assert_eq!(upgraded.snapshot().unwrap().table_sizes().unwrap()["ended"], ended_rows);
+    drop(upgraded);
+
+    // Formats 5 and 6 filed `mnemon.ended` by each interval's start: read-only, such a file is
+    // listed through the timeline (its rows are not misread as filed by their end); opened
+    // for writing, the upgrade files them again by their end.
+    let format_6_rows = {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let ended = redb::TableDefinition::<&[u8], &[u8]>::new("mnemon.ended");
+        let mut by_start: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        {
+            let t = txn.open_table(ended).unwrap();
+            for r in t.iter().unwrap() {
+                let (k, v) = r.unwrap();
+                // `p`, 0, level, until (8), id (16) -> kind, version, rev (4), recorded (8),
+                // from (8), until (8), revision.
+                let (k, v) = (k.value(), v.value());
+                assert_eq!(k.len(), 2 + 1 + 8 + 16);
+                let from = i64::from_le_bytes(v[14..22].try_into().unwrap());
+                let until = i64::from_le_bytes(v[22..30].try_into().unwrap());
+                assert_eq!(k[3..11], ((until as u64) ^ (1 << 63)).to_be_bytes(), "filed by its end");
+                let mut old = k[..3].to_vec();
+                old.extend_from_slice(&((from as u64) ^ (1 << 63)).to_be_bytes());
+                old.extend_from_slice(&k[11..]);
+                by_start.push((old, v.to_vec()));
+            }
+        }
+        assert!(txn.delete_table(ended).unwrap());
+        {
+            let mut t = txn.open_table(ended).unwrap();
+            for (k, v) in &by_start {
+                t.insert(k.as_slice(), v.as_slice()).unwrap();
+            }
+            let mut meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+            meta.insert("format_version", 6u32.to_le_bytes().as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+        by_start.len() as u64
+    };
+    assert_eq!(format_6_rows, ended_rows);
+    let ro = Store::open(&path, StoreOptions { read_only: true, ..options() }).unwrap();
+    check(&ro.snapshot().unwrap(), ListPath::Timeline);
+    let now_6 = ro.snapshot().unwrap().list_explain(&n, &ListQuery::new()).unwrap();
+    assert_eq!(now_6.1, ListPath::Current, "the current rows are the same in format 6");
+    assert_eq!(now_6.0, now_before.0);
+    drop(ro);
+    let upgraded = Store::open(&path, options()).unwrap();
+    check(&upgraded.snapshot().unwrap(), ListPath::Ended);
+    assert_eq!(upgraded.snapshot().unwrap().table_sizes().unwrap()["ended"], ended_rows);
+    assert_eq!(upgraded.snapshot().unwrap().list(&n, &ListQuery::new()).unwrap(), now_before.0);
+    drop(upgraded);
+    let db = redb::Database::open(&path).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+    let meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+    let version = redb::ReadableTable::get(&meta, "format_version").unwrap().unwrap();
+    assert_eq!(version.value(), mnemon_storage::FORMAT_VERSION.to_le_bytes().as_slice());
 }
 
 /// A record hidden by one revision and shown again by the next, from the same start: its
