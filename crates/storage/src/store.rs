@@ -566,8 +566,11 @@ struct Inner {
     db: Handle,
     path: PathBuf,
     clock: Arc<dyn Clock>,
-    /// The file's format version: [`format::FORMAT_VERSION`], except on a read-only handle on
-    /// an older file (only a writer upgrades, and none can open the file beside this handle).
+    /// The file's format version when opened: [`format::FORMAT_VERSION`], except on a
+    /// read-only handle on an older file (only a writer upgrades). A writer in another process
+    /// can upgrade a shared file under such a handle; reading it as the older format is then
+    /// still right (format 7 only changed `mnemon.ended`, which older files are not read
+    /// through), just slower.
     format: u32,
 }
 
@@ -845,7 +848,8 @@ fn check_meta(path: &Path, txn: &redb::ReadTransaction) -> Result<u32, Error> {
 }
 
 /// Upgrade a file of an older format in one transaction: format 1 lacks the vector tables and
-/// the lexical index, format 2 the fresh texts.
+/// the lexical index, format 2 the fresh texts, formats before 5 `mnemon.ended`, formats 5 and
+/// 6 file its rows by their start.
 fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
     use redb::ReadableTable;
     if version >= format::FORMAT_VERSION {
