@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use mnemon::{Db, Durability, RecordId, Timestamp, WriteOp};
 use mnemon_bench::{Event, Sqlite, history, load_mnemon, mnemon_valid_at, namespace, small_record};
 
@@ -115,17 +115,34 @@ fn record_of(n: mnemon::NewRecord) -> mnemon::Record {
     }
 }
 
+/// Replace `to` by a copy of `from`, written out to disk. A copy leaves the whole file dirty in
+/// the page cache: written out here, or the first durable commit's fsync (and the kernel's
+/// writeback of the copy) would fall into the measurement. SQLite's write-ahead log of the
+/// previous sample goes too.
+fn fresh_copy(from: &std::path::Path, to: &std::path::Path) {
+    for suffix in ["-wal", "-shm"] {
+        let mut side = to.as_os_str().to_owned();
+        side.push(suffix);
+        let _ = std::fs::remove_file(side);
+    }
+    std::fs::copy(from, to).unwrap();
+    std::fs::File::open(to).unwrap().sync_all().unwrap();
+}
+
 /// Records in the file every thread count of `group_commit` starts from.
 const GC_START: u64 = 100_000;
 
 fn group_commit(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
-    // Every thread count starts from a copy of the same file of `GC_START` records (written in
-    // batches), on both engines. Before, they shared one growing file, so 16 writers were
+    // Every sample of every thread count starts from a copy of the same file of `GC_START`
+    // records (written in batches), on both engines, so that all of them are measured on files
+    // of 100k to about 120k records. Before, they shared one growing file, so 16 writers were
     // measured on the 80k-230k records that the smaller runs and their own warm-up had
-    // written, and one writer on 0-20k: a durable commit of 16 records takes 7-14 % longer on
-    // a file of 150k records than on one of 16k (`profile many 16`), deeper trees dirtying
-    // more pages.
+    // written, and one writer on 0-20k; then each thread count started from the copy but kept
+    // it through its warm-up and samples, so 16 writers, eight times as fast, still ran on
+    // 175k-350k records where one writer ran on 100k-130k. A larger file costs every commit
+    // more (deeper trees dirty more pages; the timeline's checkpoints, which hold every live
+    // record, grow with it), which is not what this benchmark compares.
     let template = dir.path().join("gc_start.redb");
     let sql_template = dir.path().join("gc_start.sqlite");
     {
@@ -145,25 +162,21 @@ fn group_commit(c: &mut Criterion) {
         // Closing SQLite's last connection checkpoints its WAL into the file.
     }
     let mut g = c.benchmark_group("group_commit_durable");
-    g.sample_size(10).measurement_time(Duration::from_secs(6));
+    // Every sample starts from its own copy of the start file (see `fresh_copy`), so one
+    // iteration count is measured on the same range of file sizes as another; flat sampling
+    // gives every sample the same number of iterations, hence the same growth.
+    g.sample_size(10).measurement_time(Duration::from_secs(6)).sampling_mode(SamplingMode::Flat);
+    let path = dir.path().join("gc.redb");
+    let sql_path = dir.path().join("gc.sqlite");
     // 64 writers: an agent farm's many agents writing at once (fewer writes each, so that a
     // sample of SQLite's side stays a few seconds).
     for threads in [1usize, 4, 16, 64] {
-        let path = dir.path().join("gc.redb");
-        let sql_path = dir.path().join("gc.sqlite");
-        std::fs::copy(&template, &path).unwrap();
-        std::fs::copy(&sql_template, &sql_path).unwrap();
-        // A copy leaves the whole file dirty in the page cache: write it out now, or the first
-        // durable commit's fsync (and the kernel's writeback of the other engine's copy) would
-        // fall into the measurement.
-        for p in [&path, &sql_path] {
-            std::fs::File::open(p).unwrap().sync_all().unwrap();
-        }
-        let db = Db::open(&path).unwrap();
         let per_thread = if threads > 16 { 100usize } else { 200 };
         g.throughput(Throughput::Elements((threads * per_thread) as u64));
         g.bench_with_input(BenchmarkId::new("mnemon", threads), &threads, |b, &threads| {
             b.iter_custom(|iters| {
+                fresh_copy(&template, &path);
+                let db = Db::open(&path).unwrap();
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
                     let start = Instant::now();
@@ -184,8 +197,9 @@ fn group_commit(c: &mut Criterion) {
             })
         });
         g.bench_with_input(BenchmarkId::new("sqlite", threads), &threads, |b, &threads| {
-            let mut conns: Vec<Sqlite> = (0..threads).map(|_| Sqlite::open(&sql_path)).collect();
             b.iter_custom(|iters| {
+                fresh_copy(&sql_template, &sql_path);
+                let mut conns: Vec<Sqlite> = (0..threads).map(|_| Sqlite::open(&sql_path)).collect();
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
                     let start = Instant::now();
@@ -205,10 +219,9 @@ fn group_commit(c: &mut Criterion) {
                 total
             })
         });
-        drop(db);
-        for p in [&path, &sql_path] {
-            std::fs::remove_file(p).unwrap();
-        }
+    }
+    for p in [&path, &sql_path] {
+        let _ = std::fs::remove_file(p);
     }
     g.finish();
 }
