@@ -587,19 +587,22 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
             None => now,
         };
         // The records visible at `ca` as known now.
-        let mut live: BTreeMap<u128, u8> = BTreeMap::new();
+        // In id order (the entries' key order), so that applying a gap's changes is one merge
+        // and a new checkpoint's set one copy: a split of a large live set spent most of its
+        // time building and cloning a `BTreeMap`.
+        let mut live: LiveSet = Vec::with_capacity(usize::try_from(row.entries).unwrap_or(0));
         for r in self.entries.get()?.range((ns, ca, 0u128)..=(ns, ca, u128::MAX))? {
             let (k, v) = r?;
             let (kind, believed) = spans_contain(names::CHECKPOINT_ENTRIES, v.value(), now)?;
             if believed {
-                live.insert(k.value().2, kind);
+                live.push((k.value().2, kind));
             }
         }
         let n = self.min_gap.max(live.len() as u64);
         // Walk the gap's events up to `hi`, placing a checkpoint every `n` events; per record,
         // bit 0 = a start believed now, bit 1 = an end believed now.
         let mut pending: HashMap<u128, (u8, u8)> = HashMap::new();
-        let mut emitted: Vec<(i64, u64, BTreeMap<u128, u8>)> = Vec::new();
+        let mut emitted: Vec<(i64, u64, LiveSet)> = Vec::new();
         let mut count: u64 = 0;
         let mut walked: u64 = 0;
         let mut last_t: Option<i64> = None;
@@ -669,7 +672,7 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
         // one descent each: a split writes as many entries as records live.
         let believed_now = encode_spans(0, &Spans::open_from(now))?;
         let mut values: BTreeMap<u8, Vec<u8>> = BTreeMap::new();
-        for &kind in emitted.iter().flat_map(|e| e.2.values()) {
+        for &(_, kind) in emitted.iter().flat_map(|e| e.2.iter()) {
             values.entry(kind).or_insert_with(|| {
                 let mut value = believed_now.clone();
                 if let Some(k) = value.get_mut(1) {
@@ -680,8 +683,8 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
         }
         let mut rows = Vec::with_capacity(emitted.iter().map(|e| e.2.len()).sum());
         for (c, _, set) in &emitted {
-            for (&id, kind) in set {
-                let value = values.get(kind).ok_or_else(|| Error::Codec {
+            for &(id, kind) in set {
+                let value = values.get(&kind).ok_or_else(|| Error::Codec {
                     table: names::CHECKPOINT_ENTRIES,
                     source: CodecError::Decode {
                         what: "checkpoint entry",
@@ -721,16 +724,34 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
     }
 }
 
-fn apply_pending(live: &mut BTreeMap<u128, u8>, pending: &mut HashMap<u128, (u8, u8)>) {
-    for (id, (kind, flags)) in pending.drain() {
+/// Records visible at a time, `(id, kind)` in id order.
+type LiveSet = Vec<(u128, u8)>;
+
+fn apply_pending(live: &mut LiveSet, pending: &mut HashMap<u128, (u8, u8)>) {
+    if pending.is_empty() {
+        return;
+    }
+    let mut changes: Vec<(u128, u8, u8)> =
+        pending.drain().map(|(id, (kind, flags))| (id, kind, flags)).collect();
+    changes.sort_unstable_by_key(|c| c.0);
+    let mut out = Vec::with_capacity(live.len() + changes.len());
+    let mut rest = live.iter().copied().peekable();
+    for (id, kind, flags) in changes {
+        while let Some(entry) = rest.next_if(|e| e.0 < id) {
+            out.push(entry);
+        }
+        let was = rest.next_if(|e| e.0 == id);
         // One interval per record as known now: an end in the gap hides it, otherwise a
         // start shows it, otherwise it stays as it was.
         if flags & 2 != 0 {
-            live.remove(&id);
         } else if flags & 1 != 0 {
-            live.insert(id, kind);
+            out.push((id, kind));
+        } else if let Some(entry) = was {
+            out.push(entry);
         }
     }
+    out.extend(rest);
+    *live = out;
 }
 
 /// The records visible at valid time `v` as known at transaction time `k`, as `(id, kind)`
