@@ -139,10 +139,10 @@ struct SlotState {
     wake: Option<Arc<Wakeups>>,
 }
 
-/// The callers a commit completed, woken as a tree: the committer wakes [`Wakeups::FIRST`] of
-/// them, and each caller woken wakes [`Wakeups::FAN_OUT`] more before it returns, and so on.
-/// Waking a sleeping thread costs the waker several microseconds (a futex call and, on a VM,
-/// an interrupt to the other core, which often hands that core to the woken thread), so one
+/// The callers a commit completed, woken as a tree: the committer wakes [`Wakeups::FAN_OUT`]
+/// of them, and each caller it wakes as many more before it returns, and so on. Waking a
+/// sleeping thread costs the waker several microseconds (a futex call and, on a VM, an
+/// interrupt to the other core, which often hands that core to the woken thread), so one
 /// committer waking sixteen callers in turn would keep the last of them, and with it the next
 /// commit, waiting for a good part of a commit.
 struct Wakeups {
@@ -153,28 +153,15 @@ struct Wakeups {
 }
 
 impl Wakeups {
-    /// Callers each woken caller wakes.
     const FAN_OUT: usize = 2;
-    /// Callers the committer wakes. One: a woken caller often takes the committer's core, and
-    /// the committer's own next job (it is a caller too) is then the last to reach the next
-    /// commit, which waits for it. With one wake-up instead of two it is preempted less:
-    /// `profile gc 16` from a 100k-record file, seven interleaved pairs, 23.6-27.2k -> 24.5-28.9k
-    /// writes/s (ahead in six pairs, about 5 % in the median); 4 and 64 writers the same or
-    /// better.
-    const FIRST: usize = 1;
 
-    /// Wake up to [`Self::FAN_OUT`] more sleeping callers (see [`Self::wake`]).
+    /// Wake up to [`Self::FAN_OUT`] more sleeping callers. A caller that is not asleep (it saw
+    /// its results before it slept) is passed over: it needs no wake-up, and the wakers it would
+    /// have been are made up by the next ones, so every sleeping caller of the list is woken.
     fn wake_some(&self) {
-        self.wake(Self::FAN_OUT);
-    }
-
-    /// Wake up to `n` more sleeping callers. A caller that is not asleep (it saw its results
-    /// before it slept) is passed over: it needs no wake-up, and the wakers it would have been
-    /// are made up by the next ones, so every sleeping caller of the list is woken.
-    fn wake(&self, n: usize) {
         let Some(slots) = self.slots.get() else { return };
         let mut woken = 0;
-        while woken < n {
+        while woken < Self::FAN_OUT {
             let Some(slot) = slots.get(self.next.fetch_add(1, Ordering::AcqRel)) else { return };
             let Some(slot) = slot.upgrade() else { continue };
             if slot.lock().sleeping {
@@ -565,7 +552,7 @@ impl Writer {
             }
         }
         let _ = wake.slots.set(complete);
-        wake.wake(Wakeups::FIRST);
+        wake.wake_some();
     }
 }
 
