@@ -1,4 +1,4 @@
-//! Drive one workload for a profiler: `profile (now|recent|past|known|insert|batch|many|gc|jobs|expire) [n]`.
+//! Drive one workload for a profiler: `profile (now|recent|past|known|insert|batch|many|gc|ratio|jobs|expire) [n]`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::print_stdout, reason = "profiling driver")]
 
 use std::time::Instant;
@@ -141,6 +141,51 @@ fn main() {
                     used.involuntary as f64 / writes as f64,
                 );
             }
+        }
+        "ratio" => {
+            // One writer and N writers (the second argument, 16 by default) in turn, for
+            // MNEMON_PROFILE_ROUNDS rounds (10), each thread writing MNEMON_PROFILE_CALLS durable
+            // records a round (400), on one file (prefilled with MNEMON_PROFILE_PREFILL records,
+            // then reopened): the two rates over the same minutes and the same file sizes, so that
+            // their ratio is not one hour's fsync against another's. Prints every round and the
+            // ratio of the totals.
+            let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(16);
+            let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+            let (rounds, per) = (env("MNEMON_PROFILE_ROUNDS", 10), env("MNEMON_PROFILE_CALLS", 400));
+            let path = dir.path().join("r.redb");
+            prefill(&mnemon::Db::create(&path).unwrap());
+            let db = mnemon::Db::open(&path).unwrap();
+            let mut totals = [(0u64, 0f64); 2];
+            for round in 0..rounds {
+                let mut rates = [0f64; 2];
+                for (slot, threads) in [(0usize, 1usize), (1, n)] {
+                    let t = Instant::now();
+                    std::thread::scope(|s| {
+                        for _ in 0..threads {
+                            let db = db.clone();
+                            s.spawn(move || {
+                                for _ in 0..per {
+                                    let i = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                    db.write(vec![WriteOp::Insert(small_record(i))]).unwrap();
+                                }
+                            });
+                        }
+                    });
+                    let secs = t.elapsed().as_secs_f64();
+                    let writes = threads as u64 * per;
+                    totals[slot].0 += writes;
+                    totals[slot].1 += secs;
+                    rates[slot] = writes as f64 / secs;
+                }
+                println!(
+                    "round {round}: 1 writer {:.0}/s, {n} writers {:.0}/s, {:.2}x",
+                    rates[0],
+                    rates[1],
+                    rates[1] / rates[0]
+                );
+            }
+            let (one, many) = (totals[0].0 as f64 / totals[0].1, totals[1].0 as f64 / totals[1].1);
+            println!("all rounds: 1 writer {one:.0}/s, {n} writers {many:.0}/s, {:.2}x", many / one);
         }
         "expire" => {
             // Records that stop being valid LIFE milliseconds after they start (the second
