@@ -48,7 +48,7 @@ use crate::time::Timestamp;
 /// The magic value stored under `magic`.
 pub const MAGIC: [u8; 8] = *b"mnemon\x00\x01";
 /// The format version this build writes.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 /// The first format whose `mnemon.ended` is keyed by the end of each interval.
 pub(crate) const ENDED_BY_END: u32 = 7;
 /// The oldest format version this build can open (upgrading it if needed).

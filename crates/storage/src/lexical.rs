@@ -9,16 +9,22 @@
 //!   costs one row next to the previous one (ids are time-ordered), not one B-tree leaf per
 //!   distinct term: a durable commit of a small record writes a few pages instead of dozens.
 //! - **merged**: a row `(ns, id, from_rev) -> [1][0 u32][doc length u32]` in `mnemon.texts`
-//!   saying that the revision starts a text, and one posting `(ns, term, id, from_rev) ->
-//!   [1][tf u32][doc length u32]` per distinct term in `mnemon.postings`. When a commit would
-//!   leave a namespace with [`FRESH_LIMIT`] fresh texts or more, it moves them all there (and
-//!   writes its own texts there, the first [`crate::tables::FEW_ROWS`] of them after reading
-//!   them back from `mnemon.fresh`, where [`LexicalWriter::write`] put them as the jobs were
-//!   applied), so a search reads at most that many fresh rows beside the posting lists of its
-//!   terms, and a bulk import writes postings once. A merge inserts its rows in key order, so
-//!   each term's new postings go into its list as one run (`tables::insert_sorted`). [`crate::WriteOp::MergeTexts`] merges a namespace's fresh
-//!   texts at any time (a server's quiet moment), so that no caller's write pays for the
-//!   merge.
+//!   saying that the revision starts a text, and one posting `[1][tf u32][doc length u32]`
+//!   per distinct term, either in a **segment** (`(ns, segment, term, id, from_rev)` in
+//!   `mnemon.segments`, format 8) or in the **posting lists** (`(ns, term, id, from_rev)` in
+//!   `mnemon.postings`). When a commit would leave a namespace with [`FRESH_LIMIT`] fresh
+//!   texts or more, it merges them all (and its own texts, the first
+//!   [`crate::tables::FEW_ROWS`] of them after reading them back from `mnemon.fresh`, where
+//!   [`LexicalWriter::write`] put them as the jobs were applied), so a search reads at most
+//!   that many fresh rows. A merge writes its postings as the namespace's next segment: one
+//!   run of keys after the other segments, a few whole leaves, where inserting them into the
+//!   posting lists touches a leaf per distinct term, spread over the tree (with texts of 30
+//!   words from a vocabulary of 5,000, that made merges most of the cost of a write). A merge
+//!   that finds [`SEGMENT_LIMIT`] segments less one moves them all, with its own postings,
+//!   into the posting lists, each term's new postings as one run (`tables::insert_sorted`),
+//!   so a search reads at most that many segments beside the posting list of each term.
+//!   [`crate::WriteOp::MergeTexts`] merges a namespace's fresh texts and segments at any time
+//!   (a server's quiet moment), so that no caller's write pays for the merge.
 //!
 //! A fresh text has no row in `mnemon.texts` (format 6; formats 2 to 5 wrote one for every
 //! text at once, an insert per record that a durable commit paid for, and which a file of
@@ -28,7 +34,8 @@
 //!
 //! A text's terms serve revision `from_rev` and the later revisions until the next text:
 //! a search resolves each matching record to its revision visible at the asked time and
-//! counts only the terms of the text serving that revision. `forget` removes all of them.
+//! counts only the terms of the text serving that revision. `forget` removes all of them,
+//! from the posting lists and the segments.
 
 use std::collections::BTreeMap;
 
@@ -54,6 +61,11 @@ const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
 pub(crate) type PostingKey = (&'static str, &'static str, u128, u32);
+pub(crate) type SegmentKey = (&'static str, u64, &'static str, u128, u32);
+
+/// Segments a namespace gathers before a merge moves them all into the posting lists (see the
+/// module documentation).
+pub const SEGMENT_LIMIT: u64 = 16;
 /// A text's distinct terms with their counts, and its length in tokens.
 pub(crate) type TermCounts = (BTreeMap<String, u32>, u32);
 /// A text a commit indexes: `((id, from_rev), terms)`.
@@ -171,6 +183,7 @@ pub(crate) fn decode_stats(b: &[u8]) -> LexStats {
 /// The write side, used by the commit that writes the revision.
 pub(crate) struct LexicalWriter<'txn> {
     pub(crate) postings: crate::tables::LazyTable<'txn, PostingKey, &'static [u8]>,
+    pub(crate) segments: crate::tables::LazyTable<'txn, SegmentKey, &'static [u8]>,
     /// Written by merges (and forgets) only: most commits do not open it.
     pub(crate) texts: crate::tables::LazyTable<'txn, TextKey, &'static [u8]>,
     pub(crate) fresh: Table<'txn, TextKey, &'static [u8]>,
@@ -193,6 +206,7 @@ impl<'txn> LexicalWriter<'txn> {
     pub(crate) fn open(txn: &'txn redb::WriteTransaction) -> Result<Self, Error> {
         Ok(LexicalWriter {
             postings: crate::tables::LazyTable::new(txn, crate::tables::POSTINGS),
+            segments: crate::tables::LazyTable::new(txn, crate::tables::SEGMENTS),
             texts: crate::tables::LazyTable::new(txn, crate::tables::TEXTS),
             fresh: txn.open_table(crate::tables::FRESH)?,
             stats: txn.open_table(crate::tables::LEXSTATS)?,
@@ -228,9 +242,12 @@ impl<'txn> LexicalWriter<'txn> {
             let stored = s.fresh.saturating_add_signed(fresh);
             let new = by_ns.remove(&ns).unwrap_or_default();
             let texts = stored + new.len() as u64;
-            let merge = texts >= FRESH_LIMIT || (requested.contains(&ns) && texts > 0);
+            // A merge asked for also moves the segments, fresh texts or not.
+            let merge = texts >= FRESH_LIMIT
+                || (requested.contains(&ns)
+                    && (texts > 0 || segment_range(self.segments.get()?, &ns)?.is_some()));
             if merge {
-                self.merge(&ns, &new)?;
+                self.merge(&ns, &new, requested.contains(&ns))?;
             } else {
                 for ((id, rev), (counts, len)) in &new {
                     self.fresh.insert((ns.as_str(), *id, *rev), encode_fresh(counts, *len).as_slice())?;
@@ -250,23 +267,27 @@ impl<'txn> LexicalWriter<'txn> {
         Ok(())
     }
 
-    /// Move every fresh text of a namespace, and this commit's new texts, into the posting
-    /// lists. The postings are inserted in key order, so a term's new postings (whose ids are
-    /// mostly newer than its old ones) go into its list as one run through one cursor rather
-    /// than one descent each: the common terms of a language make most of a merge's postings.
-    fn merge(&mut self, ns: &str, new: &[NewText]) -> Result<(), Error> {
+    /// Move every fresh text of a namespace, and this commit's new texts, into a new segment
+    /// of postings; or, when the namespace has [`SEGMENT_LIMIT`] segments less one, or the
+    /// merge was asked for (`all`), move them and every segment into the posting lists. The
+    /// postings are inserted in key order: a segment's as one run at the end of the namespace's
+    /// segments, and in the posting lists each term's new postings (whose ids are mostly newer
+    /// than its old ones) as one run through one cursor rather than one descent each.
+    fn merge(&mut self, ns: &str, new: &[NewText], all: bool) -> Result<(), Error> {
         let rows = fresh_rows(&self.fresh, ns)?;
-        let mut all: Vec<(&str, u128, u32, [u8; 9])> = Vec::new();
+        let mut postings: Vec<(&str, u128, u32, [u8; 9])> = Vec::new();
         // The texts' rows, `(id, from_rev, [1][0][length])`: the stored fresh texts come in key
         // order, then this commit's (in key order among themselves, and mostly newer).
         let mut texts: Vec<(u128, u32, [u8; 9])> = Vec::with_capacity(rows.len() + new.len());
         for (id, rev, bytes) in &rows {
             let (len, terms) = decode_fresh_row(ns, *id, *rev, bytes)?;
-            all.extend(terms.into_iter().map(|(term, tf)| (term, *id, *rev, encode_posting(tf, len))));
+            postings.extend(terms.into_iter().map(|(term, tf)| (term, *id, *rev, encode_posting(tf, len))));
             texts.push((*id, *rev, encode_posting(0, len)));
         }
         for ((id, rev), (counts, len)) in new {
-            all.extend(counts.iter().map(|(term, tf)| (term.as_str(), *id, *rev, encode_posting(*tf, *len))));
+            postings.extend(
+                counts.iter().map(|(term, tf)| (term.as_str(), *id, *rev, encode_posting(*tf, *len))),
+            );
             texts.push((*id, *rev, encode_posting(0, *len)));
         }
         // Stable, and nearly sorted already.
@@ -275,13 +296,42 @@ impl<'txn> LexicalWriter<'txn> {
             self.texts.get_mut()?,
             texts.iter().map(|(id, rev, value)| ((ns, *id, *rev), value.as_slice())),
         )?;
-        // Stable: of two equal keys (which a consistent file never has) the later wins, as
-        // before.
-        all.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
-        crate::tables::insert_sorted(
-            self.postings.get_mut()?,
-            all.iter().map(|(term, id, rev, value)| ((ns, *term, *id, *rev), value.as_slice())),
-        )?;
+        let segments = segment_range(self.segments.get()?, ns)?;
+        let count = segments.map_or(0, |(first, last)| last - first + 1);
+        if all || count + 1 >= SEGMENT_LIMIT {
+            // The segments' postings, read out (their keys borrow the table), and removed.
+            let mut held: Vec<(String, u128, u32, [u8; 9])> = Vec::new();
+            if count > 0 {
+                for r in self.segments.get()?.range(segment_bounds(ns))? {
+                    let (k, v) = r?;
+                    let (_, _, term, id, rev) = k.value();
+                    let value: [u8; 9] = v.value().try_into().map_err(|_| Error::Codec {
+                        table: crate::tables::names::SEGMENTS,
+                        source: crate::error::CodecError::Decode {
+                            what: "segment posting",
+                            reason: format!("{} bytes, not 9", v.value().len()),
+                        },
+                    })?;
+                    held.push((term.to_string(), id, rev, value));
+                }
+                self.segments.get_mut()?.retain_in(segment_bounds(ns), |_, _| false)?;
+            }
+            postings.extend(held.iter().map(|(term, id, rev, value)| (term.as_str(), *id, *rev, *value)));
+            // Stable: of two equal keys (which a consistent file never has) the later wins, as
+            // before.
+            postings.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+            crate::tables::insert_sorted(
+                self.postings.get_mut()?,
+                postings.iter().map(|(term, id, rev, value)| ((ns, *term, *id, *rev), value.as_slice())),
+            )?;
+        } else {
+            let seg = segments.map_or(0, |(_, last)| last + 1);
+            postings.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+            crate::tables::insert_sorted(
+                self.segments.get_mut()?,
+                postings.iter().map(|(term, id, rev, value)| ((ns, seg, *term, *id, *rev), value.as_slice())),
+            )?;
+        }
         if !rows.is_empty() {
             self.fresh.retain_in((ns, 0u128, 0u32)..=(ns, u128::MAX, u32::MAX), |_, _| false)?;
         }
@@ -347,8 +397,14 @@ impl<'txn> LexicalWriter<'txn> {
             if let Some(rec) = all.iter().find(|r| r.rev == *rev) {
                 let (counts, len) = term_counts(&rec.body.text());
                 if !unplaced && !fresh_revs.contains(rev) {
+                    let segments = segment_range(self.segments.get()?, ns)?;
                     for term in counts.keys() {
                         self.postings.get_mut()?.remove((ns, term.as_str(), id, *rev))?;
+                        if let Some((first, last)) = segments {
+                            for seg in first..=last {
+                                self.segments.get_mut()?.remove((ns, seg, term.as_str(), id, *rev))?;
+                            }
+                        }
                     }
                 }
                 removed_len += i64::from(len);
@@ -363,6 +419,27 @@ impl<'txn> LexicalWriter<'txn> {
         }
         Ok(())
     }
+}
+
+/// Every key of a namespace's segments (segment `u64::MAX` is never used).
+fn segment_bounds(ns: &str) -> std::ops::Range<(&str, u64, &'static str, u128, u32)> {
+    (ns, 0u64, "", 0u128, 0u32)..(ns, u64::MAX, "", 0u128, 0u32)
+}
+
+/// A namespace's first and last segment, if it has any. Segments are numbered without gaps:
+/// each merge adds the next, and they all go together.
+pub(crate) fn segment_range(
+    segments: &impl ReadableTable<SegmentKey, &'static [u8]>,
+    ns: &str,
+) -> Result<Option<(u64, u64)>, Error> {
+    let mut range = segments.range(segment_bounds(ns))?;
+    let Some(first) = range.next() else { return Ok(None) };
+    let first = first?.0.value().1;
+    let last = match range.next_back() {
+        Some(r) => r?.0.value().1,
+        None => first,
+    };
+    Ok(Some((first, last)))
 }
 
 /// A lexical hit.
@@ -394,8 +471,9 @@ pub(crate) fn fresh_rows(
 /// Score the posting lists and the fresh rows of the query's terms in a namespace, resolve
 /// each record at `as_of` through `resolve` (which applies the filters), and keep the best `k`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn search(
+pub(crate) fn search<S: ReadableTable<SegmentKey, &'static [u8]>>(
     postings: &impl ReadableTable<PostingKey, &'static [u8]>,
+    segments: Option<&S>,
     texts: &impl ReadableTable<TextKey, &'static [u8]>,
     fresh: &FreshRows,
     stats: LexStats,
@@ -423,6 +501,10 @@ pub(crate) fn search(
         let tf = f64::from(tf);
         tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * f64::from(len) / avgdl))
     };
+    let segment_range = match segments {
+        Some(t) => segment_range(t, ns.as_str())?,
+        None => None,
+    };
     // (id, from_rev) -> score
     // Every posting's contribution, then summed per (record, text revision) by sorting: no
     // hashing in the loop.
@@ -440,6 +522,21 @@ pub(crate) fn search(
                 holders.push(id);
                 // The term's weight without its IDF (known once the list is read).
                 contributions.push((id, rev, weight(tf, len)));
+            }
+        }
+        if let (Some(table), Some((first, last))) = (segments, segment_range) {
+            for seg in first..=last {
+                for r in table.range(
+                    (ns.as_str(), seg, term.as_str(), 0u128, 0u32)
+                        ..=(ns.as_str(), seg, term.as_str(), u128::MAX, u32::MAX),
+                )? {
+                    let (key, v) = r?;
+                    let (_, _, _, id, rev) = key.value();
+                    if let Some((tf, len)) = decode_posting(v.value()) {
+                        holders.push(id);
+                        contributions.push((id, rev, weight(tf, len)));
+                    }
+                }
             }
         }
         for &(id, rev, tf, len) in fresh_hits {

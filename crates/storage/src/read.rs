@@ -574,6 +574,7 @@ impl Snapshot {
             out.insert("commit_log", log);
             out.insert("vectors", self.open_optional(tables::VECTORS)?.map_or(Ok(0), |t| t.len())?);
             out.insert("postings", self.open_optional(tables::POSTINGS)?.map_or(Ok(0), |t| t.len())?);
+            out.insert("segment postings", self.open_optional(tables::SEGMENTS)?.map_or(Ok(0), |t| t.len())?);
             out.insert("fresh texts", self.open_optional(tables::FRESH)?.map_or(Ok(0), |t| t.len())?);
             // Texts merged into the posting lists (a format-5 file also counts its fresh ones).
             out.insert("merged texts", self.open_optional(tables::TEXTS)?.map_or(Ok(0), |t| t.len())?);
@@ -836,7 +837,18 @@ impl Snapshot {
             let resolve = |id: RecordId| -> Result<Option<Record>, Error> {
                 Ok(self.get(ns, id, filter.as_of)?.filter(|r| crate::lexical::matches(r, filter)))
             };
-            crate::lexical::search(&postings, &texts, &fresh, stats, ns, query, k, &resolve)
+            let segments = self.open_optional(tables::SEGMENTS)?;
+            crate::lexical::search(
+                &postings,
+                segments.as_ref(),
+                &texts,
+                &fresh,
+                stats,
+                ns,
+                query,
+                k,
+                &resolve,
+            )
         })())
     }
 

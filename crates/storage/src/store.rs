@@ -849,7 +849,8 @@ fn check_meta(path: &Path, txn: &redb::ReadTransaction) -> Result<u32, Error> {
 
 /// Upgrade a file of an older format in one transaction: format 1 lacks the vector tables and
 /// the lexical index, format 2 the fresh texts, formats before 5 `mnemon.ended`, formats 5 and
-/// 6 file its rows by their start.
+/// 6 file its rows by their start, and formats before 8 lack `mnemon.segments` (created empty
+/// with the other missing tables).
 fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
     use redb::ReadableTable;
     if version >= format::FORMAT_VERSION {
@@ -1003,6 +1004,7 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<(), Error> {
     txn.open_table(tables::VECTOR_SPACES)?;
     txn.open_table(tables::AUX)?;
     txn.open_table(tables::POSTINGS)?;
+    txn.open_table(tables::SEGMENTS)?;
     txn.open_table(tables::TEXTS)?;
     txn.open_table(tables::LEXSTATS)?;
     txn.open_table(tables::FRESH)?;

@@ -115,6 +115,13 @@ pub(crate) const AUX: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemo
 pub(crate) const POSTINGS: TableDefinition<(&str, &str, u128, u32), &[u8]> =
     TableDefinition::new("mnemon.postings");
 
+/// `(namespace, segment, term, id, from_rev) -> [1][tf u32][doc length u32]`: postings of
+/// merged texts not yet in `POSTINGS`, one segment per merge, until a merge finds
+/// [`crate::lexical::SEGMENT_LIMIT`] segments and moves them all there (format 8; see
+/// `lexical.rs`).
+pub(crate) const SEGMENTS: TableDefinition<(&str, u64, &str, u128, u32), &[u8]> =
+    TableDefinition::new("mnemon.segments");
+
 /// `(namespace, id, from_rev) -> [1][0 u32][doc length u32]`: the revisions that start a new
 /// text of a record, once the text is merged into `POSTINGS` (until then its row is in
 /// `FRESH` only; see `lexical.rs`).
@@ -141,6 +148,7 @@ pub(crate) mod names {
     pub(crate) const LOG: &str = "mnemon.log";
     pub(crate) const VECTORS: &str = "mnemon.vectors";
     pub(crate) const VECTOR_SPACES: &str = "mnemon.vector_spaces";
+    pub(crate) const SEGMENTS: &str = "mnemon.segments";
 }
 
 /// A table of a write transaction opened on first use. Every table a commit opens costs it a

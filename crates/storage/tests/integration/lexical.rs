@@ -107,21 +107,28 @@ fn naive_bm25(
     let mut q: Vec<String> = terms_of(query);
     q.sort();
     q.dedup();
+    // Each query term's document frequency, once.
+    let df_of: Vec<f64> = q
+        .iter()
+        .map(|term| {
+            let holders: std::collections::BTreeSet<RecordId> =
+                all_terms.iter().filter(|(_, t)| t.contains(term)).map(|(i, _)| *i).collect();
+            holders.len() as f64
+        })
+        .collect();
     let mut out = Vec::new();
     for (id, text) in current {
         let words = terms_of(text);
         let len = tokens::tokenize(text).len() as f64;
         let mut score = 0.0;
         let mut matched = false;
-        for term in &q {
+        for (term, df) in q.iter().zip(&df_of) {
             let tf = words.iter().filter(|w| *w == term).count() as f64;
             if tf == 0.0 {
                 continue;
             }
             matched = true;
-            let holders: std::collections::BTreeSet<RecordId> =
-                all_terms.iter().filter(|(_, t)| t.contains(term)).map(|(i, _)| *i).collect();
-            let df = holders.len() as f64;
+            let df = *df;
             let idf = ((docs - df + 0.5) / (df + 0.5) + 1.0).ln();
             score += idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * len / avgdl));
         }
@@ -235,6 +242,90 @@ fn fresh_texts_and_merged_postings_rank_alike() {
     let store = Store::open(dir.path().join("f.redb"), StoreOptions::default()).unwrap();
     let snap = store.snapshot().unwrap();
     assert_eq!(snap.lexical_search(&ns, "revised omega", &ListQuery::new(), 3).unwrap().len(), 3);
+}
+
+/// Merges fill segments until one finds [`SEGMENT_LIMIT`] of them less one and moves them all,
+/// with its own texts, into the posting lists: the ranking stays that of naive BM25 throughout,
+/// and revisions and erasures reach texts in segments and in the posting lists alike.
+#[test]
+fn segments_move_into_the_posting_lists_without_changing_the_ranking() {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        Store::open(dir.path().join("s.redb"), StoreOptions { create: true, ..Default::default() }).unwrap();
+    let ns = Namespace::new("seg").unwrap();
+    let words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta", "iota", "zeta"];
+    let text =
+        |i: usize| format!("{} {} {} item {i}", words[i % 10], words[(i / 10) % 10], words[(i * 7 + 3) % 10]);
+    let queries = ["alpha", "beta gamma", "omega item", "kappa theta zeta", "item 4097", "revised"];
+    let mut indexed: Vec<(RecordId, String)> = Vec::new();
+    let mut live: Vec<(RecordId, String)> = Vec::new();
+    let limit = usize::try_from(FRESH_LIMIT).unwrap();
+    let segments = |store: &Store| store.snapshot().unwrap().table_sizes().unwrap()["segment postings"];
+    let mut i = 0;
+    for commit in 0..SEGMENT_LIMIT + 1 {
+        // A commit of `FRESH_LIMIT` texts: each is a merge.
+        let mut ops = Vec::new();
+        for _ in 0..limit {
+            let rec = NewRecord::new(ns.clone(), learning(&text(i)));
+            indexed.push((rec.id, text(i)));
+            live.push((rec.id, text(i)));
+            ops.push(WriteOp::Insert(rec));
+            i += 1;
+        }
+        store.write(ops).unwrap();
+        let in_segments = segments(&store);
+        if commit + 1 < SEGMENT_LIMIT {
+            assert!(in_segments > 0, "merge {commit}: nothing in segments");
+        } else if commit + 1 == SEGMENT_LIMIT {
+            assert_eq!(in_segments, 0, "merge {commit} moves the segments");
+        }
+        if [0, 1, SEGMENT_LIMIT - 2, SEGMENT_LIMIT - 1, SEGMENT_LIMIT].contains(&commit) {
+            check_naive(
+                &store.snapshot().unwrap(),
+                &ns,
+                &indexed,
+                &live,
+                &queries,
+                &format!("merge {commit}"),
+            );
+        }
+    }
+    // Now the first 16 merges' texts are in the posting lists, the 17th's in a segment.
+    assert!(segments(&store) > 0);
+    for (k, at) in [3usize, limit * (SEGMENT_LIMIT as usize) + 5].into_iter().enumerate() {
+        let (id, _) = live[at].clone();
+        let new_text = format!("revised text {k}");
+        store
+            .write(vec![WriteOp::Revise(Revise {
+                body: Some(learning(&new_text)),
+                ..Revise::new(ns.clone(), id)
+            })])
+            .unwrap();
+        indexed.push((id, new_text.clone()));
+        live[at].1 = new_text;
+    }
+    for at in [7usize, limit * (SEGMENT_LIMIT as usize) + 9] {
+        let (id, _) = live[at].clone();
+        store.write(vec![WriteOp::Forget { namespace: ns.clone(), id }]).unwrap();
+        indexed.retain(|(x, _)| *x != id);
+        live.retain(|(x, _)| *x != id);
+    }
+    check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, "after revisions and forgets");
+    // (A posting left behind by a forgotten record would count in its terms' document
+    // frequencies, and the scores above would differ from naive BM25.) An explicit merge
+    // moves every segment into the posting lists.
+    let postings = |store: &Store| {
+        let sizes = store.snapshot().unwrap().table_sizes().unwrap();
+        sizes["postings"] + sizes["segment postings"]
+    };
+    let before = postings(&store);
+    store.write(vec![WriteOp::MergeTexts { namespace: ns.clone() }]).unwrap();
+    assert_eq!(segments(&store), 0);
+    // It moves the segments' postings and adds those of the two fresh texts (the revisions':
+    // "revised", "text" and a digit each).
+    assert_eq!(postings(&store), before + 6);
+    assert_eq!(store.snapshot().unwrap().fresh_texts(&ns).unwrap(), 0);
+    check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, "after an explicit merge");
 }
 
 /// Every query of `queries` against the naive BM25 of `indexed` and `live`, now.
