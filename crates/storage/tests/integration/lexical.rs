@@ -184,16 +184,7 @@ fn fresh_texts_and_merged_postings_rank_alike() {
     // Revise merged and fresh records; forget both kinds; a batch that forgets a text it
     // indexes itself.
     for (k, i) in [3usize, 300, 2 * limit + 30].into_iter().enumerate() {
-        let (id, _) = live[i].clone();
-        let new_text = format!("revised omega text {k}");
-        store
-            .write(vec![WriteOp::Revise(Revise {
-                body: Some(learning(&new_text)),
-                ..Revise::new(ns.clone(), id)
-            })])
-            .unwrap();
-        indexed.push((id, new_text.clone()));
-        live[i].1 = new_text;
+        revise_text(&store, &ns, &mut indexed, &mut live, i, format!("revised omega text {k}"));
     }
     check(&indexed, &live, "after revisions");
     for i in [5usize, 2 * limit + 35] {
@@ -293,16 +284,7 @@ fn segments_move_into_the_posting_lists_without_changing_the_ranking() {
     // Now the first 16 merges' texts are in the posting lists, the 17th's in a segment.
     assert!(segments(&store) > 0);
     for (k, at) in [3usize, limit * (SEGMENT_LIMIT as usize) + 5].into_iter().enumerate() {
-        let (id, _) = live[at].clone();
-        let new_text = format!("revised text {k}");
-        store
-            .write(vec![WriteOp::Revise(Revise {
-                body: Some(learning(&new_text)),
-                ..Revise::new(ns.clone(), id)
-            })])
-            .unwrap();
-        indexed.push((id, new_text.clone()));
-        live[at].1 = new_text;
+        revise_text(&store, &ns, &mut indexed, &mut live, at, format!("revised text {k}"));
     }
     for at in [7usize, limit * (SEGMENT_LIMIT as usize) + 9] {
         let (id, _) = live[at].clone();
@@ -326,6 +308,23 @@ fn segments_move_into_the_posting_lists_without_changing_the_ranking() {
     assert_eq!(postings(&store), before + 6);
     assert_eq!(store.snapshot().unwrap().fresh_texts(&ns).unwrap(), 0);
     check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, "after an explicit merge");
+}
+
+/// Give live record `at` a new text, and note it in `indexed` and `live`.
+fn revise_text(
+    store: &Store,
+    ns: &Namespace,
+    indexed: &mut Vec<(RecordId, String)>,
+    live: &mut [(RecordId, String)],
+    at: usize,
+    text: String,
+) {
+    let (id, _) = live[at].clone();
+    store
+        .write(vec![WriteOp::Revise(Revise { body: Some(learning(&text)), ..Revise::new(ns.clone(), id) })])
+        .unwrap();
+    indexed.push((id, text.clone()));
+    live[at].1 = text;
 }
 
 /// Every query of `queries` against the naive BM25 of `indexed` and `live`, now.
