@@ -876,8 +876,9 @@ impl Snapshot {
         })())
     }
 
-    /// Recompute every derived index from the revisions and compare: the timeline's events and
-    /// checkpoint entries, the current table, identity keys and counters. Costs a full scan;
+    /// Recompute the derived indexes of the record history from the revisions and compare: the
+    /// timeline's events and checkpoint entries, the current and ended rows, identity keys and
+    /// counters (not the lexical index or the vectors). Costs a full scan;
     /// returns the problems found (none on a healthy database).
     pub fn verify(&self) -> Result<Vec<Problem>, Error> {
         self.ctx(self.verify_inner())
