@@ -876,9 +876,9 @@ impl Snapshot {
         })())
     }
 
-    /// Recompute the derived indexes of the record history from the revisions and compare: the
-    /// timeline's events and checkpoint entries, the current and ended rows, identity keys and
-    /// counters (not the lexical index or the vectors). Costs a full scan;
+    /// Recompute every derived index from the revisions and compare: the timeline's events and
+    /// checkpoint entries, the current and ended rows, identity keys and counters, the lexical
+    /// index (format 6 and later) and the vectors. Costs a full scan;
     /// returns the problems found (none on a healthy database).
     pub fn verify(&self) -> Result<Vec<Problem>, Error> {
         self.ctx(self.verify_inner())
@@ -892,6 +892,22 @@ impl Snapshot {
         let entries = self.txn.open_table(tables::CHECKPOINT_ENTRIES)?;
         let identity = self.txn.open_table(tables::IDENTITY)?;
         let ended = self.ended_table()?;
+        // The lexical index, from format 6 on (earlier formats also kept a `texts` row for each
+        // fresh text).
+        let lexical = if self.format >= 6 {
+            match (self.open_optional(tables::POSTINGS)?, self.open_optional(tables::TEXTS)?) {
+                (Some(p), Some(t)) => Some((
+                    p,
+                    t,
+                    self.open_optional(tables::SEGMENTS)?,
+                    self.open_optional(tables::FRESH)?,
+                    self.open_optional(tables::LEXSTATS)?,
+                )),
+                _ => None,
+            }
+        } else {
+            None
+        };
         for ns in self.namespaces()? {
             let n = ns.as_str();
             // Group the revisions by record.
@@ -908,6 +924,20 @@ impl Snapshot {
                 )
                 .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
                 by_record.entry(id).or_default().push(record);
+            }
+            if let Some((postings, texts, segments, fresh, stats)) = &lexical {
+                let stats = match stats {
+                    Some(t) => t.get(n)?.map(|v| crate::lexical::decode_stats(v.value())).unwrap_or_default(),
+                    None => crate::lexical::LexStats::default(),
+                };
+                let stored = crate::lexical::Stored {
+                    postings,
+                    segments: segments.as_ref(),
+                    texts,
+                    fresh: fresh.as_ref(),
+                    stats,
+                };
+                crate::lexical::verify(n, &by_record, &stored, &mut problems)?;
             }
             // Expected events and beliefs.
             let mut expected_events: BTreeMap<(i64, u128, u8), (u8, Spans)> = BTreeMap::new();

@@ -308,6 +308,97 @@ fn segments_move_into_the_posting_lists_without_changing_the_ranking() {
     assert_eq!(postings(&store), before + 6);
     assert_eq!(store.snapshot().unwrap().fresh_texts(&ns).unwrap(), 0);
     check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, "after an explicit merge");
+    assert!(store.snapshot().unwrap().verify().unwrap().is_empty());
+}
+
+/// `verify` recomputes the lexical index: a posting missing from a segment or from the posting
+/// lists, a fresh row with other terms, and a row no text accounts for are all reported.
+#[test]
+fn verify_finds_what_the_lexical_index_lost_or_gained() {
+    type Seg = (&'static str, u64, &'static str, u128, u32);
+    type Post = (&'static str, &'static str, u128, u32);
+    type Text = (&'static str, u128, u32);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v.redb");
+    let ns = Namespace::new("v").unwrap();
+    {
+        let store = Store::open(&path, StoreOptions { create: true, ..Default::default() }).unwrap();
+        let limit = usize::try_from(FRESH_LIMIT).unwrap();
+        // The posting lists (an explicit merge), a segment, then fresh texts.
+        for batch in 0..3 {
+            let ops: Vec<WriteOp> = (0..if batch < 2 { limit } else { 10 })
+                .map(|i| {
+                    WriteOp::Insert(NewRecord::new(
+                        ns.clone(),
+                        learning(&format!("alpha beta note {batch} {i}")),
+                    ))
+                })
+                .collect();
+            store.write(ops).unwrap();
+            if batch == 0 {
+                store.write(vec![WriteOp::MergeTexts { namespace: ns.clone() }]).unwrap();
+            }
+        }
+        let sizes = store.snapshot().unwrap().table_sizes().unwrap();
+        assert!(
+            sizes["postings"] > 0 && sizes["segment postings"] > 0 && sizes["fresh texts"] == 10,
+            "{sizes:?}"
+        );
+        assert_eq!(store.snapshot().unwrap().verify().unwrap(), Vec::<String>::new());
+    }
+    // Damage one table at a time through redb, and check what `verify` says.
+    let damage = |f: &dyn Fn(&redb::WriteTransaction)| {
+        let copy = dir.path().join("d.redb");
+        std::fs::copy(&path, &copy).unwrap();
+        {
+            let db = redb::Database::open(&copy).unwrap();
+            let txn = db.begin_write().unwrap();
+            f(&txn);
+            txn.commit().unwrap();
+        }
+        let store = Store::open(&copy, StoreOptions::default()).unwrap();
+        let problems = store.snapshot().unwrap().verify().unwrap();
+        drop(store);
+        std::fs::remove_file(&copy).unwrap();
+        problems
+    };
+    let segments = redb::TableDefinition::<Seg, &[u8]>::new("mnemon.segments");
+    let postings = redb::TableDefinition::<Post, &[u8]>::new("mnemon.postings");
+    let fresh = redb::TableDefinition::<Text, &[u8]>::new("mnemon.fresh");
+    let problems = damage(&|txn| {
+        let mut t = txn.open_table(segments).unwrap();
+        let (k, _) = t.pop_first().unwrap().unwrap();
+        let (_, _, term, _, _) = k.value();
+        assert!(!term.is_empty());
+    });
+    assert!(problems.iter().any(|p| p.contains("no posting of")), "{problems:?}");
+    let problems = damage(&|txn| {
+        txn.open_table(postings).unwrap().pop_last().unwrap().unwrap();
+    });
+    assert!(problems.iter().any(|p| p.contains("no posting of")), "{problems:?}");
+    let problems = damage(&|txn| {
+        // A posting no text accounts for.
+        txn.open_table(postings)
+            .unwrap()
+            .insert(("v", "ghost", 7u128, 0u32), [1u8, 1, 0, 0, 0, 3, 0, 0, 0].as_slice())
+            .unwrap();
+    });
+    assert!(problems.iter().any(|p| p.contains("postings stored")), "{problems:?}");
+    assert!(!problems.iter().any(|p| p.contains("no posting of")), "{problems:?}");
+    let problems = damage(&|txn| {
+        let mut t = txn.open_table(fresh).unwrap();
+        let (n, id, rev) = {
+            let (k, _) = t.pop_first().unwrap().unwrap();
+            let (n, id, rev) = k.value();
+            (n.to_string(), id, rev)
+        };
+        t.insert(
+            (n.as_str(), id, rev),
+            [1u8, 3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 5, 0, b'o', b't', b'h', b'e', b'r'].as_slice(),
+        )
+        .unwrap();
+    });
+    assert!(problems.iter().any(|p| p.contains("its fresh row holds other terms")), "{problems:?}");
 }
 
 /// Give live record `at` a new text, and note it in `indexed` and `live`.
