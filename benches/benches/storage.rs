@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use mnemon::{Db, Durability, RecordId, Timestamp, WriteOp};
-use mnemon_bench::{Event, Sqlite, history, load_mnemon, mnemon_valid_at, namespace, small_record};
+use mnemon_bench::{
+    Event, Sqlite, durable_writes, history, load_mnemon, mnemon_valid_at, namespace, small_record,
+};
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -180,17 +182,7 @@ fn group_commit(c: &mut Criterion) {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
                     let start = Instant::now();
-                    std::thread::scope(|s| {
-                        for _ in 0..threads {
-                            let db = db.clone();
-                            s.spawn(move || {
-                                for _ in 0..per_thread {
-                                    let r = small_record(COUNTER.fetch_add(1, Ordering::Relaxed));
-                                    db.write_with(vec![WriteOp::Insert(r)], Durability::Immediate).unwrap();
-                                }
-                            });
-                        }
-                    });
+                    durable_writes(&db, threads, per_thread as u64, &COUNTER);
                     total += start.elapsed();
                 }
                 total

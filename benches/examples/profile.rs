@@ -160,17 +160,7 @@ fn main() {
                 let mut rates = [0f64; 2];
                 for (slot, threads) in [(0usize, 1usize), (1, n)] {
                     let t = Instant::now();
-                    std::thread::scope(|s| {
-                        for _ in 0..threads {
-                            let db = db.clone();
-                            s.spawn(move || {
-                                for _ in 0..per {
-                                    let i = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                    db.write(vec![WriteOp::Insert(small_record(i))]).unwrap();
-                                }
-                            });
-                        }
-                    });
+                    mnemon_bench::durable_writes(&db, threads, per, &COUNTER);
                     let secs = t.elapsed().as_secs_f64();
                     let writes = threads as u64 * per;
                     totals[slot].0 += writes;

@@ -346,6 +346,23 @@ pub fn mnemon_valid_at(db: &Db, v: i64) -> Vec<Record> {
 }
 
 /// A small learning record for insert benchmarks.
+/// `threads` threads each writing `per_thread` records of [`small_record`], one durable write
+/// per record, numbered from `counter`; returns when all are acknowledged. The workload of the
+/// group-commit benchmark and of `examples/profile.rs ratio`.
+pub fn durable_writes(db: &Db, threads: usize, per_thread: u64, counter: &std::sync::atomic::AtomicU64) {
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let db = db.clone();
+            s.spawn(move || {
+                for _ in 0..per_thread {
+                    let r = small_record(counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+                    db.write_with(vec![WriteOp::Insert(r)], Durability::Immediate).unwrap();
+                }
+            });
+        }
+    });
+}
+
 pub fn small_record(i: u64) -> NewRecord {
     let mut n = NewRecord::new(namespace(), learning(&format!("insert benchmark record {i}")));
     n.envelope = envelope();

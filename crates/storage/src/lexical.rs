@@ -392,12 +392,12 @@ impl<'txn> LexicalWriter<'txn> {
             self.fresh.remove((ns, id, *rev))?;
         }
         let mut removed_len = 0i64;
+        let segments = segment_range(self.segments.get()?, ns)?;
         for rev in &revs {
             let unplaced = self.new_texts.remove(&(ns.to_string(), id, *rev)).is_some();
             if let Some(rec) = all.iter().find(|r| r.rev == *rev) {
                 let (counts, len) = term_counts(&rec.body.text());
                 if !unplaced && !fresh_revs.contains(rev) {
-                    let segments = segment_range(self.segments.get()?, ns)?;
                     for term in counts.keys() {
                         self.postings.get_mut()?.remove((ns, term.as_str(), id, *rev))?;
                         if let Some((first, last)) = segments {
