@@ -41,13 +41,31 @@ fn main() {
             let calls: u64 =
                 std::env::var("MNEMON_PROFILE_CALLS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000);
             let t = Instant::now();
+            let mut each: Vec<f64> = Vec::with_capacity(calls as usize);
             for c in 0..calls {
                 let jobs: Vec<Vec<WriteOp>> =
                     (0..per).map(|i| vec![WriteOp::Insert(small_record(c * per + i))]).collect();
+                let one = Instant::now();
                 db.store().write_many(jobs, durability);
+                each.push(one.elapsed().as_secs_f64() * 1e6);
             }
             let el = t.elapsed();
             println!("{per} jobs per commit: {:.0} us per commit", el.as_secs_f64() * 1e6 / calls as f64);
+            // The commits by duration: the median one, and the time of the slowest (the
+            // commits that merge the fresh texts, or move the segments) against the rest.
+            each.sort_by(f64::total_cmp);
+            let total: f64 = each.iter().sum();
+            let share = |from: f64| {
+                let n = (each.len() as f64 * from) as usize;
+                each[each.len() - n..].iter().sum::<f64>() / total * 100.0
+            };
+            println!(
+                "  median {:.0} us, p90 {:.0} us; the slowest 1/16 of the commits take {:.1} % of the time, the slowest 1/256 {:.1} %",
+                each[each.len() / 2],
+                each[each.len() * 9 / 10],
+                share(1.0 / 16.0),
+                share(1.0 / 256.0)
+            );
             if let Some(keep) = std::env::var_os("MNEMON_PROFILE_KEEP") {
                 // Keep the file for a look at its tables (`examples/table_stats.rs`).
                 drop(db);

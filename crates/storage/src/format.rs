@@ -31,6 +31,12 @@
 //!   (`(namespace, level, until, id)`), so a listing not far in the past reads little more than
 //!   the rows it returns. Older files are upgraded by filling the table again; a format-5 or
 //!   -6 file opened read-only is listed through the timeline instead.
+//! - 8: adds `mnemon.segments`, the postings of merged texts gathered in segments before they
+//!   move into the posting lists (see `lexical.rs`); older files get it empty.
+//! - 9: a segment holds its postings in one row per term (`mnemon.segment_terms`) instead of
+//!   one row per posting: a merge writes and a move reads a quarter of the rows or fewer. A
+//!   format-8 file is upgraded by moving its segments' postings there and dropping
+//!   `mnemon.segments`; opened read-only, its segments are read where they are.
 //!
 //! A file with a newer version is refused with [`OpenError::NewerFormat`]; one older than
 //! [`OLDEST_SUPPORTED_FORMAT_VERSION`] with [`OpenError::TooOld`]; anything between is upgraded
@@ -48,7 +54,7 @@ use crate::time::Timestamp;
 /// The magic value stored under `magic`.
 pub const MAGIC: [u8; 8] = *b"mnemon\x00\x01";
 /// The format version this build writes.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 /// The first format whose `mnemon.ended` is keyed by the end of each interval.
 pub(crate) const ENDED_BY_END: u32 = 7;
 /// The oldest format version this build can open (upgrading it if needed).

@@ -61,7 +61,21 @@ const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
 pub(crate) type PostingKey = (&'static str, &'static str, u128, u32);
-pub(crate) type SegmentKey = (&'static str, u64, &'static str, u128, u32);
+/// `(namespace, segment, term, part)`: a row of a segment (format 9).
+pub(crate) type SegmentKey = (&'static str, u64, &'static str, u32);
+/// `(namespace, segment, term, id, from_rev)`: a posting of format 8's segments.
+pub(crate) type LegacySegmentKey = (&'static str, u64, &'static str, u128, u32);
+/// A posting as a segment holds it: `(id, from_rev, tf, doc length)`.
+pub(crate) type SegmentPosting = (u128, u32, u32, u32);
+/// Every posting of a namespace's segments: `(term, id, from_rev) -> (tf, doc length)`.
+pub(crate) type SegmentMap = BTreeMap<(String, u128, u32), (u32, u32)>;
+
+const SEGMENT_ROW_VERSION: u8 = 1;
+/// Bytes of a posting in a segment row: id, from_rev, tf, doc length.
+const SEGMENT_POSTING_BYTES: usize = 28;
+/// The most postings of one term a segment row holds; a term with more in a merge (a bulk
+/// commit's common words) continues in the next part, so no row grows without bound.
+const SEGMENT_ROW_POSTINGS: usize = 512;
 
 /// Segments a namespace gathers before a merge moves them all into the posting lists (see the
 /// module documentation).
@@ -100,6 +114,57 @@ fn decode_posting(b: &[u8]) -> Option<(u32, u32)> {
     let tf = u32::from_le_bytes(b[1..5].try_into().ok()?);
     let len = u32::from_le_bytes(b[5..9].try_into().ok()?);
     Some((tf, len))
+}
+
+/// A segment row: postings of one term, in `(id, from_rev)` order.
+fn encode_segment_row(postings: &[SegmentPosting]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + postings.len() * SEGMENT_POSTING_BYTES);
+    out.push(SEGMENT_ROW_VERSION);
+    for &(id, rev, tf, len) in postings {
+        out.extend_from_slice(&id.to_le_bytes());
+        out.extend_from_slice(&rev.to_le_bytes());
+        out.extend_from_slice(&tf.to_le_bytes());
+        out.extend_from_slice(&len.to_le_bytes());
+    }
+    out
+}
+
+/// The postings of a segment row (`None` if malformed).
+fn decode_segment_row(b: &[u8]) -> Option<Vec<SegmentPosting>> {
+    let body = b.strip_prefix(&[SEGMENT_ROW_VERSION])?;
+    if body.len() % SEGMENT_POSTING_BYTES != 0 {
+        return None;
+    }
+    body.chunks_exact(SEGMENT_POSTING_BYTES)
+        .map(|c| {
+            let u32_at = |i: usize| c.get(i..i + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes);
+            Some((u128::from_le_bytes(c.get(..16)?.try_into().ok()?), u32_at(16)?, u32_at(20)?, u32_at(24)?))
+        })
+        .collect()
+}
+
+/// [`decode_segment_row`], with the row named in the error.
+fn decode_segment_row_at(ns: &str, seg: u64, term: &str, b: &[u8]) -> Result<Vec<SegmentPosting>, Error> {
+    decode_segment_row(b).ok_or_else(|| Error::Inconsistent {
+        namespace: ns.to_string(),
+        detail: format!("malformed row of segment {seg} for the term \"{term}\""),
+    })
+}
+
+/// The rows of one segment for postings sorted by `(term, id, from_rev)`: per term, its
+/// postings in parts of at most [`SEGMENT_ROW_POSTINGS`], as `(term, part, row)`.
+fn segment_rows<'p>(postings: &[(&'p str, SegmentPosting)]) -> Vec<(&'p str, u32, Vec<u8>)> {
+    let mut rows = Vec::new();
+    let mut i = 0;
+    while let Some(&(term, _)) = postings.get(i) {
+        let run = postings[i..].partition_point(|p| p.0 == term);
+        let list: Vec<SegmentPosting> = postings[i..i + run].iter().map(|p| p.1).collect();
+        for (part, chunk) in list.chunks(SEGMENT_ROW_POSTINGS).enumerate() {
+            rows.push((term, u32::try_from(part).unwrap_or(u32::MAX), encode_segment_row(chunk)));
+        }
+        i += run;
+    }
+    rows
 }
 
 /// The terms of a fresh text and its length.
@@ -275,19 +340,17 @@ impl<'txn> LexicalWriter<'txn> {
     /// than its old ones) as one run through one cursor rather than one descent each.
     fn merge(&mut self, ns: &str, new: &[NewText], all: bool) -> Result<(), Error> {
         let rows = fresh_rows(&self.fresh, ns)?;
-        let mut postings: Vec<(&str, u128, u32, [u8; 9])> = Vec::new();
+        let mut postings: Vec<(&str, SegmentPosting)> = Vec::new();
         // The texts' rows, `(id, from_rev, [1][0][length])`: the stored fresh texts come in key
         // order, then this commit's (in key order among themselves, and mostly newer).
         let mut texts: Vec<(u128, u32, [u8; 9])> = Vec::with_capacity(rows.len() + new.len());
         for (id, rev, bytes) in &rows {
             let (len, terms) = decode_fresh_row(ns, *id, *rev, bytes)?;
-            postings.extend(terms.into_iter().map(|(term, tf)| (term, *id, *rev, encode_posting(tf, len))));
+            postings.extend(terms.into_iter().map(|(term, tf)| (term, (*id, *rev, tf, len))));
             texts.push((*id, *rev, encode_posting(0, len)));
         }
         for ((id, rev), (counts, len)) in new {
-            postings.extend(
-                counts.iter().map(|(term, tf)| (term.as_str(), *id, *rev, encode_posting(*tf, *len))),
-            );
+            postings.extend(counts.iter().map(|(term, tf)| (term.as_str(), (*id, *rev, *tf, *len))));
             texts.push((*id, *rev, encode_posting(0, *len)));
         }
         // Stable, and nearly sorted already.
@@ -299,37 +362,36 @@ impl<'txn> LexicalWriter<'txn> {
         let segments = segment_range(self.segments.get()?, ns)?;
         let count = segments.map_or(0, |(first, last)| last - first + 1);
         if all || count + 1 >= SEGMENT_LIMIT {
-            // The segments' postings, read out (their keys borrow the table), and removed.
-            let mut held: Vec<(String, u128, u32, [u8; 9])> = Vec::new();
+            // The segments' rows, read out (their keys borrow the table), and removed.
+            let mut held: Vec<(String, Vec<SegmentPosting>)> = Vec::new();
             if count > 0 {
                 for r in self.segments.get()?.range(segment_bounds(ns))? {
                     let (k, v) = r?;
-                    let (_, _, term, id, rev) = k.value();
-                    let value: [u8; 9] = v.value().try_into().map_err(|_| Error::Codec {
-                        table: crate::tables::names::SEGMENTS,
-                        source: crate::error::CodecError::Decode {
-                            what: "segment posting",
-                            reason: format!("{} bytes, not 9", v.value().len()),
-                        },
-                    })?;
-                    held.push((term.to_string(), id, rev, value));
+                    let (_, seg, term, _) = k.value();
+                    held.push((term.to_string(), decode_segment_row_at(ns, seg, term, v.value())?));
                 }
                 self.segments.get_mut()?.retain_in(segment_bounds(ns), |_, _| false)?;
             }
-            postings.extend(held.iter().map(|(term, id, rev, value)| (term.as_str(), *id, *rev, *value)));
+            postings.extend(held.iter().flat_map(|(term, list)| list.iter().map(|p| (term.as_str(), *p))));
             // Stable: of two equal keys (which a consistent file never has) the later wins, as
             // before.
-            postings.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+            postings.sort_by(|a, b| (a.0, a.1.0, a.1.1).cmp(&(b.0, b.1.0, b.1.1)));
+            let values: Vec<[u8; 9]> =
+                postings.iter().map(|(_, (_, _, tf, len))| encode_posting(*tf, *len)).collect();
             crate::tables::insert_sorted(
                 self.postings.get_mut()?,
-                postings.iter().map(|(term, id, rev, value)| ((ns, *term, *id, *rev), value.as_slice())),
+                postings
+                    .iter()
+                    .zip(&values)
+                    .map(|((term, (id, rev, _, _)), value)| ((ns, *term, *id, *rev), value.as_slice())),
             )?;
         } else {
             let seg = segments.map_or(0, |(_, last)| last + 1);
-            postings.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+            postings.sort_by(|a, b| (a.0, a.1.0, a.1.1).cmp(&(b.0, b.1.0, b.1.1)));
+            let rows = segment_rows(&postings);
             crate::tables::insert_sorted(
                 self.segments.get_mut()?,
-                postings.iter().map(|(term, id, rev, value)| ((ns, seg, *term, *id, *rev), value.as_slice())),
+                rows.iter().map(|(term, part, row)| ((ns, seg, *term, *part), row.as_slice())),
             )?;
         }
         if !rows.is_empty() {
@@ -402,7 +464,7 @@ impl<'txn> LexicalWriter<'txn> {
                         self.postings.get_mut()?.remove((ns, term.as_str(), id, *rev))?;
                         if let Some((first, last)) = segments {
                             for seg in first..=last {
-                                self.segments.get_mut()?.remove((ns, seg, term.as_str(), id, *rev))?;
+                                self.forget_in_segment(ns, seg, term, id, *rev)?;
                             }
                         }
                     }
@@ -421,8 +483,38 @@ impl<'txn> LexicalWriter<'txn> {
     }
 }
 
+impl LexicalWriter<'_> {
+    /// Remove the posting of `(id, rev)` from a term's rows in one segment, if it is there.
+    fn forget_in_segment(&mut self, ns: &str, seg: u64, term: &str, id: u128, rev: u32) -> Result<(), Error> {
+        let mut found: Option<(u32, Vec<SegmentPosting>)> = None;
+        for r in self.segments.get()?.range((ns, seg, term, 0u32)..=(ns, seg, term, u32::MAX))? {
+            let (k, v) = r?;
+            let list = decode_segment_row_at(ns, seg, term, v.value())?;
+            if list.iter().any(|p| (p.0, p.1) == (id, rev)) {
+                found = Some((k.value().3, list));
+                break;
+            }
+        }
+        if let Some((part, mut list)) = found {
+            list.retain(|p| (p.0, p.1) != (id, rev));
+            let table = self.segments.get_mut()?;
+            if list.is_empty() {
+                table.remove((ns, seg, term, part))?;
+            } else {
+                table.insert((ns, seg, term, part), encode_segment_row(&list).as_slice())?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Every key of a namespace's segments (segment `u64::MAX` is never used).
-fn segment_bounds(ns: &str) -> std::ops::Range<(&str, u64, &'static str, u128, u32)> {
+fn segment_bounds(ns: &str) -> std::ops::Range<(&str, u64, &'static str, u32)> {
+    (ns, 0u64, "", 0u32)..(ns, u64::MAX, "", 0u32)
+}
+
+/// Every key of a namespace's segments in format 8.
+fn legacy_segment_bounds(ns: &str) -> std::ops::Range<(&str, u64, &'static str, u128, u32)> {
     (ns, 0u64, "", 0u128, 0u32)..(ns, u64::MAX, "", 0u128, 0u32)
 }
 
@@ -440,6 +532,149 @@ pub(crate) fn segment_range(
         None => first,
     };
     Ok(Some((first, last)))
+}
+
+/// Where a snapshot finds the postings of merged texts not yet in the posting lists: format
+/// 9's segment rows, or format 8's one row per posting (a format-8 file opened read-only).
+pub(crate) enum Segments<A, B> {
+    /// Format 9: one row per term and segment.
+    Rows(A),
+    /// Format 8: one row per posting.
+    Legacy(B),
+    /// No segments table (formats before 8).
+    None,
+}
+
+impl<A, B> Segments<A, B>
+where
+    A: ReadableTable<SegmentKey, &'static [u8]>,
+    B: ReadableTable<LegacySegmentKey, &'static [u8]>,
+{
+    /// Every posting of `term` in a namespace's segments, segment by segment.
+    pub(crate) fn postings(&self, ns: &str, term: &str) -> Result<Vec<SegmentPosting>, Error> {
+        let mut out = Vec::new();
+        match self {
+            Segments::Rows(t) => {
+                let Some((first, last)) = segment_range(t, ns)? else { return Ok(out) };
+                for seg in first..=last {
+                    for r in t.range((ns, seg, term, 0u32)..=(ns, seg, term, u32::MAX))? {
+                        let (_, v) = r?;
+                        out.extend(decode_segment_row_at(ns, seg, term, v.value())?);
+                    }
+                }
+            }
+            Segments::Legacy(t) => {
+                let mut range = t.range(legacy_segment_bounds(ns))?;
+                let Some(first) = range.next() else { return Ok(out) };
+                let first = first?.0.value().1;
+                let last = match range.next_back() {
+                    Some(r) => r?.0.value().1,
+                    None => first,
+                };
+                for seg in first..=last {
+                    for r in t.range((ns, seg, term, 0u128, 0u32)..=(ns, seg, term, u128::MAX, u32::MAX))? {
+                        let (k, v) = r?;
+                        let (_, _, _, id, rev) = k.value();
+                        if let Some((tf, len)) = decode_posting(v.value()) {
+                            out.push((id, rev, tf, len));
+                        }
+                    }
+                }
+            }
+            Segments::None => {}
+        }
+        Ok(out)
+    }
+
+    /// Every posting of a namespace's segments, by `(term, id, from_rev)`, and how many rows
+    /// hold them (a posting stored twice counts twice). Malformed rows are reported as
+    /// problems.
+    pub(crate) fn all(&self, ns: &str, problems: &mut Vec<String>) -> Result<(SegmentMap, u64), Error> {
+        let mut out = BTreeMap::new();
+        let mut n = 0u64;
+        match self {
+            Segments::Rows(t) => {
+                for r in t.range(segment_bounds(ns))? {
+                    let (k, v) = r?;
+                    let (_, seg, term, _) = k.value();
+                    match decode_segment_row(v.value()) {
+                        Some(list) => {
+                            for (id, rev, tf, len) in list {
+                                n += 1;
+                                out.insert((term.to_string(), id, rev), (tf, len));
+                            }
+                        }
+                        None => {
+                            problems.push(format!("{ns}: a malformed row of segment {seg} for \"{term}\""))
+                        }
+                    }
+                }
+            }
+            Segments::Legacy(t) => {
+                for r in t.range(legacy_segment_bounds(ns))? {
+                    let (k, v) = r?;
+                    let (_, seg, term, id, rev) = k.value();
+                    n += 1;
+                    match decode_posting(v.value()) {
+                        Some(p) => {
+                            out.insert((term.to_string(), id, rev), p);
+                        }
+                        None => problems
+                            .push(format!("{ns}: a malformed posting in segment {seg} for \"{term}\"")),
+                    }
+                }
+            }
+            Segments::None => {}
+        }
+        Ok((out, n))
+    }
+}
+
+/// Move format 8's segments to format 9's rows (in the upgrading transaction), keeping their
+/// numbers, then drop the old table.
+pub(crate) fn upgrade_segments(txn: &redb::WriteTransaction) -> Result<(), Error> {
+    {
+        let old = match txn.open_table(crate::tables::SEGMENTS_V8) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut new = txn.open_table(crate::tables::SEGMENTS)?;
+        // The old rows come by (namespace, segment, term, id, from_rev): one run per row group.
+        let mut group: Option<(String, u64, String)> = None;
+        let mut list: Vec<SegmentPosting> = Vec::new();
+        let mut write =
+            |group: &Option<(String, u64, String)>, list: &mut Vec<SegmentPosting>| -> Result<(), Error> {
+                if let Some((ns, seg, term)) = group {
+                    for (part, chunk) in list.chunks(SEGMENT_ROW_POSTINGS).enumerate() {
+                        let part = u32::try_from(part).unwrap_or(u32::MAX);
+                        new.insert(
+                            (ns.as_str(), *seg, term.as_str(), part),
+                            encode_segment_row(chunk).as_slice(),
+                        )?;
+                    }
+                }
+                list.clear();
+                Ok(())
+            };
+        for r in old.iter()? {
+            let (k, v) = r?;
+            let (ns, seg, term, id, rev) = k.value();
+            let same = group.as_ref().is_some_and(|(n, s, t)| n == ns && *s == seg && t == term);
+            if !same {
+                write(&group, &mut list)?;
+                group = Some((ns.to_string(), seg, term.to_string()));
+            }
+            let (tf, len) = decode_posting(v.value()).ok_or_else(|| Error::Inconsistent {
+                namespace: ns.to_string(),
+                detail: format!("malformed posting in segment {seg} for the term \"{term}\""),
+            })?;
+            list.push((id, rev, tf, len));
+        }
+        write(&group, &mut list)?;
+    }
+    txn.delete_table(crate::tables::SEGMENTS_V8)?;
+    Ok(())
 }
 
 /// A lexical hit.
@@ -471,9 +706,9 @@ pub(crate) fn fresh_rows(
 /// Score the posting lists and the fresh rows of the query's terms in a namespace, resolve
 /// each record at `as_of` through `resolve` (which applies the filters), and keep the best `k`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn search<S: ReadableTable<SegmentKey, &'static [u8]>>(
+pub(crate) fn search<A, B>(
     postings: &impl ReadableTable<PostingKey, &'static [u8]>,
-    segments: Option<&S>,
+    segments: &Segments<A, B>,
     texts: &impl ReadableTable<TextKey, &'static [u8]>,
     fresh: &FreshRows,
     stats: LexStats,
@@ -481,7 +716,11 @@ pub(crate) fn search<S: ReadableTable<SegmentKey, &'static [u8]>>(
     query: &str,
     k: usize,
     resolve: &dyn Fn(RecordId) -> Result<Option<Record>, Error>,
-) -> Result<Vec<LexicalHit>, Error> {
+) -> Result<Vec<LexicalHit>, Error>
+where
+    A: ReadableTable<SegmentKey, &'static [u8]>,
+    B: ReadableTable<LegacySegmentKey, &'static [u8]>,
+{
     let mut terms: Vec<String> = tokenize(query).into_iter().filter(|t| !is_stopword(t)).collect();
     terms.sort();
     terms.dedup();
@@ -500,10 +739,6 @@ pub(crate) fn search<S: ReadableTable<SegmentKey, &'static [u8]>>(
     let weight = |tf: u32, len: u32| {
         let tf = f64::from(tf);
         tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * f64::from(len) / avgdl))
-    };
-    let segment_range = match segments {
-        Some(t) => segment_range(t, ns.as_str())?,
-        None => None,
     };
     // (id, from_rev) -> score
     // Every posting's contribution, then summed per (record, text revision) by sorting: no
@@ -524,20 +759,9 @@ pub(crate) fn search<S: ReadableTable<SegmentKey, &'static [u8]>>(
                 contributions.push((id, rev, weight(tf, len)));
             }
         }
-        if let (Some(table), Some((first, last))) = (segments, segment_range) {
-            for seg in first..=last {
-                for r in table.range(
-                    (ns.as_str(), seg, term.as_str(), 0u128, 0u32)
-                        ..=(ns.as_str(), seg, term.as_str(), u128::MAX, u32::MAX),
-                )? {
-                    let (key, v) = r?;
-                    let (_, _, _, id, rev) = key.value();
-                    if let Some((tf, len)) = decode_posting(v.value()) {
-                        holders.push(id);
-                        contributions.push((id, rev, weight(tf, len)));
-                    }
-                }
-            }
+        for (id, rev, tf, len) in segments.postings(ns.as_str(), term)? {
+            holders.push(id);
+            contributions.push((id, rev, weight(tf, len)));
         }
         for &(id, rev, tf, len) in fresh_hits {
             holders.push(id);
@@ -624,9 +848,9 @@ fn count_rows<K: redb::Key + 'static>(
 }
 
 /// The lexical tables [`verify`] compares.
-pub(crate) struct Stored<'a, P, S, T, F> {
+pub(crate) struct Stored<'a, P, A, B, T, F> {
     pub(crate) postings: &'a P,
-    pub(crate) segments: Option<&'a S>,
+    pub(crate) segments: &'a Segments<A, B>,
     pub(crate) texts: &'a T,
     pub(crate) fresh: Option<&'a F>,
     pub(crate) stats: LexStats,
@@ -639,22 +863,20 @@ pub(crate) struct Stored<'a, P, S, T, F> {
 /// posting lists or a segment; no row is left that no text accounts for; and the namespace
 /// totals agree. For files of format 6 and later (earlier ones kept a `texts` row for fresh
 /// texts too).
-pub(crate) fn verify<P, S, T, F>(
+pub(crate) fn verify<P, A, B, T, F>(
     ns: &str,
     by_record: &BTreeMap<u128, Vec<Record>>,
-    stored: &Stored<'_, P, S, T, F>,
+    stored: &Stored<'_, P, A, B, T, F>,
     problems: &mut Vec<String>,
 ) -> Result<(), Error>
 where
     P: ReadableTable<PostingKey, &'static [u8]>,
-    S: ReadableTable<SegmentKey, &'static [u8]>,
+    A: ReadableTable<SegmentKey, &'static [u8]>,
+    B: ReadableTable<LegacySegmentKey, &'static [u8]>,
     T: ReadableTable<TextKey, &'static [u8]>,
     F: ReadableTable<TextKey, &'static [u8]>,
 {
-    let segments = match stored.segments {
-        Some(t) => segment_range(t, ns)?.map(|range| (t, range)),
-        None => None,
-    };
+    let (segments, in_segments) = stored.segments.all(ns, problems)?;
     let (mut docs, mut total, mut fresh_texts, mut merged_texts, mut postings) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
     for (&id, list) in by_record {
@@ -689,13 +911,8 @@ where
                         let want = encode_posting(*tf, len);
                         let mut found =
                             stored.postings.get((ns, term.as_str(), id, rec.rev))?.map(|v| v.value() == want);
-                        if let (None, Some((t, (first, last)))) = (found, segments) {
-                            for seg in first..=last {
-                                if let Some(v) = t.get((ns, seg, term.as_str(), id, rec.rev))? {
-                                    found = Some(v.value() == want);
-                                    break;
-                                }
-                            }
+                        if found.is_none() {
+                            found = segments.get(&(term.clone(), id, rec.rev)).map(|p| *p == (*tf, len));
                         }
                         match found {
                             Some(right) => {
@@ -714,10 +931,7 @@ where
             }
         }
     }
-    let mut stored_postings = count_rows(stored.postings, (ns, "", 0u128, 0u32), |k| k.0 == ns)?;
-    if let Some((t, _)) = segments {
-        stored_postings += count_rows(t, (ns, 0u64, "", 0u128, 0u32), |k| k.0 == ns)?;
-    }
+    let stored_postings = count_rows(stored.postings, (ns, "", 0u128, 0u32), |k| k.0 == ns)? + in_segments;
     let stored_fresh = match stored.fresh {
         Some(t) => count_rows(t, (ns, 0u128, 0u32), |k| k.0 == ns)?,
         None => 0,

@@ -17,6 +17,11 @@ use crate::timeline::{self, Spans};
 use crate::vector::{self, VectorSpace};
 use crate::write::{self, NamespaceCounters};
 
+/// Format 9's segment rows, as a snapshot reads them.
+type SegmentRows = redb::ReadOnlyTable<crate::lexical::SegmentKey, &'static [u8]>;
+/// Format 8's segment postings, as a snapshot reads them.
+type LegacySegments = redb::ReadOnlyTable<crate::lexical::LegacySegmentKey, &'static [u8]>;
+
 /// A point on both time axes: "what was valid at `valid`, as the database knew it at `known`".
 /// `None` means now (for `known`: everything committed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -574,7 +579,12 @@ impl Snapshot {
             out.insert("commit_log", log);
             out.insert("vectors", self.open_optional(tables::VECTORS)?.map_or(Ok(0), |t| t.len())?);
             out.insert("postings", self.open_optional(tables::POSTINGS)?.map_or(Ok(0), |t| t.len())?);
-            out.insert("segment postings", self.open_optional(tables::SEGMENTS)?.map_or(Ok(0), |t| t.len())?);
+            let mut in_segments = 0;
+            let segments = self.segments()?;
+            for ns in self.namespaces()? {
+                in_segments += segments.all(ns.as_str(), &mut Vec::new())?.1;
+            }
+            out.insert("segment postings", in_segments);
             out.insert("fresh texts", self.open_optional(tables::FRESH)?.map_or(Ok(0), |t| t.len())?);
             // Texts merged into the posting lists (a format-5 file also counts its fresh ones).
             out.insert("merged texts", self.open_optional(tables::TEXTS)?.map_or(Ok(0), |t| t.len())?);
@@ -686,6 +696,18 @@ impl Snapshot {
             Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// The lexical index's segments: format 9's rows, or a format-8 file's postings (opened
+    /// read-only, so not upgraded).
+    fn segments(&self) -> Result<crate::lexical::Segments<SegmentRows, LegacySegments>, Error> {
+        Ok(match self.open_optional(tables::SEGMENTS)? {
+            Some(t) => crate::lexical::Segments::Rows(t),
+            None => match self.open_optional(tables::SEGMENTS_V8)? {
+                Some(t) => crate::lexical::Segments::Legacy(t),
+                None => crate::lexical::Segments::None,
+            },
+        })
     }
 
     /// The vector spaces, by name.
@@ -837,18 +859,8 @@ impl Snapshot {
             let resolve = |id: RecordId| -> Result<Option<Record>, Error> {
                 Ok(self.get(ns, id, filter.as_of)?.filter(|r| crate::lexical::matches(r, filter)))
             };
-            let segments = self.open_optional(tables::SEGMENTS)?;
-            crate::lexical::search(
-                &postings,
-                segments.as_ref(),
-                &texts,
-                &fresh,
-                stats,
-                ns,
-                query,
-                k,
-                &resolve,
-            )
+            let segments = self.segments()?;
+            crate::lexical::search(&postings, &segments, &texts, &fresh, stats, ns, query, k, &resolve)
         })())
     }
 
@@ -899,7 +911,7 @@ impl Snapshot {
                 (Some(p), Some(t)) => Some((
                     p,
                     t,
-                    self.open_optional(tables::SEGMENTS)?,
+                    self.segments()?,
                     self.open_optional(tables::FRESH)?,
                     self.open_optional(tables::LEXSTATS)?,
                 )),
@@ -930,13 +942,8 @@ impl Snapshot {
                     Some(t) => t.get(n)?.map(|v| crate::lexical::decode_stats(v.value())).unwrap_or_default(),
                     None => crate::lexical::LexStats::default(),
                 };
-                let stored = crate::lexical::Stored {
-                    postings,
-                    segments: segments.as_ref(),
-                    texts,
-                    fresh: fresh.as_ref(),
-                    stats,
-                };
+                let stored =
+                    crate::lexical::Stored { postings, segments, texts, fresh: fresh.as_ref(), stats };
                 crate::lexical::verify(n, &by_record, &stored, &mut problems)?;
             }
             // Expected events and beliefs.

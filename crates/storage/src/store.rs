@@ -849,8 +849,8 @@ fn check_meta(path: &Path, txn: &redb::ReadTransaction) -> Result<u32, Error> {
 
 /// Upgrade a file of an older format in one transaction: format 1 lacks the vector tables and
 /// the lexical index, format 2 the fresh texts, formats before 5 `mnemon.ended`, formats 5 and
-/// 6 file its rows by their start, and formats before 8 lack `mnemon.segments` (created empty
-/// with the other missing tables).
+/// 6 file its rows by their start, formats before 9 lack `mnemon.segment_terms` (created empty
+/// with the other missing tables), and format 8's segments move there.
 fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
     use redb::ReadableTable;
     if version >= format::FORMAT_VERSION {
@@ -911,6 +911,9 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
         txn.open_table(tables::ENDED)?;
         crate::ended::fill(&txn)?;
     }
+    // Format 9 holds a segment's postings in one row per term (a file without format 8's
+    // table has none to move).
+    crate::lexical::upgrade_segments(&txn)?;
     {
         let mut meta = txn.open_table(tables::META)?;
         format::upgrade(&mut meta)?;

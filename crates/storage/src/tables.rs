@@ -115,11 +115,18 @@ pub(crate) const AUX: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemo
 pub(crate) const POSTINGS: TableDefinition<(&str, &str, u128, u32), &[u8]> =
     TableDefinition::new("mnemon.postings");
 
-/// `(namespace, segment, term, id, from_rev) -> [1][tf u32][doc length u32]`: postings of
-/// merged texts not yet in `POSTINGS`, one segment per merge, until a merge finds
-/// [`crate::lexical::SEGMENT_LIMIT`] segments and moves them all there (format 8; see
+/// `(namespace, segment, term, part) -> [1]([id u128][from_rev u32][tf u32][doc length u32])*`:
+/// the postings of merged texts not yet in `POSTINGS`, one segment per merge and one row per
+/// term of it (in parts of at most 512 postings), in `(id, from_rev)` order, until a merge
+/// finds [`crate::lexical::SEGMENT_LIMIT`] segments and moves them all there (format 9; see
 /// `lexical.rs`).
-pub(crate) const SEGMENTS: TableDefinition<(&str, u64, &str, u128, u32), &[u8]> =
+pub(crate) const SEGMENTS: TableDefinition<(&str, u64, &str, u32), &[u8]> =
+    TableDefinition::new("mnemon.segment_terms");
+
+/// Format 8's segments, one row per posting: `(namespace, segment, term, id, from_rev) ->
+/// [1][tf u32][doc length u32]`. Read from a format-8 file opened read-only; the upgrade to
+/// format 9 moves the rows to [`SEGMENTS`] and drops the table.
+pub(crate) const SEGMENTS_V8: TableDefinition<(&str, u64, &str, u128, u32), &[u8]> =
     TableDefinition::new("mnemon.segments");
 
 /// `(namespace, id, from_rev) -> [1][0 u32][doc length u32]`: the revisions that start a new
@@ -148,7 +155,6 @@ pub(crate) mod names {
     pub(crate) const LOG: &str = "mnemon.log";
     pub(crate) const VECTORS: &str = "mnemon.vectors";
     pub(crate) const VECTOR_SPACES: &str = "mnemon.vector_spaces";
-    pub(crate) const SEGMENTS: &str = "mnemon.segments";
 }
 
 /// A table of a write transaction opened on first use. Every table a commit opens costs it a

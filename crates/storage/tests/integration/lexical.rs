@@ -315,7 +315,7 @@ fn segments_move_into_the_posting_lists_without_changing_the_ranking() {
 /// lists, a fresh row with other terms, and a row no text accounts for are all reported.
 #[test]
 fn verify_finds_what_the_lexical_index_lost_or_gained() {
-    type Seg = (&'static str, u64, &'static str, u128, u32);
+    type Seg = (&'static str, u64, &'static str, u32);
     type Post = (&'static str, &'static str, u128, u32);
     type Text = (&'static str, u128, u32);
     let dir = tempfile::tempdir().unwrap();
@@ -362,16 +362,31 @@ fn verify_finds_what_the_lexical_index_lost_or_gained() {
         std::fs::remove_file(&copy).unwrap();
         problems
     };
-    let segments = redb::TableDefinition::<Seg, &[u8]>::new("mnemon.segments");
+    use redb::ReadableTable as _;
+    let segments = redb::TableDefinition::<Seg, &[u8]>::new("mnemon.segment_terms");
     let postings = redb::TableDefinition::<Post, &[u8]>::new("mnemon.postings");
     let fresh = redb::TableDefinition::<Text, &[u8]>::new("mnemon.fresh");
+    // A segment row holds a term's postings: take the last posting out of the longest row.
     let problems = damage(&|txn| {
         let mut t = txn.open_table(segments).unwrap();
-        let (k, _) = t.pop_first().unwrap().unwrap();
-        let (_, _, term, _, _) = k.value();
-        assert!(!term.is_empty());
+        let (n, seg, term, part, row) = t
+            .iter()
+            .unwrap()
+            .map(|r| {
+                let (k, v) = r.unwrap();
+                let (n, seg, term, part) = k.value();
+                (n.to_string(), seg, term.to_string(), part, v.value().to_vec())
+            })
+            .max_by_key(|r| r.4.len())
+            .unwrap();
+        assert!(row.len() > 1 + 2 * 28, "a row of several postings");
+        t.insert((n.as_str(), seg, term.as_str(), part), &row[..row.len() - 28]).unwrap();
     });
     assert!(problems.iter().any(|p| p.contains("no posting of")), "{problems:?}");
+    let problems = damage(&|txn| {
+        txn.open_table(segments).unwrap().insert(("v", 0u64, "ghost", 0u32), [1u8, 2, 3].as_slice()).unwrap();
+    });
+    assert!(problems.iter().any(|p| p.contains("malformed row of segment 0")), "{problems:?}");
     let problems = damage(&|txn| {
         txn.open_table(postings).unwrap().pop_last().unwrap().unwrap();
     });
@@ -559,4 +574,120 @@ fn a_format_5_file_reads_alike_and_upgrades() {
     assert_eq!(snap.fresh_texts(&ns).unwrap(), 0);
     check_naive(&snap, &ns, &indexed, &live, &queries, "upgraded, merged");
     assert_eq!(snap.table_sizes().unwrap()["merged texts"], indexed.len() as u64);
+}
+
+/// A format-8 file keeps one row per segment posting in `mnemon.segments`: opened read-only it
+/// is searched and verified where it is; opened for writing it moves them to format 9's rows
+/// of `mnemon.segment_terms`, with the same answers, and later merges and moves go on from there.
+#[test]
+fn a_format_8_file_reads_alike_and_upgrades() {
+    type Rows = (&'static str, u64, &'static str, u32);
+    type Postings = (&'static str, u64, &'static str, u128, u32);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f8.redb");
+    let store = Store::open(&path, StoreOptions { create: true, ..Default::default() }).unwrap();
+    let ns = Namespace::new("f8").unwrap();
+    let words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"];
+    let text = |i: usize| format!("{} {} note {i}", words[i % 8], words[(i / 8) % 8]);
+    let mut indexed: Vec<(RecordId, String)> = Vec::new();
+    let mut live: Vec<(RecordId, String)> = Vec::new();
+    let limit = usize::try_from(FRESH_LIMIT).unwrap();
+    let mut i = 0;
+    let mut write = |store: &Store, n: usize, indexed: &mut Vec<_>, live: &mut Vec<_>| {
+        let mut ops = Vec::new();
+        for _ in 0..n {
+            let rec = NewRecord::new(ns.clone(), learning(&text(i)));
+            indexed.push((rec.id, text(i)));
+            live.push((rec.id, text(i)));
+            ops.push(WriteOp::Insert(rec));
+            i += 1;
+        }
+        store.write(ops).unwrap();
+    };
+    // Three segments (the first one large, with rows in several parts), and fresh texts.
+    write(&store, 3 * limit, &mut indexed, &mut live);
+    write(&store, limit, &mut indexed, &mut live);
+    write(&store, limit, &mut indexed, &mut live);
+    write(&store, 7, &mut indexed, &mut live);
+    revise_text(&store, &ns, &mut indexed, &mut live, 5, "revised kappa".into());
+    let queries = ["alpha", "kappa", "beta note", "revised", "note 1003", "note 700"];
+    let sizes = store.snapshot().unwrap().table_sizes().unwrap();
+    let in_segments = sizes["segment postings"];
+    assert!(in_segments > 0 && sizes["fresh texts"] == 8, "{sizes:?}");
+    check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, "format 9");
+    drop(store);
+
+    // Make it a format-8 file: every posting of a segment in a row of its own.
+    let rows = redb::TableDefinition::<Rows, &[u8]>::new("mnemon.segment_terms");
+    let postings = redb::TableDefinition::<Postings, &[u8]>::new("mnemon.segments");
+    let version = |path: &std::path::Path| {
+        let db = redb::Database::open(path).unwrap();
+        let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+        let meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+        let v = redb::ReadableTable::get(&meta, "format_version").unwrap().unwrap();
+        let tables: Vec<String> =
+            txn.list_tables().unwrap().map(|t| redb::TableHandle::name(&t).to_string()).collect();
+        (u32::from_le_bytes(v.value().try_into().unwrap()), tables)
+    };
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let from = txn.open_table(rows).unwrap();
+            let mut to = txn.open_table(postings).unwrap();
+            let mut parts = 0;
+            for r in redb::ReadableTable::iter(&from).unwrap() {
+                let (k, v) = r.unwrap();
+                let (n, seg, term, part) = k.value();
+                parts += u32::from(part > 0);
+                for p in v.value()[1..].chunks(28) {
+                    let id = u128::from_le_bytes(p[..16].try_into().unwrap());
+                    let rev = u32::from_le_bytes(p[16..20].try_into().unwrap());
+                    let mut value = vec![1u8];
+                    value.extend_from_slice(&p[20..28]);
+                    to.insert((n, seg, term, id, rev), value.as_slice()).unwrap();
+                }
+            }
+            assert!(parts > 0, "a term with more than one part");
+            assert_eq!(redb::ReadableTableMetadata::len(&to).unwrap(), in_segments);
+            let mut meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+            meta.insert("format_version", 8u32.to_le_bytes().as_slice()).unwrap();
+        }
+        txn.delete_table(rows).unwrap();
+        txn.commit().unwrap();
+    }
+    assert_eq!(version(&path).0, 8);
+    let ro = Store::open(&path, StoreOptions { read_only: true, ..Default::default() }).unwrap();
+    let snap = ro.snapshot().unwrap();
+    check_naive(&snap, &ns, &indexed, &live, &queries, "format 8, read-only");
+    assert_eq!(snap.table_sizes().unwrap()["segment postings"], in_segments);
+    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
+    drop((snap, ro));
+
+    // Upgraded: the rows are back, the old table gone, the answers the same.
+    drop(Store::open(&path, StoreOptions::default()).unwrap());
+    let (v, tables) = version(&path);
+    assert_eq!(v, FORMAT_VERSION);
+    assert!(
+        tables.contains(&"mnemon.segment_terms".to_string())
+            && !tables.contains(&"mnemon.segments".to_string())
+    );
+    let store = Store::open(&path, StoreOptions::default()).unwrap();
+    let snap = store.snapshot().unwrap();
+    check_naive(&snap, &ns, &indexed, &live, &queries, "upgraded");
+    assert_eq!(snap.table_sizes().unwrap()["segment postings"], in_segments);
+    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
+    // Forget a text in an upgraded segment; merge until the segments move.
+    let gone = live[limit + 3].0;
+    store.write(vec![WriteOp::Forget { namespace: ns.clone(), id: gone }]).unwrap();
+    indexed.retain(|(x, _)| *x != gone);
+    live.retain(|(x, _)| *x != gone);
+    check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, "upgraded, forgotten");
+    for _ in 0..SEGMENT_LIMIT {
+        write(&store, limit, &mut indexed, &mut live);
+    }
+    let snap = store.snapshot().unwrap();
+    check_naive(&snap, &ns, &indexed, &live, &queries, "upgraded, moved");
+    assert!(snap.table_sizes().unwrap()["segment postings"] < in_segments);
+    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
 }
