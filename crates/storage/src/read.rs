@@ -582,7 +582,7 @@ impl Snapshot {
             let mut in_segments = 0;
             let segments = self.segments()?;
             for ns in self.namespaces()? {
-                in_segments += segments.all(ns.as_str(), &mut Vec::new())?.1;
+                in_segments += segments.count(ns.as_str())?;
             }
             out.insert("segment postings", in_segments);
             out.insert("fresh texts", self.open_optional(tables::FRESH)?.map_or(Ok(0), |t| t.len())?);
