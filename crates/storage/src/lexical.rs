@@ -9,10 +9,12 @@
 //!   costs one row next to the previous one (ids are time-ordered), not one B-tree leaf per
 //!   distinct term: a durable commit of a small record writes a few pages instead of dozens.
 //! - **merged**: a row `(ns, id, from_rev) -> [1][0 u32][doc length u32]` in `mnemon.texts`
-//!   saying that the revision starts a text, and one posting `[1][tf u32][doc length u32]`
-//!   per distinct term, either in a **segment** (`(ns, segment, term, id, from_rev)` in
-//!   `mnemon.segments`, format 8) or in the **posting lists** (`(ns, term, id, from_rev)` in
-//!   `mnemon.postings`). When a commit would leave a namespace with [`FRESH_LIMIT`] fresh
+//!   saying that the revision starts a text, and one posting per distinct term, either in a
+//!   **segment** (format 9: one row `(ns, segment, term, part)` in `mnemon.segment_terms` per
+//!   term of the segment, holding its postings `[id u128][from_rev u32][tf u32][doc length
+//!   u32]` in `(id, from_rev)` order, at most [`SEGMENT_ROW_POSTINGS`] per part; format 8 kept
+//!   one row per posting in `mnemon.segments`) or in the **posting lists** (`(ns, term, id,
+//!   from_rev) -> [1][tf u32][doc length u32]` in `mnemon.postings`). When a commit would leave a namespace with [`FRESH_LIMIT`] fresh
 //!   texts or more, it merges them all (and its own texts, the first
 //!   [`crate::tables::FEW_ROWS`] of them after reading them back from `mnemon.fresh`, where
 //!   [`LexicalWriter::write`] put them as the jobs were applied), so a search reads at most
