@@ -526,11 +526,19 @@ pub(crate) fn segment_range(
     segments: &impl ReadableTable<SegmentKey, &'static [u8]>,
     ns: &str,
 ) -> Result<Option<(u64, u64)>, Error> {
-    let mut range = segments.range(segment_bounds(ns))?;
+    first_and_last(segments.range(segment_bounds(ns))?, |k| k.1)
+}
+
+/// The segments of the first and last keys of a namespace's range of segment keys (`seg`
+/// reads a key's segment), in either format.
+fn first_and_last<K: redb::Key + 'static>(
+    mut range: redb::Range<'_, K, &'static [u8]>,
+    seg: impl for<'k> Fn(K::SelfType<'k>) -> u64,
+) -> Result<Option<(u64, u64)>, Error> {
     let Some(first) = range.next() else { return Ok(None) };
-    let first = first?.0.value().1;
+    let first = seg(first?.0.value());
     let last = match range.next_back() {
-        Some(r) => r?.0.value().1,
+        Some(r) => seg(r?.0.value()),
         None => first,
     };
     Ok(Some((first, last)))
@@ -566,12 +574,9 @@ where
                 }
             }
             Segments::Legacy(t) => {
-                let mut range = t.range(legacy_segment_bounds(ns))?;
-                let Some(first) = range.next() else { return Ok(out) };
-                let first = first?.0.value().1;
-                let last = match range.next_back() {
-                    Some(r) => r?.0.value().1,
-                    None => first,
+                let Some((first, last)) = first_and_last(t.range(legacy_segment_bounds(ns))?, |k| k.1)?
+                else {
+                    return Ok(out);
                 };
                 for seg in first..=last {
                     for r in t.range((ns, seg, term, 0u128, 0u32)..=(ns, seg, term, u128::MAX, u32::MAX))? {

@@ -255,15 +255,8 @@ fn segments_move_into_the_posting_lists_without_changing_the_ranking() {
     let mut i = 0;
     for commit in 0..SEGMENT_LIMIT + 1 {
         // A commit of `FRESH_LIMIT` texts: each is a merge.
-        let mut ops = Vec::new();
-        for _ in 0..limit {
-            let rec = NewRecord::new(ns.clone(), learning(&text(i)));
-            indexed.push((rec.id, text(i)));
-            live.push((rec.id, text(i)));
-            ops.push(WriteOp::Insert(rec));
-            i += 1;
-        }
-        store.write(ops).unwrap();
+        insert_texts(&store, &ns, (i..i + limit).map(text), &mut indexed, &mut live);
+        i += limit;
         let in_segments = segments(&store);
         if commit + 1 < SEGMENT_LIMIT {
             assert!(in_segments > 0, "merge {commit}: nothing in segments");
@@ -414,6 +407,24 @@ fn verify_finds_what_the_lexical_index_lost_or_gained() {
         .unwrap();
     });
     assert!(problems.iter().any(|p| p.contains("its fresh row holds other terms")), "{problems:?}");
+}
+
+/// Insert the texts as learnings in one commit, and note them in `indexed` and `live`.
+fn insert_texts(
+    store: &Store,
+    ns: &Namespace,
+    texts: impl IntoIterator<Item = String>,
+    indexed: &mut Vec<(RecordId, String)>,
+    live: &mut Vec<(RecordId, String)>,
+) {
+    let mut ops = Vec::new();
+    for text in texts {
+        let rec = NewRecord::new(ns.clone(), learning(&text));
+        indexed.push((rec.id, text.clone()));
+        live.push((rec.id, text));
+        ops.push(WriteOp::Insert(rec));
+    }
+    store.write(ops).unwrap();
 }
 
 /// Give live record `at` a new text, and note it in `indexed` and `live`.
@@ -594,15 +605,8 @@ fn a_format_8_file_reads_alike_and_upgrades() {
     let limit = usize::try_from(FRESH_LIMIT).unwrap();
     let mut i = 0;
     let mut write = |store: &Store, n: usize, indexed: &mut Vec<_>, live: &mut Vec<_>| {
-        let mut ops = Vec::new();
-        for _ in 0..n {
-            let rec = NewRecord::new(ns.clone(), learning(&text(i)));
-            indexed.push((rec.id, text(i)));
-            live.push((rec.id, text(i)));
-            ops.push(WriteOp::Insert(rec));
-            i += 1;
-        }
-        store.write(ops).unwrap();
+        insert_texts(store, &ns, (i..i + n).map(text), indexed, live);
+        i += n;
     };
     // Three segments (the first one large, with rows in several parts), and fresh texts.
     write(&store, 3 * limit, &mut indexed, &mut live);
