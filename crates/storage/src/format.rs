@@ -37,6 +37,12 @@
 //!   one row per posting: a merge writes and a move reads a quarter of the rows or fewer. A
 //!   format-8 file is upgraded by moving its segments' postings there and dropping
 //!   `mnemon.segments`; opened read-only, its segments are read where they are.
+//! - 10: segments hold blocks of many terms (`mnemon.segment_blocks`, about 16 KiB each)
+//!   instead of one row per term, and are tiered by level: a segment's number holds its level,
+//!   and a level's segments are merged into one of the next level instead of moving into the
+//!   posting lists. A format-8 or -9 file is upgraded by writing its segments' postings as
+//!   blocks (level 0, same numbers) and dropping the old table; opened read-only, its
+//!   segments are read where they are.
 //!
 //! A file with a newer version is refused with [`OpenError::NewerFormat`]; one older than
 //! [`OLDEST_SUPPORTED_FORMAT_VERSION`] with [`OpenError::TooOld`]; anything between is upgraded
@@ -54,7 +60,7 @@ use crate::time::Timestamp;
 /// The magic value stored under `magic`.
 pub const MAGIC: [u8; 8] = *b"mnemon\x00\x01";
 /// The format version this build writes.
-pub const FORMAT_VERSION: u32 = 9;
+pub const FORMAT_VERSION: u32 = 10;
 /// The first format whose `mnemon.ended` is keyed by the end of each interval.
 pub(crate) const ENDED_BY_END: u32 = 7;
 /// The oldest format version this build can open (upgrading it if needed).

@@ -9,24 +9,33 @@
 //!   costs one row next to the previous one (ids are time-ordered), not one B-tree leaf per
 //!   distinct term: a durable commit of a small record writes a few pages instead of dozens.
 //! - **merged**: a row `(ns, id, from_rev) -> [1][0 u32][doc length u32]` in `mnemon.texts`
-//!   saying that the revision starts a text, and one posting per distinct term, either in a
-//!   **segment** (format 9: one row `(ns, segment, term, part)` in `mnemon.segment_terms` per
-//!   term of the segment, holding its postings `[id u128][from_rev u32][tf u32][doc length
-//!   u32]` in `(id, from_rev)` order, at most [`SEGMENT_ROW_POSTINGS`] per part; format 8 kept
-//!   one row per posting in `mnemon.segments`) or in the **posting lists** (`(ns, term, id,
-//!   from_rev) -> [1][tf u32][doc length u32]` in `mnemon.postings`). When a commit would leave a namespace with [`FRESH_LIMIT`] fresh
-//!   texts or more, it merges them all (and its own texts, the first
-//!   [`crate::tables::FEW_ROWS`] of them after reading them back from `mnemon.fresh`, where
-//!   [`LexicalWriter::write`] put them as the jobs were applied), so a search reads at most
-//!   that many fresh rows. A merge writes its postings as the namespace's next segment: one
-//!   run of keys after the other segments, a few whole leaves, where inserting them into the
-//!   posting lists touches a leaf per distinct term, spread over the tree (with texts of 30
-//!   words from a vocabulary of 5,000, that made merges most of the cost of a write). A merge
-//!   that finds [`SEGMENT_LIMIT`] segments less one moves them all, with its own postings,
-//!   into the posting lists, each term's new postings as one run (`tables::insert_sorted`),
-//!   so a search reads at most that many segments beside the posting list of each term.
-//!   [`crate::WriteOp::MergeTexts`] merges a namespace's fresh texts and segments at any time
-//!   (a server's quiet moment), so that no caller's write pays for the merge.
+//!   saying that the revision starts a text, and one posting `(id, from_rev, tf, doc
+//!   length)` per distinct term, either in a **segment** or in the **posting lists**
+//!   (`(ns, term, id, from_rev) -> [1][tf u32][doc length u32]` in `mnemon.postings`).
+//!
+//! When a commit would leave a namespace with [`FRESH_LIMIT`] fresh texts or more, it merges
+//! them all (and its own texts, the first [`crate::tables::FEW_ROWS`] of them after reading
+//! them back from `mnemon.fresh`, where [`LexicalWriter::write`] put them as the jobs were
+//! applied), so a search reads at most that many fresh rows. A merge writes its postings as a
+//! new **segment** (format 10): sorted by `(term, id, from_rev)` and cut into blocks of about
+//! 16 KiB, each one row `(ns, segment, first term, part)` in `mnemon.segment_blocks` holding
+//! many terms' postings (see [`Block`]). A segment is one run of keys, a few large rows, where
+//! inserting its postings into the posting lists would touch a leaf per distinct term, spread
+//! over the tree (with texts of 30 words from a vocabulary of 5,000, that made merges most of
+//! the cost of a write; format 9 wrote one row per term, which was still a B-tree insert per
+//! term, format 8 one per posting).
+//!
+//! Segments are **tiered**: a segment's number holds its level (above bit 56) and a sequence
+//! number. A merge of fresh texts makes a segment of level 0 (or, for a bulk commit, of the
+//! level of its size, [`level_for`]); when a level would hold [`SEGMENT_FANOUT`] segments, the
+//! merge reads them all (one range of keys), and writes them with its own postings as one
+//! segment of the next level, and so on up. Each posting is thus rewritten once per level,
+//! always as whole blocks, never inserted in place. A namespace of `n` texts has at most 7
+//! segments per level and about `log8(n / 256) + 1` levels (at most 7, 14, 21, 28 segments
+//! up to 2k, 16k, 131k, 1M texts), and a search reads one block (two where a term's postings
+//! cross a boundary) per term and segment. The posting lists are written only by
+//! [`crate::WriteOp::MergeTexts`], which moves a namespace's fresh texts and every segment
+//! into them at any time (a server's quiet moment), so that searches read one place.
 //!
 //! A fresh text has no row in `mnemon.texts` (format 6; formats 2 to 5 wrote one for every
 //! text at once, an insert per record that a durable commit paid for, and which a file of
@@ -63,7 +72,8 @@ const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
 pub(crate) type PostingKey = (&'static str, &'static str, u128, u32);
-/// `(namespace, segment, term, part)`: a row of a segment (format 9).
+/// `(namespace, segment, first term, part)`: a block of a segment (format 10), or a row of
+/// format 9's segments (`(namespace, segment, term, part)`).
 pub(crate) type SegmentKey = (&'static str, u64, &'static str, u32);
 /// `(namespace, segment, term, id, from_rev)`: a posting of format 8's segments.
 pub(crate) type LegacySegmentKey = (&'static str, u64, &'static str, u128, u32);
@@ -72,16 +82,22 @@ pub(crate) type SegmentPosting = (u128, u32, u32, u32);
 /// Every posting of a namespace's segments: `(term, id, from_rev) -> (tf, doc length)`.
 pub(crate) type SegmentMap = BTreeMap<(String, u128, u32), (u32, u32)>;
 
-const SEGMENT_ROW_VERSION: u8 = 1;
-/// Bytes of a posting in a segment row: id, from_rev, tf, doc length.
+/// Bytes of a posting in a segment: id, from_rev, tf, doc length.
 const SEGMENT_POSTING_BYTES: usize = 28;
-/// The most postings of one term a segment row holds; a term with more in a merge (a bulk
-/// commit's common words) continues in the next part, so no row grows without bound.
-const SEGMENT_ROW_POSTINGS: usize = 512;
+/// Format 9's segment rows.
+const SEGMENT_ROW_VERSION: u8 = 1;
+/// Format 10's segment blocks.
+const BLOCK_VERSION: u8 = 1;
+/// A segment block is closed once it holds this many bytes: a search reads one block (two
+/// when a term's postings cross a boundary) per term and segment.
+const BLOCK_BYTES: usize = 16 * 1024;
 
-/// Segments a namespace gathers before a merge moves them all into the posting lists (see the
-/// module documentation).
-pub const SEGMENT_LIMIT: u64 = 16;
+/// A level's segments are merged into one segment of the next level once it would hold this
+/// many (see the module documentation).
+pub const SEGMENT_FANOUT: usize = 8;
+/// A segment's number holds its level in the bits above these (segments of a level are one
+/// run of keys) and its sequence number below.
+const LEVEL_SHIFT: u32 = 56;
 /// A text's distinct terms with their counts, and its length in tokens.
 pub(crate) type TermCounts = (BTreeMap<String, u32>, u32);
 /// A text a commit indexes: `((id, from_rev), terms)`.
@@ -118,55 +134,211 @@ fn decode_posting(b: &[u8]) -> Option<(u32, u32)> {
     Some((tf, len))
 }
 
-/// A segment row: postings of one term, in `(id, from_rev)` order.
-fn encode_segment_row(postings: &[SegmentPosting]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + postings.len() * SEGMENT_POSTING_BYTES);
-    out.push(SEGMENT_ROW_VERSION);
-    for &(id, rev, tf, len) in postings {
-        out.extend_from_slice(&id.to_le_bytes());
-        out.extend_from_slice(&rev.to_le_bytes());
-        out.extend_from_slice(&tf.to_le_bytes());
-        out.extend_from_slice(&len.to_le_bytes());
-    }
-    out
+fn put_segment_posting(out: &mut Vec<u8>, (id, rev, tf, len): SegmentPosting) {
+    out.extend_from_slice(&id.to_le_bytes());
+    out.extend_from_slice(&rev.to_le_bytes());
+    out.extend_from_slice(&tf.to_le_bytes());
+    out.extend_from_slice(&len.to_le_bytes());
 }
 
-/// The postings of a segment row (`None` if malformed).
+/// A posting of a segment from its 28 bytes.
+fn segment_posting(c: &[u8]) -> Option<SegmentPosting> {
+    let u32_at = |i: usize| c.get(i..i + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes);
+    Some((u128::from_le_bytes(c.get(..16)?.try_into().ok()?), u32_at(16)?, u32_at(20)?, u32_at(24)?))
+}
+
+/// The postings of a format-9 segment row (`None` if malformed).
 fn decode_segment_row(b: &[u8]) -> Option<Vec<SegmentPosting>> {
     let body = b.strip_prefix(&[SEGMENT_ROW_VERSION])?;
     if body.len() % SEGMENT_POSTING_BYTES != 0 {
         return None;
     }
-    body.chunks_exact(SEGMENT_POSTING_BYTES)
-        .map(|c| {
-            let u32_at = |i: usize| c.get(i..i + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes);
-            Some((u128::from_le_bytes(c.get(..16)?.try_into().ok()?), u32_at(16)?, u32_at(20)?, u32_at(24)?))
-        })
-        .collect()
+    body.chunks_exact(SEGMENT_POSTING_BYTES).map(segment_posting).collect()
 }
 
 /// [`decode_segment_row`], with the row named in the error.
 fn decode_segment_row_at(ns: &str, seg: u64, term: &str, b: &[u8]) -> Result<Vec<SegmentPosting>, Error> {
-    decode_segment_row(b).ok_or_else(|| Error::Inconsistent {
-        namespace: ns.to_string(),
-        detail: format!("malformed row of segment {seg} for the term \"{term}\""),
-    })
+    decode_segment_row(b).ok_or_else(|| malformed_segment(ns, seg, term))
 }
 
-/// The rows of one segment for postings sorted by `(term, id, from_rev)`: per term, its
-/// postings in parts of at most [`SEGMENT_ROW_POSTINGS`], as `(term, part, row)`.
-fn segment_rows<'p>(postings: &[(&'p str, SegmentPosting)]) -> Vec<(&'p str, u32, Vec<u8>)> {
-    let mut rows = Vec::new();
+fn malformed_segment(ns: &str, seg: u64, term: &str) -> Error {
+    Error::Inconsistent {
+        namespace: ns.to_string(),
+        detail: format!("malformed block or row of segment {} at the term \"{term}\"", segment_name(seg)),
+    }
+}
+
+/// A segment as people read it: `level/sequence`.
+fn segment_name(seg: u64) -> String {
+    format!("{}/{}", seg >> LEVEL_SHIFT, seg & ((1u64 << LEVEL_SHIFT) - 1))
+}
+
+/// A block of a segment (format 10): `[1][entries u32]`, then per entry the end of its term
+/// in the term bytes and the end of its postings in the postings (`u32` each), then the
+/// term bytes, then the postings (28 bytes each, `(id, from_rev)` order within an entry).
+/// Entries are in term order; a term whose postings do not fit continues in the next block.
+/// Read in place: a search finds its term by binary search and decodes only its postings.
+struct Block<'b> {
+    entries: usize,
+    dir: &'b [u8],
+    terms: &'b [u8],
+    postings: &'b [u8],
+}
+
+impl<'b> Block<'b> {
+    /// The block over its bytes (`None` if malformed).
+    fn parse(b: &'b [u8]) -> Option<Self> {
+        let rest = b.strip_prefix(&[BLOCK_VERSION])?;
+        let entries = usize::try_from(u32::from_le_bytes(rest.get(..4)?.try_into().ok()?)).ok()?;
+        let dir = rest.get(4..4 + entries.checked_mul(8)?)?;
+        let mut block = Block { entries, dir, terms: &[], postings: &[] };
+        let (terms, postings) = match entries.checked_sub(1) {
+            Some(last) => block.ends(last)?,
+            None => (0, 0),
+        };
+        let body = rest.get(4 + dir.len()..)?;
+        block.terms = body.get(..terms)?;
+        block.postings = body.get(terms..)?;
+        (block.postings.len() == postings.checked_mul(SEGMENT_POSTING_BYTES)?).then_some(block)
+    }
+
+    /// Where entry `i`'s term and postings end.
+    fn ends(&self, i: usize) -> Option<(usize, usize)> {
+        let at = |o: usize| {
+            self.dir.get(o..o + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes).map(|v| v as usize)
+        };
+        Some((at(i * 8)?, at(i * 8 + 4)?))
+    }
+
+    /// Where entry `i`'s term and postings start and end.
+    fn spans(&self, i: usize) -> Option<((usize, usize), (usize, usize))> {
+        let (t0, p0) = match i.checked_sub(1) {
+            Some(j) => self.ends(j)?,
+            None => (0, 0),
+        };
+        let (t1, p1) = self.ends(i)?;
+        Some(((t0, t1), (p0, p1)))
+    }
+
+    fn term(&self, i: usize) -> Option<&'b str> {
+        let ((t0, t1), _) = self.spans(i)?;
+        std::str::from_utf8(self.terms.get(t0..t1)?).ok()
+    }
+
+    /// Entry `i`'s postings.
+    fn postings(&self, i: usize) -> Option<Vec<SegmentPosting>> {
+        let (_, (p0, p1)) = self.spans(i)?;
+        let bytes = self.postings.get(p0 * SEGMENT_POSTING_BYTES..p1.checked_mul(SEGMENT_POSTING_BYTES)?)?;
+        bytes.chunks_exact(SEGMENT_POSTING_BYTES).map(segment_posting).collect()
+    }
+
+    /// The entry of `term`, by binary search (`None` if malformed, `Some(None)` if absent).
+    fn find(&self, term: &str) -> Option<Option<usize>> {
+        let (mut lo, mut hi) = (0, self.entries);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.term(mid)?.cmp(term) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(Some(mid)),
+            }
+        }
+        Some(None)
+    }
+
+    /// Every entry, checked: terms in strictly increasing order, postings within a term in
+    /// strictly increasing `(id, from_rev)` order (`None` if not, or malformed).
+    fn entries(&self) -> Option<Vec<(&'b str, Vec<SegmentPosting>)>> {
+        let mut out: Vec<(&'b str, Vec<SegmentPosting>)> = Vec::with_capacity(self.entries);
+        for i in 0..self.entries {
+            let (term, list) = (self.term(i)?, self.postings(i)?);
+            let sorted = list.windows(2).all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1));
+            if out.last().is_some_and(|(t, _)| *t >= term) || !sorted {
+                return None;
+            }
+            out.push((term, list));
+        }
+        Some(out)
+    }
+
+    /// How many postings the block holds.
+    fn len(&self) -> usize {
+        self.postings.len() / SEGMENT_POSTING_BYTES
+    }
+}
+
+/// Encode a block of `(term, postings)` entries in term order.
+fn encode_block(entries: &[(&str, &[(&str, SegmentPosting)])]) -> Vec<u8> {
+    let terms: usize = entries.iter().map(|e| e.0.len()).sum();
+    let postings: usize = entries.iter().map(|e| e.1.len()).sum();
+    let mut out = Vec::with_capacity(5 + 8 * entries.len() + terms + postings * SEGMENT_POSTING_BYTES);
+    out.push(BLOCK_VERSION);
+    out.extend_from_slice(&u32::try_from(entries.len()).unwrap_or(u32::MAX).to_le_bytes());
+    let (mut t, mut p) = (0usize, 0usize);
+    for (term, list) in entries {
+        t += term.len();
+        p += list.len();
+        out.extend_from_slice(&u32::try_from(t).unwrap_or(u32::MAX).to_le_bytes());
+        out.extend_from_slice(&u32::try_from(p).unwrap_or(u32::MAX).to_le_bytes());
+    }
+    for (term, _) in entries {
+        out.extend_from_slice(term.as_bytes());
+    }
+    for (_, list) in entries {
+        for (_, posting) in *list {
+            put_segment_posting(&mut out, *posting);
+        }
+    }
+    out
+}
+
+/// The blocks of one segment for postings sorted by `(term, id, from_rev)`, as `(first term,
+/// part, block)`: `part` counts the blocks a term's postings went into before this one (a
+/// term that continues from the previous block starts the next at part 1, 2, ...), so that
+/// the keys are unique and ordered.
+fn segment_blocks<'p>(postings: &[(&'p str, SegmentPosting)]) -> Vec<(&'p str, u32, Vec<u8>)> {
+    let mut blocks = Vec::new();
+    let mut entries: Vec<(&str, &[(&str, SegmentPosting)])> = Vec::new();
+    let mut key: Option<(&'p str, u32)> = None;
+    let mut size = 0usize;
     let mut i = 0;
     while let Some(&(term, _)) = postings.get(i) {
-        let run = postings[i..].partition_point(|p| p.0 == term);
-        let list: Vec<SegmentPosting> = postings[i..i + run].iter().map(|p| p.1).collect();
-        for (part, chunk) in list.chunks(SEGMENT_ROW_POSTINGS).enumerate() {
-            rows.push((term, u32::try_from(part).unwrap_or(u32::MAX), encode_segment_row(chunk)));
+        let run = i + postings[i..].partition_point(|p| p.0 == term);
+        let mut part = 0u32;
+        while i < run {
+            let head = 8 + term.len();
+            if !entries.is_empty() && size + head + SEGMENT_POSTING_BYTES > BLOCK_BYTES {
+                if let Some((first, first_part)) = key.take() {
+                    blocks.push((first, first_part, encode_block(&entries)));
+                }
+                entries.clear();
+                size = 0;
+            }
+            let room = (BLOCK_BYTES.saturating_sub(size + head) / SEGMENT_POSTING_BYTES).max(1);
+            let take = (run - i).min(room);
+            key.get_or_insert((term, part));
+            entries.push((term, &postings[i..i + take]));
+            size += head + take * SEGMENT_POSTING_BYTES;
+            i += take;
+            part += 1;
         }
-        i += run;
     }
-    rows
+    if let Some((first, part)) = key {
+        blocks.push((first, part, encode_block(&entries)));
+    }
+    blocks
+}
+
+/// The level a merge of `texts` fresh texts starts its segment at: the first whose segments
+/// are at least that large (a bulk commit's segment goes straight to a higher level).
+fn level_for(texts: usize) -> u64 {
+    let mut level = 0;
+    let mut size = FRESH_LIMIT as usize * SEGMENT_FANOUT;
+    while texts >= size && level < 16 {
+        level += 1;
+        size = size.saturating_mul(SEGMENT_FANOUT);
+    }
+    level
 }
 
 /// The terms of a fresh text and its length.
@@ -312,7 +484,7 @@ impl<'txn> LexicalWriter<'txn> {
             // A merge asked for also moves the segments, fresh texts or not.
             let merge = texts >= FRESH_LIMIT
                 || (requested.contains(&ns)
-                    && (texts > 0 || segment_range(self.segments.get()?, &ns)?.is_some()));
+                    && (texts > 0 || !segment_list(self.segments.get()?, &ns)?.is_empty()));
             if merge {
                 self.merge(&ns, &new, requested.contains(&ns))?;
             } else {
@@ -335,11 +507,12 @@ impl<'txn> LexicalWriter<'txn> {
     }
 
     /// Move every fresh text of a namespace, and this commit's new texts, into a new segment
-    /// of postings; or, when the namespace has [`SEGMENT_LIMIT`] segments less one, or the
-    /// merge was asked for (`all`), move them and every segment into the posting lists. The
-    /// postings are inserted in key order: a segment's as one run at the end of the namespace's
-    /// segments, and in the posting lists each term's new postings (whose ids are mostly newer
-    /// than its old ones) as one run through one cursor rather than one descent each.
+    /// (of the level [`level_for`] their number); when that level already has
+    /// [`SEGMENT_FANOUT`] segments less one, merge them with it into one segment of the next
+    /// level, and so on up. A merge asked for (`all`) moves them and every segment into the
+    /// posting lists instead. A segment is written as one run of keys, a few large rows (see
+    /// [`Block`]); in the posting lists each term's new postings go in as one run through one
+    /// cursor rather than one descent each.
     fn merge(&mut self, ns: &str, new: &[NewText], all: bool) -> Result<(), Error> {
         let rows = fresh_rows(&self.fresh, ns)?;
         let mut postings: Vec<(&str, SegmentPosting)> = Vec::new();
@@ -361,23 +534,42 @@ impl<'txn> LexicalWriter<'txn> {
             self.texts.get_mut()?,
             texts.iter().map(|(id, rev, value)| ((ns, *id, *rev), value.as_slice())),
         )?;
-        let segments = segment_range(self.segments.get()?, ns)?;
-        let count = segments.map_or(0, |(first, last)| last - first + 1);
-        if all || count + 1 >= SEGMENT_LIMIT {
-            // The segments' rows, read out (their keys borrow the table), and removed.
-            let mut held: Vec<(String, Vec<SegmentPosting>)> = Vec::new();
-            if count > 0 {
-                for r in self.segments.get()?.range(segment_bounds(ns))? {
-                    let (k, v) = r?;
-                    let (_, seg, term, _) = k.value();
-                    held.push((term.to_string(), decode_segment_row_at(ns, seg, term, v.value())?));
-                }
-                self.segments.get_mut()?.retain_in(segment_bounds(ns), |_, _| false)?;
+        let segments = segment_list(self.segments.get()?, ns)?;
+        // The levels whose segments join this merge: all of them, or from the new segment's
+        // level up, each that the merge fills.
+        let mut level = level_for(texts.len());
+        let mut joined: Vec<std::ops::Range<SegmentBound<'_>>> = Vec::new();
+        if all {
+            if !segments.is_empty() {
+                joined.push(segment_bounds(ns));
             }
-            postings.extend(held.iter().flat_map(|(term, list)| list.iter().map(|p| (term.as_str(), *p))));
-            // Stable: of two equal keys (which a consistent file never has) the later wins, as
-            // before.
-            postings.sort_by(|a, b| (a.0, a.1.0, a.1.1).cmp(&(b.0, b.1.0, b.1.1)));
+        } else {
+            while segments.iter().filter(|s| **s >> LEVEL_SHIFT == level).count() + 1 >= SEGMENT_FANOUT {
+                joined.push(level_bounds(ns, level));
+                level += 1;
+            }
+        }
+        // Their blocks, read out (their keys borrow the table), and removed.
+        let mut held: Vec<(u64, Vec<u8>)> = Vec::new();
+        for range in joined {
+            for r in self.segments.get()?.range(range.clone())? {
+                let (k, v) = r?;
+                held.push((k.value().1, v.value().to_vec()));
+            }
+            self.segments.get_mut()?.retain_in(range, |_, _| false)?;
+        }
+        for (seg, bytes) in &held {
+            let entries = Block::parse(bytes)
+                .and_then(|b| b.entries())
+                .ok_or_else(|| malformed_segment(ns, *seg, ""))?;
+            for (term, list) in entries {
+                postings.extend(list.into_iter().map(|p| (term, p)));
+            }
+        }
+        // Stable: of two equal keys (which a consistent file never has) the later wins, as
+        // before.
+        postings.sort_by(|a, b| (a.0, a.1.0, a.1.1).cmp(&(b.0, b.1.0, b.1.1)));
+        if all {
             let values: Vec<[u8; 9]> =
                 postings.iter().map(|(_, (_, _, tf, len))| encode_posting(*tf, *len)).collect();
             crate::tables::insert_sorted(
@@ -387,13 +579,14 @@ impl<'txn> LexicalWriter<'txn> {
                     .zip(&values)
                     .map(|((term, (id, rev, _, _)), value)| ((ns, *term, *id, *rev), value.as_slice())),
             )?;
-        } else {
-            let seg = segments.map_or(0, |(_, last)| last + 1);
-            postings.sort_by(|a, b| (a.0, a.1.0, a.1.1).cmp(&(b.0, b.1.0, b.1.1)));
-            let rows = segment_rows(&postings);
+        } else if !postings.is_empty() {
+            // The next sequence number: after every segment's, at any level.
+            let seq = segments.iter().map(|s| s & ((1u64 << LEVEL_SHIFT) - 1)).max().map_or(0, |m| m + 1);
+            let seg = (level << LEVEL_SHIFT) | seq;
+            let blocks = segment_blocks(&postings);
             crate::tables::insert_sorted(
                 self.segments.get_mut()?,
-                rows.iter().map(|(term, part, row)| ((ns, seg, *term, *part), row.as_slice())),
+                blocks.iter().map(|(term, part, block)| ((ns, seg, *term, *part), block.as_slice())),
             )?;
         }
         if !rows.is_empty() {
@@ -456,7 +649,7 @@ impl<'txn> LexicalWriter<'txn> {
             self.fresh.remove((ns, id, *rev))?;
         }
         let mut removed_len = 0i64;
-        let segments = segment_range(self.segments.get()?, ns)?;
+        let segments = segment_list(self.segments.get()?, ns)?;
         for rev in &revs {
             let unplaced = self.new_texts.remove(&(ns.to_string(), id, *rev)).is_some();
             if let Some(rec) = all.iter().find(|r| r.rev == *rev) {
@@ -464,10 +657,8 @@ impl<'txn> LexicalWriter<'txn> {
                 if !unplaced && !fresh_revs.contains(rev) {
                     for term in counts.keys() {
                         self.postings.get_mut()?.remove((ns, term.as_str(), id, *rev))?;
-                        if let Some((first, last)) = segments {
-                            for seg in first..=last {
-                                self.forget_in_segment(ns, seg, term, id, *rev)?;
-                            }
+                        for seg in &segments {
+                            self.forget_in_segment(ns, *seg, term, id, *rev)?;
                         }
                     }
                 }
@@ -486,33 +677,98 @@ impl<'txn> LexicalWriter<'txn> {
 }
 
 impl LexicalWriter<'_> {
-    /// Remove the posting of `(id, rev)` from a term's rows in one segment, if it is there.
+    /// Remove the posting of `(id, rev)` from the blocks of a term in one segment, if it is
+    /// there. A block keeps its key when its first entry goes (the key is then below its
+    /// first term, which [`term_blocks`] allows); a block left empty is removed.
     fn forget_in_segment(&mut self, ns: &str, seg: u64, term: &str, id: u128, rev: u32) -> Result<(), Error> {
-        let mut found: Option<(u32, Vec<SegmentPosting>)> = None;
-        for r in self.segments.get()?.range((ns, seg, term, 0u32)..=(ns, seg, term, u32::MAX))? {
-            let (k, v) = r?;
-            let list = decode_segment_row_at(ns, seg, term, v.value())?;
-            if list.iter().any(|p| (p.0, p.1) == (id, rev)) {
-                found = Some((k.value().3, list));
-                break;
+        let mut found: Option<((String, u32), Vec<u8>)> = None;
+        term_blocks(self.segments.get()?, ns, seg, term, |first, part, bytes| {
+            let block = Block::parse(bytes).ok_or_else(|| malformed_segment(ns, seg, first))?;
+            if let Some(i) = block.find(term).ok_or_else(|| malformed_segment(ns, seg, first))?
+                && block
+                    .postings(i)
+                    .ok_or_else(|| malformed_segment(ns, seg, first))?
+                    .iter()
+                    .any(|p| (p.0, p.1) == (id, rev))
+            {
+                found = Some(((first.to_string(), part), bytes.to_vec()));
+                return Ok(false);
             }
-        }
-        if let Some((part, mut list)) = found {
-            list.retain(|p| (p.0, p.1) != (id, rev));
-            let table = self.segments.get_mut()?;
-            if list.is_empty() {
-                table.remove((ns, seg, term, part))?;
-            } else {
-                table.insert((ns, seg, term, part), encode_segment_row(&list).as_slice())?;
+            Ok(true)
+        })?;
+        let Some(((first, part), bytes)) = found else { return Ok(()) };
+        let entries = Block::parse(&bytes)
+            .and_then(|b| b.entries())
+            .ok_or_else(|| malformed_segment(ns, seg, &first))?;
+        let kept: Vec<(&str, SegmentPosting)> = entries
+            .iter()
+            .flat_map(|(t, list)| list.iter().map(move |p| (*t, *p)))
+            .filter(|(t, p)| !(*t == term && (p.0, p.1) == (id, rev)))
+            .collect();
+        let table = self.segments.get_mut()?;
+        if kept.is_empty() {
+            table.remove((ns, seg, first.as_str(), part))?;
+        } else {
+            let mut runs: Vec<(&str, &[(&str, SegmentPosting)])> = Vec::new();
+            let mut i = 0;
+            while let Some(&(t, _)) = kept.get(i) {
+                let n = kept[i..].partition_point(|p| p.0 == t);
+                runs.push((t, &kept[i..i + n]));
+                i += n;
             }
+            table.insert((ns, seg, first.as_str(), part), encode_block(&runs).as_slice())?;
         }
         Ok(())
     }
 }
 
+/// A key bounding a namespace's segment blocks.
+type SegmentBound<'a> = (&'a str, u64, &'static str, u32);
+
 /// Every key of a namespace's segments (segment `u64::MAX` is never used).
-fn segment_bounds(ns: &str) -> std::ops::Range<(&str, u64, &'static str, u32)> {
+fn segment_bounds(ns: &str) -> std::ops::Range<SegmentBound<'_>> {
     (ns, 0u64, "", 0u32)..(ns, u64::MAX, "", 0u32)
+}
+
+/// Every key of a namespace's segments of one level.
+fn level_bounds(ns: &str, level: u64) -> std::ops::Range<SegmentBound<'_>> {
+    (ns, level << LEVEL_SHIFT, "", 0u32)..(ns, (level + 1) << LEVEL_SHIFT, "", 0u32)
+}
+
+/// A namespace's segments, in key order (by level, then age): one descent each.
+pub(crate) fn segment_list(
+    segments: &impl ReadableTable<SegmentKey, &'static [u8]>,
+    ns: &str,
+) -> Result<Vec<u64>, Error> {
+    let mut out = Vec::new();
+    let mut from = 0u64;
+    while let Some(r) = segments.range((ns, from, "", 0u32)..(ns, u64::MAX, "", 0u32))?.next() {
+        let seg = r?.0.value().1;
+        out.push(seg);
+        from = seg + 1;
+    }
+    Ok(out)
+}
+
+/// Call `f` with `(first term, part, bytes)` of each block of a segment that may hold
+/// postings of `term`, last first, until it returns `false`: the blocks keyed by `term` and
+/// the one before them (where `term` may start), found from one descent. A block's key is at
+/// most its first term, and the terms of successive blocks increase.
+fn term_blocks(
+    segments: &impl ReadableTable<SegmentKey, &'static [u8]>,
+    ns: &str,
+    seg: u64,
+    term: &str,
+    mut f: impl FnMut(&str, u32, &[u8]) -> Result<bool, Error>,
+) -> Result<(), Error> {
+    for r in segments.range((ns, seg, "", 0u32)..=(ns, seg, term, u32::MAX))?.rev() {
+        let (k, v) = r?;
+        let (_, _, first, part) = k.value();
+        if !f(first, part, v.value())? || first != term || part == 0 {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// Every key of a namespace's segments in format 8.
@@ -520,65 +776,75 @@ fn legacy_segment_bounds(ns: &str) -> std::ops::Range<(&str, u64, &'static str, 
     (ns, 0u64, "", 0u128, 0u32)..(ns, u64::MAX, "", 0u128, 0u32)
 }
 
-/// A namespace's first and last segment, if it has any. Segments are numbered without gaps:
-/// each merge adds the next, and they all go together.
-pub(crate) fn segment_range(
-    segments: &impl ReadableTable<SegmentKey, &'static [u8]>,
-    ns: &str,
-) -> Result<Option<(u64, u64)>, Error> {
-    first_and_last(segments.range(segment_bounds(ns))?, |k| k.1)
-}
-
-/// The segments of the first and last keys of a namespace's range of segment keys (`seg`
-/// reads a key's segment), in either format.
-fn first_and_last<K: redb::Key + 'static>(
-    mut range: redb::Range<'_, K, &'static [u8]>,
-    seg: impl for<'k> Fn(K::SelfType<'k>) -> u64,
+/// The segments of the first and last keys of a namespace's range of format-8 segment keys.
+/// Format 8 numbered its segments without gaps: each merge added the next, and they all went
+/// together.
+fn first_and_last(
+    mut range: redb::Range<'_, LegacySegmentKey, &'static [u8]>,
 ) -> Result<Option<(u64, u64)>, Error> {
     let Some(first) = range.next() else { return Ok(None) };
-    let first = seg(first?.0.value());
+    let first = first?.0.value().1;
     let last = match range.next_back() {
-        Some(r) => seg(r?.0.value()),
+        Some(r) => r?.0.value().1,
         None => first,
     };
     Ok(Some((first, last)))
 }
 
+/// A snapshot's segment table of one format.
+type SegmentTable<K> = redb::ReadOnlyTable<K, &'static [u8]>;
+
 /// Where a snapshot finds the postings of merged texts not yet in the posting lists: format
-/// 9's segment rows, or format 8's one row per posting (a format-8 file opened read-only).
-pub(crate) enum Segments<A, B> {
+/// 10's blocks, or (in a file of an older format opened read-only) format 9's rows or format
+/// 8's one row per posting.
+pub(crate) enum Segments {
+    /// Format 10: blocks of many terms, segments by level.
+    Blocks(SegmentTable<SegmentKey>),
     /// Format 9: one row per term and segment.
-    Rows(A),
+    Rows(SegmentTable<SegmentKey>),
     /// Format 8: one row per posting.
-    Legacy(B),
+    Legacy(SegmentTable<LegacySegmentKey>),
     /// No segments table (formats before 8).
     None,
 }
 
-impl<A, B> Segments<A, B>
-where
-    A: ReadableTable<SegmentKey, &'static [u8]>,
-    B: ReadableTable<LegacySegmentKey, &'static [u8]>,
-{
-    /// Every posting of `term` in a namespace's segments, segment by segment.
-    pub(crate) fn postings(&self, ns: &str, term: &str) -> Result<Vec<SegmentPosting>, Error> {
-        let mut out = Vec::new();
+impl Segments {
+    /// A namespace's segments.
+    pub(crate) fn list(&self, ns: &str) -> Result<Vec<u64>, Error> {
         match self {
-            Segments::Rows(t) => {
-                let Some((first, last)) = segment_range(t, ns)? else { return Ok(out) };
-                for seg in first..=last {
+            Segments::Blocks(t) | Segments::Rows(t) => segment_list(t, ns),
+            Segments::Legacy(t) => Ok(first_and_last(t.range(legacy_segment_bounds(ns))?)?
+                .map_or(Vec::new(), |(a, b)| (a..=b).collect())),
+            Segments::None => Ok(Vec::new()),
+        }
+    }
+
+    /// Every posting of `term` in the namespace's segments `segs` (from [`Self::list`]),
+    /// added to `out`.
+    pub(crate) fn postings(
+        &self,
+        ns: &str,
+        segs: &[u64],
+        term: &str,
+        out: &mut Vec<SegmentPosting>,
+    ) -> Result<(), Error> {
+        for &seg in segs {
+            match self {
+                Segments::Blocks(t) => term_blocks(t, ns, seg, term, |first, _, bytes| {
+                    let malformed = || malformed_segment(ns, seg, first);
+                    let block = Block::parse(bytes).ok_or_else(malformed)?;
+                    if let Some(i) = block.find(term).ok_or_else(malformed)? {
+                        out.extend(block.postings(i).ok_or_else(malformed)?);
+                    }
+                    Ok(true)
+                })?,
+                Segments::Rows(t) => {
                     for r in t.range((ns, seg, term, 0u32)..=(ns, seg, term, u32::MAX))? {
                         let (_, v) = r?;
                         out.extend(decode_segment_row_at(ns, seg, term, v.value())?);
                     }
                 }
-            }
-            Segments::Legacy(t) => {
-                let Some((first, last)) = first_and_last(t.range(legacy_segment_bounds(ns))?, |k| k.1)?
-                else {
-                    return Ok(out);
-                };
-                for seg in first..=last {
+                Segments::Legacy(t) => {
                     for r in t.range((ns, seg, term, 0u128, 0u32)..=(ns, seg, term, u128::MAX, u32::MAX))? {
                         let (k, v) = r?;
                         let (_, _, _, id, rev) = k.value();
@@ -587,17 +853,24 @@ where
                         }
                     }
                 }
+                Segments::None => {}
             }
-            Segments::None => {}
         }
-        Ok(out)
+        Ok(())
     }
 
-    /// How many postings a namespace's segments hold (a malformed row counts for none), read
-    /// row by row: no map of them all (a bulk import's one segment can hold millions).
+    /// How many postings a namespace's segments hold (a malformed block or row counts for
+    /// none), read block by block: no map of them all (a bulk import's one segment can hold
+    /// millions).
     pub(crate) fn count(&self, ns: &str) -> Result<u64, Error> {
         let mut n = 0u64;
         match self {
+            Segments::Blocks(t) => {
+                for r in t.range(segment_bounds(ns))? {
+                    let (_, v) = r?;
+                    n += Block::parse(v.value()).map_or(0, |b| b.len() as u64);
+                }
+            }
             Segments::Rows(t) => {
                 for r in t.range(segment_bounds(ns))? {
                     let (_, v) = r?;
@@ -618,24 +891,47 @@ where
         Ok(n)
     }
 
-    /// Every posting of a namespace's segments, by `(term, id, from_rev)`, and how many rows
-    /// hold them (a posting stored twice counts twice). Malformed rows are reported as
-    /// problems.
+    /// Every posting of a namespace's segments, by `(term, id, from_rev)`, and how many places
+    /// hold them (a posting stored twice counts twice). Malformed blocks and rows, and blocks
+    /// keyed above their first term, are reported as problems.
     pub(crate) fn all(&self, ns: &str, problems: &mut Vec<String>) -> Result<(SegmentMap, u64), Error> {
         let mut out = BTreeMap::new();
-        let mut n = 0u64;
+        let (mut n, mut malformed) = (0u64, 0u64);
+        let mut add = |term: &str, list: Vec<SegmentPosting>| {
+            for (id, rev, tf, len) in list {
+                n += 1;
+                out.insert((term.to_string(), id, rev), (tf, len));
+            }
+        };
         match self {
+            Segments::Blocks(t) => {
+                for r in t.range(segment_bounds(ns))? {
+                    let (k, v) = r?;
+                    let (_, seg, first, _) = k.value();
+                    let name = segment_name(seg);
+                    match Block::parse(v.value()).and_then(|b| b.entries()) {
+                        Some(entries) => {
+                            if entries.first().is_some_and(|e| e.0 < first) {
+                                problems.push(format!(
+                                    "{ns}: a block of segment {name} keyed above its first term"
+                                ));
+                            }
+                            for (term, list) in entries {
+                                add(term, list);
+                            }
+                        }
+                        None => {
+                            problems.push(format!("{ns}: a malformed block of segment {name} at \"{first}\""))
+                        }
+                    }
+                }
+            }
             Segments::Rows(t) => {
                 for r in t.range(segment_bounds(ns))? {
                     let (k, v) = r?;
                     let (_, seg, term, _) = k.value();
                     match decode_segment_row(v.value()) {
-                        Some(list) => {
-                            for (id, rev, tf, len) in list {
-                                n += 1;
-                                out.insert((term.to_string(), id, rev), (tf, len));
-                            }
-                        }
+                        Some(list) => add(term, list),
                         None => {
                             problems.push(format!("{ns}: a malformed row of segment {seg} for \"{term}\""))
                         }
@@ -646,66 +942,106 @@ where
                 for r in t.range(legacy_segment_bounds(ns))? {
                     let (k, v) = r?;
                     let (_, seg, term, id, rev) = k.value();
-                    n += 1;
                     match decode_posting(v.value()) {
-                        Some(p) => {
-                            out.insert((term.to_string(), id, rev), p);
+                        Some((tf, len)) => add(term, vec![(id, rev, tf, len)]),
+                        // Counted as a stored posting, as before.
+                        None => {
+                            malformed += 1;
+                            problems
+                                .push(format!("{ns}: a malformed posting in segment {seg} for \"{term}\""))
                         }
-                        None => problems
-                            .push(format!("{ns}: a malformed posting in segment {seg} for \"{term}\"")),
                     }
                 }
             }
             Segments::None => {}
         }
-        Ok((out, n))
+        Ok((out, n + malformed))
     }
 }
 
-/// Move format 8's segments to format 9's rows (in the upgrading transaction), keeping their
-/// numbers, then drop the old table.
+/// Move the segments of formats 8 (one row per posting) and 9 (one row per term) into format
+/// 10's blocks (in the upgrading transaction), keeping their numbers (level 0), then drop the
+/// old tables. One segment at a time is held in memory.
 pub(crate) fn upgrade_segments(txn: &redb::WriteTransaction) -> Result<(), Error> {
-    {
-        let old = match txn.open_table(crate::tables::SEGMENTS_V8) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
-            Err(e) => return Err(e.into()),
-        };
-        let mut new = txn.open_table(crate::tables::SEGMENTS)?;
-        // The old rows come by (namespace, segment, term, id, from_rev): one run per row group.
-        let mut group: Option<(String, u64, String)> = None;
-        let mut list: Vec<SegmentPosting> = Vec::new();
-        let mut write =
-            |group: &Option<(String, u64, String)>, list: &mut Vec<SegmentPosting>| -> Result<(), Error> {
-                if let Some((ns, seg, term)) = group {
-                    for (part, chunk) in list.chunks(SEGMENT_ROW_POSTINGS).enumerate() {
-                        let part = u32::try_from(part).unwrap_or(u32::MAX);
-                        new.insert(
-                            (ns.as_str(), *seg, term.as_str(), part),
-                            encode_segment_row(chunk).as_slice(),
-                        )?;
-                    }
-                }
-                list.clear();
-                Ok(())
-            };
-        for r in old.iter()? {
-            let (k, v) = r?;
-            let (ns, seg, term, id, rev) = k.value();
-            let same = group.as_ref().is_some_and(|(n, s, t)| n == ns && *s == seg && t == term);
-            if !same {
-                write(&group, &mut list)?;
-                group = Some((ns.to_string(), seg, term.to_string()));
-            }
-            let (tf, len) = decode_posting(v.value()).ok_or_else(|| Error::Inconsistent {
-                namespace: ns.to_string(),
-                detail: format!("malformed posting in segment {seg} for the term \"{term}\""),
-            })?;
-            list.push((id, rev, tf, len));
+    fn open<'t, K: redb::Key + 'static>(
+        txn: &'t redb::WriteTransaction,
+        def: redb::TableDefinition<'_, K, &'static [u8]>,
+    ) -> Result<Option<redb::Table<'t, K, &'static [u8]>>, Error> {
+        match txn.open_table(def) {
+            Ok(t) => Ok(Some(t)),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(e) => Err(e.into()),
         }
-        write(&group, &mut list)?;
     }
-    txn.delete_table(crate::tables::SEGMENTS_V8)?;
+    /// The postings of one old segment, in `(term, id, from_rev)` order.
+    #[derive(Default)]
+    struct Pending {
+        at: Option<(String, u64)>,
+        postings: Vec<(String, SegmentPosting)>,
+    }
+    impl Pending {
+        fn push(
+            &mut self,
+            new: &mut redb::Table<'_, SegmentKey, &'static [u8]>,
+            ns: &str,
+            seg: u64,
+            posting: (&str, SegmentPosting),
+        ) -> Result<(), Error> {
+            if self.at.as_ref().is_some_and(|(n, s)| (n.as_str(), *s) != (ns, seg)) {
+                self.write(new)?;
+            }
+            self.at.get_or_insert_with(|| (ns.to_string(), seg));
+            self.postings.push((posting.0.to_string(), posting.1));
+            Ok(())
+        }
+
+        fn write(&mut self, new: &mut redb::Table<'_, SegmentKey, &'static [u8]>) -> Result<(), Error> {
+            if let Some((ns, seg)) = self.at.take() {
+                let refs: Vec<(&str, SegmentPosting)> =
+                    self.postings.iter().map(|(t, p)| (t.as_str(), *p)).collect();
+                for (term, part, block) in segment_blocks(&refs) {
+                    new.insert((ns.as_str(), seg, term, part), block.as_slice())?;
+                }
+            }
+            self.postings.clear();
+            Ok(())
+        }
+    }
+    let mut pending = Pending::default();
+    let (mut v8, mut v9) = (false, false);
+    {
+        let mut new = txn.open_table(crate::tables::SEGMENTS)?;
+        if let Some(old) = open(txn, crate::tables::SEGMENTS_V8)? {
+            v8 = true;
+            for r in old.iter()? {
+                let (k, v) = r?;
+                let (ns, seg, term, id, rev) = k.value();
+                let (tf, len) = decode_posting(v.value()).ok_or_else(|| Error::Inconsistent {
+                    namespace: ns.to_string(),
+                    detail: format!("malformed posting in segment {seg} for the term \"{term}\""),
+                })?;
+                pending.push(&mut new, ns, seg, (term, (id, rev, tf, len)))?;
+            }
+            pending.write(&mut new)?;
+        }
+        if let Some(old) = open(txn, crate::tables::SEGMENTS_V9)? {
+            v9 = true;
+            for r in old.iter()? {
+                let (k, v) = r?;
+                let (ns, seg, term, _) = k.value();
+                for p in decode_segment_row_at(ns, seg, term, v.value())? {
+                    pending.push(&mut new, ns, seg, (term, p))?;
+                }
+            }
+            pending.write(&mut new)?;
+        }
+    }
+    if v8 {
+        txn.delete_table(crate::tables::SEGMENTS_V8)?;
+    }
+    if v9 {
+        txn.delete_table(crate::tables::SEGMENTS_V9)?;
+    }
     Ok(())
 }
 
@@ -738,9 +1074,9 @@ pub(crate) fn fresh_rows(
 /// Score the posting lists and the fresh rows of the query's terms in a namespace, resolve
 /// each record at `as_of` through `resolve` (which applies the filters), and keep the best `k`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn search<A, B>(
+pub(crate) fn search(
     postings: &impl ReadableTable<PostingKey, &'static [u8]>,
-    segments: &Segments<A, B>,
+    segments: &Segments,
     texts: &impl ReadableTable<TextKey, &'static [u8]>,
     fresh: &FreshRows,
     stats: LexStats,
@@ -748,11 +1084,7 @@ pub(crate) fn search<A, B>(
     query: &str,
     k: usize,
     resolve: &dyn Fn(RecordId) -> Result<Option<Record>, Error>,
-) -> Result<Vec<LexicalHit>, Error>
-where
-    A: ReadableTable<SegmentKey, &'static [u8]>,
-    B: ReadableTable<LegacySegmentKey, &'static [u8]>,
-{
+) -> Result<Vec<LexicalHit>, Error> {
     let mut terms: Vec<String> = tokenize(query).into_iter().filter(|t| !is_stopword(t)).collect();
     terms.sort();
     terms.dedup();
@@ -776,6 +1108,8 @@ where
     // Every posting's contribution, then summed per (record, text revision) by sorting: no
     // hashing in the loop.
     let mut contributions: Vec<(u128, u32, f64)> = Vec::new();
+    let segs = segments.list(ns.as_str())?;
+    let mut in_segments = Vec::new();
     for (term, fresh_hits) in terms.iter().zip(&fresh_hits) {
         let start = contributions.len();
         // The records holding the term, for its document frequency.
@@ -791,7 +1125,9 @@ where
                 contributions.push((id, rev, weight(tf, len)));
             }
         }
-        for (id, rev, tf, len) in segments.postings(ns.as_str(), term)? {
+        in_segments.clear();
+        segments.postings(ns.as_str(), &segs, term, &mut in_segments)?;
+        for &(id, rev, tf, len) in &in_segments {
             holders.push(id);
             contributions.push((id, rev, weight(tf, len)));
         }
@@ -880,9 +1216,9 @@ fn count_rows<K: redb::Key + 'static>(
 }
 
 /// The lexical tables [`verify`] compares.
-pub(crate) struct Stored<'a, P, A, B, T, F> {
+pub(crate) struct Stored<'a, P, T, F> {
     pub(crate) postings: &'a P,
-    pub(crate) segments: &'a Segments<A, B>,
+    pub(crate) segments: &'a Segments,
     pub(crate) texts: &'a T,
     pub(crate) fresh: Option<&'a F>,
     pub(crate) stats: LexStats,
@@ -895,16 +1231,14 @@ pub(crate) struct Stored<'a, P, A, B, T, F> {
 /// posting lists or a segment; no row is left that no text accounts for; and the namespace
 /// totals agree. For files of format 6 and later (earlier ones kept a `texts` row for fresh
 /// texts too).
-pub(crate) fn verify<P, A, B, T, F>(
+pub(crate) fn verify<P, T, F>(
     ns: &str,
     by_record: &BTreeMap<u128, Vec<Record>>,
-    stored: &Stored<'_, P, A, B, T, F>,
+    stored: &Stored<'_, P, T, F>,
     problems: &mut Vec<String>,
 ) -> Result<(), Error>
 where
     P: ReadableTable<PostingKey, &'static [u8]>,
-    A: ReadableTable<SegmentKey, &'static [u8]>,
-    B: ReadableTable<LegacySegmentKey, &'static [u8]>,
     T: ReadableTable<TextKey, &'static [u8]>,
     F: ReadableTable<TextKey, &'static [u8]>,
 {

@@ -17,11 +17,6 @@ use crate::timeline::{self, Spans};
 use crate::vector::{self, VectorSpace};
 use crate::write::{self, NamespaceCounters};
 
-/// Format 9's segment rows, as a snapshot reads them.
-type SegmentRows = redb::ReadOnlyTable<crate::lexical::SegmentKey, &'static [u8]>;
-/// Format 8's segment postings, as a snapshot reads them.
-type LegacySegments = redb::ReadOnlyTable<crate::lexical::LegacySegmentKey, &'static [u8]>;
-
 /// A point on both time axes: "what was valid at `valid`, as the database knew it at `known`".
 /// `None` means now (for `known`: everything committed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -579,12 +574,14 @@ impl Snapshot {
             out.insert("commit_log", log);
             out.insert("vectors", self.open_optional(tables::VECTORS)?.map_or(Ok(0), |t| t.len())?);
             out.insert("postings", self.open_optional(tables::POSTINGS)?.map_or(Ok(0), |t| t.len())?);
-            let mut in_segments = 0;
+            let (mut in_segments, mut count) = (0, 0);
             let segments = self.segments()?;
             for ns in self.namespaces()? {
                 in_segments += segments.count(ns.as_str())?;
+                count += segments.list(ns.as_str())?.len() as u64;
             }
             out.insert("segment postings", in_segments);
+            out.insert("segments", count);
             out.insert("fresh texts", self.open_optional(tables::FRESH)?.map_or(Ok(0), |t| t.len())?);
             // Texts merged into the posting lists (a format-5 file also counts its fresh ones).
             out.insert("merged texts", self.open_optional(tables::TEXTS)?.map_or(Ok(0), |t| t.len())?);
@@ -698,16 +695,17 @@ impl Snapshot {
         }
     }
 
-    /// The lexical index's segments: format 9's rows, or a format-8 file's postings (opened
-    /// read-only, so not upgraded).
-    fn segments(&self) -> Result<crate::lexical::Segments<SegmentRows, LegacySegments>, Error> {
-        Ok(match self.open_optional(tables::SEGMENTS)? {
-            Some(t) => crate::lexical::Segments::Rows(t),
-            None => match self.open_optional(tables::SEGMENTS_V8)? {
-                Some(t) => crate::lexical::Segments::Legacy(t),
-                None => crate::lexical::Segments::None,
-            },
-        })
+    /// The lexical index's segments: format 10's blocks, or the rows of a format-9 file or
+    /// the postings of a format-8 file (opened read-only, so not upgraded).
+    fn segments(&self) -> Result<crate::lexical::Segments, Error> {
+        use crate::lexical::Segments;
+        if let Some(t) = self.open_optional(tables::SEGMENTS)? {
+            return Ok(Segments::Blocks(t));
+        }
+        if let Some(t) = self.open_optional(tables::SEGMENTS_V9)? {
+            return Ok(Segments::Rows(t));
+        }
+        Ok(self.open_optional(tables::SEGMENTS_V8)?.map_or(Segments::None, Segments::Legacy))
     }
 
     /// The vector spaces, by name.

@@ -849,8 +849,8 @@ fn check_meta(path: &Path, txn: &redb::ReadTransaction) -> Result<u32, Error> {
 
 /// Upgrade a file of an older format in one transaction: format 1 lacks the vector tables and
 /// the lexical index, format 2 the fresh texts, formats before 5 `mnemon.ended`, formats 5 and
-/// 6 file its rows by their start, formats before 9 lack `mnemon.segment_terms` (created empty
-/// with the other missing tables), and format 8's segments move there.
+/// 6 file its rows by their start, formats before 10 lack `mnemon.segment_blocks` (created
+/// empty with the other missing tables), and the segments of formats 8 and 9 move there.
 fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
     use redb::ReadableTable;
     if version >= format::FORMAT_VERSION {
@@ -911,7 +911,7 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
         txn.open_table(tables::ENDED)?;
         crate::ended::fill(&txn)?;
     }
-    // Format 9 holds a segment's postings in one row per term (a file without format 8's
+    // Format 10 holds a segment's postings in blocks (a file without format 8's or 9's
     // table has none to move).
     crate::lexical::upgrade_segments(&txn)?;
     {

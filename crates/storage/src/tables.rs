@@ -115,17 +115,24 @@ pub(crate) const AUX: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemo
 pub(crate) const POSTINGS: TableDefinition<(&str, &str, u128, u32), &[u8]> =
     TableDefinition::new("mnemon.postings");
 
-/// `(namespace, segment, term, part) -> [1]([id u128][from_rev u32][tf u32][doc length u32])*`:
-/// the postings of merged texts not yet in `POSTINGS`, one segment per merge and one row per
-/// term of it (in parts of at most 512 postings), in `(id, from_rev)` order, until a merge
-/// finds [`crate::lexical::SEGMENT_LIMIT`] segments and moves them all there (format 9; see
-/// `lexical.rs`).
+/// `(namespace, segment, first term, part) -> block`: the postings of merged texts not yet in
+/// `POSTINGS`, one segment per merge, each in blocks of about 16 KiB holding many terms'
+/// postings; a segment's number holds its level above bit 56, and a level's
+/// [`crate::lexical::SEGMENT_FANOUT`] segments are merged into one of the next level (format
+/// 10; see `lexical.rs`).
 pub(crate) const SEGMENTS: TableDefinition<(&str, u64, &str, u32), &[u8]> =
+    TableDefinition::new("mnemon.segment_blocks");
+
+/// Format 9's segments: `(namespace, segment, term, part) -> [1]([id u128][from_rev
+/// u32][tf u32][doc length u32])*`, one row per term of a segment (in parts of at most 512
+/// postings). Read from a format-9 file opened read-only; the upgrade to format 10 moves them
+/// into [`SEGMENTS`]' blocks and drops the table.
+pub(crate) const SEGMENTS_V9: TableDefinition<(&str, u64, &str, u32), &[u8]> =
     TableDefinition::new("mnemon.segment_terms");
 
 /// Format 8's segments, one row per posting: `(namespace, segment, term, id, from_rev) ->
 /// [1][tf u32][doc length u32]`. Read from a format-8 file opened read-only; the upgrade to
-/// format 9 moves the rows to [`SEGMENTS`] and drops the table.
+/// format 10 moves them into [`SEGMENTS`]' blocks and drops the table.
 pub(crate) const SEGMENTS_V8: TableDefinition<(&str, u64, &str, u128, u32), &[u8]> =
     TableDefinition::new("mnemon.segments");
 

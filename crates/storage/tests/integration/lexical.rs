@@ -235,11 +235,14 @@ fn fresh_texts_and_merged_postings_rank_alike() {
     assert_eq!(snap.lexical_search(&ns, "revised omega", &ListQuery::new(), 3).unwrap().len(), 3);
 }
 
-/// Merges fill segments until one finds [`SEGMENT_LIMIT`] of them less one and moves them all,
-/// with its own texts, into the posting lists: the ranking stays that of naive BM25 throughout,
-/// and revisions and erasures reach texts in segments and in the posting lists alike.
+/// Merges write segments of level 0; a level's [`SEGMENT_FANOUT`] segments become one of the
+/// next level, in cascade, and a bulk commit's segment starts at the level of its size: the
+/// segment count stays the sum of the digits of the texts' count in base 8 (in units of
+/// [`FRESH_LIMIT`]), the posting lists stay empty until a merge asked for, and the ranking
+/// stays that of naive BM25 throughout. Revisions and erasures reach texts in segments of any
+/// level and in the posting lists alike.
 #[test]
-fn segments_move_into_the_posting_lists_without_changing_the_ranking() {
+fn segments_tier_up_without_changing_the_ranking() {
     let dir = tempfile::tempdir().unwrap();
     let store =
         Store::open(dir.path().join("s.redb"), StoreOptions { create: true, ..Default::default() }).unwrap();
@@ -251,41 +254,58 @@ fn segments_move_into_the_posting_lists_without_changing_the_ranking() {
     let mut indexed: Vec<(RecordId, String)> = Vec::new();
     let mut live: Vec<(RecordId, String)> = Vec::new();
     let limit = usize::try_from(FRESH_LIMIT).unwrap();
-    let segments = |store: &Store| store.snapshot().unwrap().table_sizes().unwrap()["segment postings"];
-    let mut i = 0;
-    for commit in 0..SEGMENT_LIMIT + 1 {
-        // A commit of `FRESH_LIMIT` texts: each is a merge.
-        insert_texts(&store, &ns, (i..i + limit).map(text), &mut indexed, &mut live);
-        i += limit;
-        let in_segments = segments(&store);
-        if commit + 1 < SEGMENT_LIMIT {
-            assert!(in_segments > 0, "merge {commit}: nothing in segments");
-        } else if commit + 1 == SEGMENT_LIMIT {
-            assert_eq!(in_segments, 0, "merge {commit} moves the segments");
+    let fanout = SEGMENT_FANOUT;
+    assert_eq!(fanout, 8, "the expected counts below are in base 8");
+    let sizes = |store: &Store| store.snapshot().unwrap().table_sizes().unwrap();
+    let digit_sum = |mut n: usize| {
+        let mut sum = 0;
+        while n > 0 {
+            sum += n % fanout;
+            n /= fanout;
         }
-        if [0, 1, SEGMENT_LIMIT - 2, SEGMENT_LIMIT - 1, SEGMENT_LIMIT].contains(&commit) {
+        sum as u64
+    };
+    let mut i = 0;
+    // Commits of `FRESH_LIMIT` texts (each a merge into a level-0 segment), then bulk commits
+    // of `FRESH_LIMIT * SEGMENT_FANOUT` (level 1 at once), then small ones again until level 0
+    // and level 1 fill together and cascade into one segment of level 2.
+    let plan: Vec<usize> = [vec![1; 17], vec![fanout; 5], vec![1; 7]].concat();
+    let checked = [1, 7, 8, 9, 17, 22, 28, 29];
+    for (n, units) in plan.iter().enumerate() {
+        insert_texts(&store, &ns, (i..i + units * limit).map(text), &mut indexed, &mut live);
+        i += units * limit;
+        let s = sizes(&store);
+        assert_eq!(s["segments"], digit_sum(i / limit), "commit {}: {s:?}", n + 1);
+        assert_eq!(s["postings"], 0, "commit {}", n + 1);
+        if checked.contains(&(n + 1)) {
             check_naive(
                 &store.snapshot().unwrap(),
                 &ns,
                 &indexed,
                 &live,
                 &queries,
-                &format!("merge {commit}"),
+                &format!("commit {}", n + 1),
             );
         }
     }
-    // Now the first 16 merges' texts are in the posting lists, the 17th's in a segment.
-    assert!(segments(&store) > 0);
-    for (k, at) in [3usize, limit * (SEGMENT_LIMIT as usize) + 5].into_iter().enumerate() {
+    // One segment of level 2 holds every text.
+    assert_eq!(i, limit * fanout * fanout);
+    assert_eq!(sizes(&store)["segments"], 1);
+    // One more merge: a segment of level 0 beside it.
+    insert_texts(&store, &ns, (i..i + limit).map(text), &mut indexed, &mut live);
+    assert_eq!(sizes(&store)["segments"], 2);
+    for (k, at) in [3usize, i + 5].into_iter().enumerate() {
         revise_text(&store, &ns, &mut indexed, &mut live, at, format!("revised text {k}"));
     }
-    for at in [7usize, limit * (SEGMENT_LIMIT as usize) + 9] {
+    for at in [7usize, i + 9] {
         let (id, _) = live[at].clone();
         store.write(vec![WriteOp::Forget { namespace: ns.clone(), id }]).unwrap();
         indexed.retain(|(x, _)| *x != id);
         live.retain(|(x, _)| *x != id);
     }
     check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, "after revisions and forgets");
+    assert!(store.snapshot().unwrap().verify().unwrap().is_empty());
+    let segments = |store: &Store| sizes(store)["segment postings"];
     // (A posting left behind by a forgotten record would count in its terms' document
     // frequencies, and the scores above would differ from naive BM25.) An explicit merge
     // moves every segment into the posting lists.
@@ -355,31 +375,36 @@ fn verify_finds_what_the_lexical_index_lost_or_gained() {
         std::fs::remove_file(&copy).unwrap();
         problems
     };
-    use redb::ReadableTable as _;
-    let segments = redb::TableDefinition::<Seg, &[u8]>::new("mnemon.segment_terms");
+    let segments = redb::TableDefinition::<Seg, &[u8]>::new("mnemon.segment_blocks");
     let postings = redb::TableDefinition::<Post, &[u8]>::new("mnemon.postings");
     let fresh = redb::TableDefinition::<Text, &[u8]>::new("mnemon.fresh");
-    // A segment row holds a term's postings: take the last posting out of the longest row.
+    // A segment's blocks hold its postings: drop the last block.
     let problems = damage(&|txn| {
-        let mut t = txn.open_table(segments).unwrap();
-        let (n, seg, term, part, row) = t
-            .iter()
-            .unwrap()
-            .map(|r| {
-                let (k, v) = r.unwrap();
-                let (n, seg, term, part) = k.value();
-                (n.to_string(), seg, term.to_string(), part, v.value().to_vec())
-            })
-            .max_by_key(|r| r.4.len())
-            .unwrap();
-        assert!(row.len() > 1 + 2 * 28, "a row of several postings");
-        t.insert((n.as_str(), seg, term.as_str(), part), &row[..row.len() - 28]).unwrap();
+        txn.open_table(segments).unwrap().pop_last().unwrap().unwrap();
     });
     assert!(problems.iter().any(|p| p.contains("no posting of")), "{problems:?}");
+    // A block whose postings are cut short.
     let problems = damage(&|txn| {
-        txn.open_table(segments).unwrap().insert(("v", 0u64, "ghost", 0u32), [1u8, 2, 3].as_slice()).unwrap();
+        let mut t = txn.open_table(segments).unwrap();
+        let (n, seg, term, part, v) = {
+            let (k, v) = t.pop_first().unwrap().unwrap();
+            let (n, seg, term, part) = k.value();
+            (n.to_string(), seg, term.to_string(), part, v.value().to_vec())
+        };
+        t.insert((n.as_str(), seg, term.as_str(), part), &v[..v.len() - 28]).unwrap();
     });
-    assert!(problems.iter().any(|p| p.contains("malformed row of segment 0")), "{problems:?}");
+    assert!(problems.iter().any(|p| p.contains("malformed block of segment 0/")), "{problems:?}");
+    // A block keyed above its first term.
+    let problems = damage(&|txn| {
+        let mut t = txn.open_table(segments).unwrap();
+        let (n, seg, v) = {
+            let (k, v) = t.pop_first().unwrap().unwrap();
+            let (n, seg, _, _) = k.value();
+            (n.to_string(), seg, v.value().to_vec())
+        };
+        t.insert((n.as_str(), seg, "zzzz", 7), v.as_slice()).unwrap();
+    });
+    assert!(problems.iter().any(|p| p.contains("keyed above its first term")), "{problems:?}");
     let problems = damage(&|txn| {
         txn.open_table(postings).unwrap().pop_last().unwrap().unwrap();
     });
@@ -587,15 +612,37 @@ fn a_format_5_file_reads_alike_and_upgrades() {
     assert_eq!(snap.table_sizes().unwrap()["merged texts"], indexed.len() as u64);
 }
 
-/// A format-8 file keeps one row per segment posting in `mnemon.segments`: opened read-only it
-/// is searched and verified where it is; opened for writing it moves them to format 9's rows
-/// of `mnemon.segment_terms`, with the same answers, and later merges and moves go on from there.
+/// The postings of a segment block (format 10, docs/file-format.md), by term: `[1][entries
+/// u32]`, per entry the ends of its term and its postings, the terms, the 28-byte postings.
+fn decode_block(b: &[u8]) -> Vec<(String, Vec<[u8; 28]>)> {
+    assert_eq!(b[0], 1, "block version");
+    let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap()) as usize;
+    let n = u32_at(1);
+    let (terms, postings) = (5 + 8 * n, 5 + 8 * n + if n == 0 { 0 } else { u32_at(5 + 8 * (n - 1)) });
+    let (mut t0, mut p0) = (0, 0);
+    let mut out = Vec::new();
+    for e in 0..n {
+        let (t1, p1) = (u32_at(5 + 8 * e), u32_at(9 + 8 * e));
+        let term = std::str::from_utf8(&b[terms + t0..terms + t1]).unwrap().to_string();
+        let list =
+            (p0..p1).map(|p| b[postings + 28 * p..postings + 28 * (p + 1)].try_into().unwrap()).collect();
+        out.push((term, list));
+        (t0, p0) = (t1, p1);
+    }
+    assert_eq!(b.len(), postings + 28 * p0, "block length");
+    out
+}
+
+/// Files of formats 8 (one row per segment posting in `mnemon.segments`) and 9 (one row per
+/// term and segment in `mnemon.segment_terms`): opened read-only they are searched and
+/// verified where they are; opened for writing their segments become format 10's blocks, with
+/// the same answers, and later merges go on from there.
 #[test]
-fn a_format_8_file_reads_alike_and_upgrades() {
+fn format_8_and_9_files_read_alike_and_upgrade() {
     type Rows = (&'static str, u64, &'static str, u32);
     type Postings = (&'static str, u64, &'static str, u128, u32);
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("f8.redb");
+    let path = dir.path().join("f10.redb");
     let store = Store::open(&path, StoreOptions { create: true, ..Default::default() }).unwrap();
     let ns = Namespace::new("f8").unwrap();
     let words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"];
@@ -604,24 +651,25 @@ fn a_format_8_file_reads_alike_and_upgrades() {
     let mut live: Vec<(RecordId, String)> = Vec::new();
     let limit = usize::try_from(FRESH_LIMIT).unwrap();
     let mut i = 0;
-    let mut write = |store: &Store, n: usize, indexed: &mut Vec<_>, live: &mut Vec<_>| {
-        insert_texts(store, &ns, (i..i + n).map(text), indexed, live);
-        i += n;
+    let write = |store: &Store, i: &mut usize, n: usize, indexed: &mut Vec<_>, live: &mut Vec<_>| {
+        insert_texts(store, &ns, (*i..*i + n).map(text), indexed, live);
+        *i += n;
     };
-    // Three segments (the first one large, with rows in several parts), and fresh texts.
-    write(&store, 3 * limit, &mut indexed, &mut live);
-    write(&store, limit, &mut indexed, &mut live);
-    write(&store, limit, &mut indexed, &mut live);
-    write(&store, 7, &mut indexed, &mut live);
+    // Three segments (the first one large: "note" in more than 512 texts, a format-9 row in
+    // several parts), and fresh texts.
+    write(&store, &mut i, 3 * limit, &mut indexed, &mut live);
+    write(&store, &mut i, limit, &mut indexed, &mut live);
+    write(&store, &mut i, limit, &mut indexed, &mut live);
+    write(&store, &mut i, 7, &mut indexed, &mut live);
     revise_text(&store, &ns, &mut indexed, &mut live, 5, "revised kappa".into());
     let queries = ["alpha", "kappa", "beta note", "revised", "note 1003", "note 700"];
     let sizes = store.snapshot().unwrap().table_sizes().unwrap();
     let in_segments = sizes["segment postings"];
-    assert!(in_segments > 0 && sizes["fresh texts"] == 8, "{sizes:?}");
-    check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, "format 9");
+    assert!(in_segments > 0 && sizes["fresh texts"] == 8 && sizes["segments"] == 3, "{sizes:?}");
+    check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, "format 10");
     drop(store);
 
-    // Make it a format-8 file: every posting of a segment in a row of its own.
+    let blocks = redb::TableDefinition::<Rows, &[u8]>::new("mnemon.segment_blocks");
     let rows = redb::TableDefinition::<Rows, &[u8]>::new("mnemon.segment_terms");
     let postings = redb::TableDefinition::<Postings, &[u8]>::new("mnemon.segments");
     let version = |path: &std::path::Path| {
@@ -633,65 +681,103 @@ fn a_format_8_file_reads_alike_and_upgrades() {
             txn.list_tables().unwrap().map(|t| redb::TableHandle::name(&t).to_string()).collect();
         (u32::from_le_bytes(v.value().try_into().unwrap()), tables)
     };
-    {
-        let db = redb::Database::open(&path).unwrap();
-        let txn = db.begin_write().unwrap();
+    for format in [9u32, 8] {
+        let (mut indexed, mut live, mut i) = (indexed.clone(), live.clone(), i);
+        let old = dir.path().join(format!("f{format}.redb"));
+        std::fs::copy(&path, &old).unwrap();
         {
-            let from = txn.open_table(rows).unwrap();
-            let mut to = txn.open_table(postings).unwrap();
-            let mut parts = 0;
-            for r in redb::ReadableTable::iter(&from).unwrap() {
-                let (k, v) = r.unwrap();
-                let (n, seg, term, part) = k.value();
-                parts += u32::from(part > 0);
-                for p in v.value()[1..].chunks(28) {
-                    let id = u128::from_le_bytes(p[..16].try_into().unwrap());
-                    let rev = u32::from_le_bytes(p[16..20].try_into().unwrap());
-                    let mut value = vec![1u8];
-                    value.extend_from_slice(&p[20..28]);
-                    to.insert((n, seg, term, id, rev), value.as_slice()).unwrap();
+            // Every segment's postings by term, from its blocks.
+            let db = redb::Database::open(&old).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut by_term: std::collections::BTreeMap<(String, u64, String), Vec<[u8; 28]>> =
+                    Default::default();
+                for r in redb::ReadableTable::iter(&txn.open_table(blocks).unwrap()).unwrap() {
+                    let (k, v) = r.unwrap();
+                    let (n, seg, _, _) = k.value();
+                    assert!(seg < 3, "level 0");
+                    for (term, list) in decode_block(v.value()) {
+                        by_term.entry((n.to_string(), seg, term)).or_default().extend(list);
+                    }
                 }
+                let mut parts = 0;
+                let mut stored = 0;
+                let mut to_rows = txn.open_table(rows).unwrap();
+                let mut to_postings = txn.open_table(postings).unwrap();
+                for ((n, seg, term), list) in &by_term {
+                    stored += list.len() as u64;
+                    if format == 9 {
+                        for (part, chunk) in list.chunks(512).enumerate() {
+                            parts += u32::from(part > 0);
+                            let mut row = vec![1u8];
+                            row.extend(chunk.iter().flatten());
+                            to_rows
+                                .insert((n.as_str(), *seg, term.as_str(), part as u32), row.as_slice())
+                                .unwrap();
+                        }
+                    } else {
+                        for p in list {
+                            let id = u128::from_le_bytes(p[..16].try_into().unwrap());
+                            let rev = u32::from_le_bytes(p[16..20].try_into().unwrap());
+                            let mut value = vec![1u8];
+                            value.extend_from_slice(&p[20..28]);
+                            to_postings
+                                .insert((n.as_str(), *seg, term.as_str(), id, rev), value.as_slice())
+                                .unwrap();
+                        }
+                    }
+                }
+                assert_eq!(stored, in_segments);
+                assert!(format == 8 || parts > 0, "a term with more than one part");
+                let mut meta =
+                    txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+                meta.insert("format_version", format.to_le_bytes().as_slice()).unwrap();
             }
-            assert!(parts > 0, "a term with more than one part");
-            assert_eq!(redb::ReadableTableMetadata::len(&to).unwrap(), in_segments);
-            let mut meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
-            meta.insert("format_version", 8u32.to_le_bytes().as_slice()).unwrap();
+            txn.delete_table(blocks).unwrap();
+            if format == 9 {
+                txn.delete_table(postings).unwrap();
+            } else {
+                txn.delete_table(rows).unwrap();
+            }
+            txn.commit().unwrap();
         }
-        txn.delete_table(rows).unwrap();
-        txn.commit().unwrap();
-    }
-    assert_eq!(version(&path).0, 8);
-    let ro = Store::open(&path, StoreOptions { read_only: true, ..Default::default() }).unwrap();
-    let snap = ro.snapshot().unwrap();
-    check_naive(&snap, &ns, &indexed, &live, &queries, "format 8, read-only");
-    assert_eq!(snap.table_sizes().unwrap()["segment postings"], in_segments);
-    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
-    drop((snap, ro));
+        assert_eq!(version(&old).0, format);
+        let what = |s: &str| format!("format {format}, {s}");
+        let ro = Store::open(&old, StoreOptions { read_only: true, ..Default::default() }).unwrap();
+        let snap = ro.snapshot().unwrap();
+        check_naive(&snap, &ns, &indexed, &live, &queries, &what("read-only"));
+        assert_eq!(snap.table_sizes().unwrap()["segment postings"], in_segments);
+        assert_eq!(snap.table_sizes().unwrap()["segments"], 3);
+        assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
+        drop((snap, ro));
 
-    // Upgraded: the rows are back, the old table gone, the answers the same.
-    drop(Store::open(&path, StoreOptions::default()).unwrap());
-    let (v, tables) = version(&path);
-    assert_eq!(v, FORMAT_VERSION);
-    assert!(
-        tables.contains(&"mnemon.segment_terms".to_string())
-            && !tables.contains(&"mnemon.segments".to_string())
-    );
-    let store = Store::open(&path, StoreOptions::default()).unwrap();
-    let snap = store.snapshot().unwrap();
-    check_naive(&snap, &ns, &indexed, &live, &queries, "upgraded");
-    assert_eq!(snap.table_sizes().unwrap()["segment postings"], in_segments);
-    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
-    // Forget a text in an upgraded segment; merge until the segments move.
-    let gone = live[limit + 3].0;
-    store.write(vec![WriteOp::Forget { namespace: ns.clone(), id: gone }]).unwrap();
-    indexed.retain(|(x, _)| *x != gone);
-    live.retain(|(x, _)| *x != gone);
-    check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, "upgraded, forgotten");
-    for _ in 0..SEGMENT_LIMIT {
-        write(&store, limit, &mut indexed, &mut live);
+        // Upgraded: the blocks are back, the old table gone, the answers the same.
+        drop(Store::open(&old, StoreOptions::default()).unwrap());
+        let (v, tables) = version(&old);
+        assert_eq!(v, FORMAT_VERSION);
+        assert!(
+            tables.contains(&"mnemon.segment_blocks".to_string())
+                && !tables.contains(&"mnemon.segment_terms".to_string())
+                && !tables.contains(&"mnemon.segments".to_string()),
+            "{tables:?}"
+        );
+        let store = Store::open(&old, StoreOptions::default()).unwrap();
+        let snap = store.snapshot().unwrap();
+        check_naive(&snap, &ns, &indexed, &live, &queries, &what("upgraded"));
+        assert_eq!(snap.table_sizes().unwrap()["segment postings"], in_segments);
+        assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
+        // Forget a text in an upgraded segment; merge until level 0 fills and goes up.
+        let gone = live[limit + 3].0;
+        store.write(vec![WriteOp::Forget { namespace: ns.clone(), id: gone }]).unwrap();
+        indexed.retain(|(x, _)| *x != gone);
+        live.retain(|(x, _)| *x != gone);
+        check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, &what("upgraded, forgotten"));
+        for _ in 0..SEGMENT_FANOUT - 3 {
+            write(&store, &mut i, limit, &mut indexed, &mut live);
+        }
+        let snap = store.snapshot().unwrap();
+        check_naive(&snap, &ns, &indexed, &live, &queries, &what("upgraded, merged up"));
+        assert_eq!(snap.table_sizes().unwrap()["segments"], 1);
+        assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
     }
-    let snap = store.snapshot().unwrap();
-    check_naive(&snap, &ns, &indexed, &live, &queries, "upgraded, moved");
-    assert!(snap.table_sizes().unwrap()["segment postings"] < in_segments);
-    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
 }
