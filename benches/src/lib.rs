@@ -364,9 +364,41 @@ pub fn durable_writes(db: &Db, threads: usize, per_thread: u64, counter: &std::s
 }
 
 pub fn small_record(i: u64) -> NewRecord {
-    let mut n = NewRecord::new(namespace(), learning(&format!("insert benchmark record {i}")));
+    let text = match text_words() {
+        0 => format!("insert benchmark record {i}"),
+        words => realistic_text(i, words),
+    };
+    let mut n = NewRecord::new(namespace(), learning(&text));
     n.envelope = envelope();
     n
+}
+
+/// `MNEMON_BENCH_WORDS=N`: the write benchmarks' records carry texts of N words drawn from a
+/// vocabulary of 5,000 with a Zipf-like law (a few words common, most rare), as agents' notes
+/// are, instead of four tokens one of which is the record's own number.
+fn text_words() -> usize {
+    static WORDS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *WORDS.get_or_init(|| std::env::var("MNEMON_BENCH_WORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(0))
+}
+
+/// A text of `words` words for record `i`: word `k` is `w{r}` with `r = 5000^u - 1` for a
+/// pseudo-random `u` in [0, 1) (log-uniform ranks: the frequency of rank `r` falls as `1/r`).
+fn realistic_text(i: u64, words: usize) -> String {
+    let mut out = String::with_capacity(words * 6);
+    let mut state = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    for k in 0..words {
+        // xorshift64*
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        let u = (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64;
+        let rank = (5000f64.powf(u) - 1.0) as u64;
+        if k > 0 {
+            out.push(' ');
+        }
+        out.push_str(&format!("w{rank}"));
+    }
+    out
 }
 
 #[cfg(test)]
