@@ -1143,7 +1143,10 @@ pub(crate) fn search(
             c.2 *= idf;
         }
     }
-    contributions.sort_unstable_by_key(|c| (c.0, c.1));
+    // Stable: a text's contributions are summed in the order of the query's terms, whatever
+    // the order its postings came in (posting lists, segments, fresh rows), so its score does
+    // not depend on where the index keeps them, to the last bit.
+    contributions.sort_by_key(|c| (c.0, c.1));
     let mut scored: Vec<(u128, u32, f64)> = Vec::with_capacity(contributions.len());
     for (id, rev, s) in contributions {
         match scored.last_mut() {
