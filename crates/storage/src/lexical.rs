@@ -268,7 +268,7 @@ impl<'b> Block<'b> {
 }
 
 /// Encode a block of `(term, postings)` entries in term order.
-fn encode_block(entries: &[(&str, &[(&str, SegmentPosting)])]) -> Vec<u8> {
+fn encode_block(entries: &[(String, Vec<SegmentPosting>)]) -> Vec<u8> {
     let terms: usize = entries.iter().map(|e| e.0.len()).sum();
     let postings: usize = entries.iter().map(|e| e.1.len()).sum();
     let mut out = Vec::with_capacity(5 + 8 * entries.len() + terms + postings * SEGMENT_POSTING_BYTES);
@@ -285,48 +285,137 @@ fn encode_block(entries: &[(&str, &[(&str, SegmentPosting)])]) -> Vec<u8> {
         out.extend_from_slice(term.as_bytes());
     }
     for (_, list) in entries {
-        for (_, posting) in *list {
+        for posting in list {
             put_segment_posting(&mut out, *posting);
         }
     }
     out
 }
 
-/// The blocks of one segment for postings sorted by `(term, id, from_rev)`, as `(first term,
-/// part, block)`: `part` counts the blocks a term's postings went into before this one (a
-/// term that continues from the previous block starts the next at part 1, 2, ...), so that
-/// the keys are unique and ordered.
-fn segment_blocks<'p>(postings: &[(&'p str, SegmentPosting)]) -> Vec<(&'p str, u32, Vec<u8>)> {
-    let mut blocks = Vec::new();
-    let mut entries: Vec<(&str, &[(&str, SegmentPosting)])> = Vec::new();
-    let mut key: Option<(&'p str, u32)> = None;
-    let mut size = 0usize;
-    let mut i = 0;
-    while let Some(&(term, _)) = postings.get(i) {
-        let run = i + postings[i..].partition_point(|p| p.0 == term);
+/// Writes one segment's blocks as its terms come, in order, each block once it is full: a
+/// merge holds one block of output, however large the segment.
+struct BlockWriter {
+    ns: String,
+    seg: u64,
+    entries: Vec<(String, Vec<SegmentPosting>)>,
+    /// The block's key: its first term, and how many blocks that term's postings went into
+    /// before (a term that continues from the previous block starts the next at part 1, 2,
+    /// ...), so that the keys are unique and ordered.
+    key: Option<(String, u32)>,
+    size: usize,
+}
+
+impl BlockWriter {
+    fn new(ns: &str, seg: u64) -> Self {
+        BlockWriter { ns: ns.to_string(), seg, entries: Vec::new(), key: None, size: 0 }
+    }
+
+    /// Add a term's postings (in `(id, from_rev)` order; terms in increasing order).
+    fn push(
+        &mut self,
+        table: &mut Table<'_, SegmentKey, &'static [u8]>,
+        term: &str,
+        mut postings: &[SegmentPosting],
+    ) -> Result<(), Error> {
         let mut part = 0u32;
-        while i < run {
+        while !postings.is_empty() {
             let head = 8 + term.len();
-            if !entries.is_empty() && size + head + SEGMENT_POSTING_BYTES > BLOCK_BYTES {
-                if let Some((first, first_part)) = key.take() {
-                    blocks.push((first, first_part, encode_block(&entries)));
-                }
-                entries.clear();
-                size = 0;
+            if !self.entries.is_empty() && self.size + head + SEGMENT_POSTING_BYTES > BLOCK_BYTES {
+                self.flush(table)?;
             }
-            let room = (BLOCK_BYTES.saturating_sub(size + head) / SEGMENT_POSTING_BYTES).max(1);
-            let take = (run - i).min(room);
-            key.get_or_insert((term, part));
-            entries.push((term, &postings[i..i + take]));
-            size += head + take * SEGMENT_POSTING_BYTES;
-            i += take;
+            let room = (BLOCK_BYTES.saturating_sub(self.size + head) / SEGMENT_POSTING_BYTES).max(1);
+            let (now, rest) = postings.split_at(postings.len().min(room));
+            self.key.get_or_insert_with(|| (term.to_string(), part));
+            self.entries.push((term.to_string(), now.to_vec()));
+            self.size += head + now.len() * SEGMENT_POSTING_BYTES;
+            postings = rest;
             part += 1;
         }
+        Ok(())
     }
-    if let Some((first, part)) = key {
-        blocks.push((first, part, encode_block(&entries)));
+
+    /// Write the block being filled, if any.
+    fn flush(&mut self, table: &mut Table<'_, SegmentKey, &'static [u8]>) -> Result<(), Error> {
+        if let Some((first, part)) = self.key.take() {
+            table.insert(
+                (self.ns.as_str(), self.seg, first.as_str(), part),
+                encode_block(&self.entries).as_slice(),
+            )?;
+        }
+        self.entries.clear();
+        self.size = 0;
+        Ok(())
     }
-    blocks
+}
+
+/// One input of a merge, read term by term in order: the merge's own postings (sorted by
+/// `(term, id, from_rev)`), or a segment read one block at a time, so that a merge of large
+/// levels holds a block of each rather than the levels.
+enum Source<'p> {
+    Memory(&'p [(&'p str, SegmentPosting)]),
+    Segment {
+        seg: u64,
+        /// The entries of the current block not taken yet.
+        entries: std::collections::VecDeque<(String, Vec<SegmentPosting>)>,
+        /// The key of the current block (`None` before the first).
+        last: Option<(String, u32)>,
+        done: bool,
+    },
+}
+
+impl Source<'_> {
+    /// Read the segment's next block once the current one is used up.
+    fn fill(&mut self, table: &impl ReadableTable<SegmentKey, &'static [u8]>, ns: &str) -> Result<(), Error> {
+        let Source::Segment { seg, entries, last, done } = self else { return Ok(()) };
+        while entries.is_empty() && !*done {
+            // The first key after the current block's: `part + 1` of its term, or a later term.
+            let from = match last {
+                Some((term, part)) => (ns, *seg, term.as_str(), part.saturating_add(1)),
+                None => (ns, *seg, "", 0u32),
+            };
+            let next = match table.range(from..(ns, *seg + 1, "", 0u32))?.next() {
+                Some(r) => {
+                    let (k, v) = r?;
+                    let (_, _, first, part) = k.value();
+                    let block = Block::parse(v.value())
+                        .and_then(|b| b.entries())
+                        .ok_or_else(|| malformed_segment(ns, *seg, first))?;
+                    entries.extend(block.into_iter().map(|(t, l)| (t.to_string(), l)));
+                    Some((first.to_string(), part))
+                }
+                None => None,
+            };
+            match next {
+                Some(key) => *last = Some(key),
+                None => *done = true,
+            }
+        }
+        Ok(())
+    }
+
+    /// The term at the head (after [`Self::fill`]).
+    fn head(&self) -> Option<&str> {
+        match self {
+            Source::Memory(p) => p.first().map(|x| x.0),
+            Source::Segment { entries, .. } => entries.front().map(|e| e.0.as_str()),
+        }
+    }
+
+    /// Take the postings at the head, which is `term`, into `out`.
+    fn take(&mut self, term: &str, out: &mut Vec<SegmentPosting>) {
+        match self {
+            Source::Memory(p) => {
+                let n = p.partition_point(|x| x.0 == term);
+                out.extend(p[..n].iter().map(|x| x.1));
+                *p = &p[n..];
+            }
+            Source::Segment { entries, .. } => {
+                if let Some((_, list)) = entries.pop_front() {
+                    out.extend(list);
+                }
+            }
+        }
+    }
 }
 
 /// The level a merge of `texts` fresh texts starts its segment at: the first whose segments
@@ -549,45 +638,49 @@ impl<'txn> LexicalWriter<'txn> {
                 level += 1;
             }
         }
-        // Their blocks, read out (their keys borrow the table), and removed.
-        let mut held: Vec<(u64, Vec<u8>)> = Vec::new();
-        for range in joined {
-            for r in self.segments.get()?.range(range.clone())? {
-                let (k, v) = r?;
-                held.push((k.value().1, v.value().to_vec()));
-            }
-            self.segments.get_mut()?.retain_in(range, |_, _| false)?;
-        }
-        for (seg, bytes) in &held {
-            let entries = Block::parse(bytes)
-                .and_then(|b| b.entries())
-                .ok_or_else(|| malformed_segment(ns, *seg, ""))?;
-            for (term, list) in entries {
-                postings.extend(list.into_iter().map(|p| (term, p)));
-            }
-        }
-        // Stable: of two equal keys (which a consistent file never has) the later wins, as
-        // before.
+        // Stable: of two equal keys (which a consistent file never has) the first is kept.
         postings.sort_by(|a, b| (a.0, a.1.0, a.1.1).cmp(&(b.0, b.1.0, b.1.1)));
-        if all {
-            let values: Vec<[u8; 9]> =
-                postings.iter().map(|(_, (_, _, tf, len))| encode_posting(*tf, *len)).collect();
-            crate::tables::insert_sorted(
-                self.postings.get_mut()?,
-                postings
-                    .iter()
-                    .zip(&values)
-                    .map(|((term, (id, rev, _, _)), value)| ((ns, *term, *id, *rev), value.as_slice())),
-            )?;
-        } else if !postings.is_empty() {
-            // The next sequence number: after every segment's, at any level.
-            let seq = segments.iter().map(|s| s & ((1u64 << LEVEL_SHIFT) - 1)).max().map_or(0, |m| m + 1);
-            let seg = (level << LEVEL_SHIFT) | seq;
-            let blocks = segment_blocks(&postings);
-            crate::tables::insert_sorted(
-                self.segments.get_mut()?,
-                blocks.iter().map(|(term, part, block)| ((ns, seg, *term, *part), block.as_slice())),
-            )?;
+        let mut sources = vec![Source::Memory(&postings)];
+        sources.extend(
+            segments
+                .iter()
+                .filter(|s| all || (level_for(texts.len())..level).contains(&(**s >> LEVEL_SHIFT)))
+                .map(|&seg| Source::Segment { seg, entries: Default::default(), last: None, done: false }),
+        );
+        // The next sequence number: after every segment's, at any level.
+        let seq = segments.iter().map(|s| s & ((1u64 << LEVEL_SHIFT) - 1)).max().map_or(0, |m| m + 1);
+        let mut writer = BlockWriter::new(ns, (level << LEVEL_SHIFT) | seq);
+        // Term by term, in order: its postings from every source, in `(id, from_rev)` order.
+        let mut list: Vec<SegmentPosting> = Vec::new();
+        loop {
+            for source in &mut sources {
+                source.fill(self.segments.get()?, ns)?;
+            }
+            let Some(term) = sources.iter().filter_map(Source::head).min().map(str::to_string) else { break };
+            list.clear();
+            for source in &mut sources {
+                while source.head() == Some(term.as_str()) {
+                    source.take(&term, &mut list);
+                    source.fill(self.segments.get()?, ns)?;
+                }
+            }
+            list.sort_by_key(|p| (p.0, p.1));
+            list.dedup_by_key(|p| (p.0, p.1));
+            if all {
+                let values: Vec<[u8; 9]> = list.iter().map(|p| encode_posting(p.2, p.3)).collect();
+                crate::tables::insert_sorted(
+                    self.postings.get_mut()?,
+                    list.iter()
+                        .zip(&values)
+                        .map(|(p, value)| ((ns, term.as_str(), p.0, p.1), value.as_slice())),
+                )?;
+            } else {
+                writer.push(self.segments.get_mut()?, &term, &list)?;
+            }
+        }
+        writer.flush(self.segments.get_mut()?)?;
+        for range in joined {
+            self.segments.get_mut()?.retain_in(range, |_, _| false)?;
         }
         if !rows.is_empty() {
             self.fresh.retain_in((ns, 0u128, 0u32)..=(ns, u128::MAX, u32::MAX), |_, _| false)?;
@@ -700,23 +793,21 @@ impl LexicalWriter<'_> {
         let entries = Block::parse(&bytes)
             .and_then(|b| b.entries())
             .ok_or_else(|| malformed_segment(ns, seg, &first))?;
-        let kept: Vec<(&str, SegmentPosting)> = entries
-            .iter()
-            .flat_map(|(t, list)| list.iter().map(move |p| (*t, *p)))
-            .filter(|(t, p)| !(*t == term && (p.0, p.1) == (id, rev)))
+        let kept: Vec<(String, Vec<SegmentPosting>)> = entries
+            .into_iter()
+            .map(|(t, mut list)| {
+                if t == term {
+                    list.retain(|p| (p.0, p.1) != (id, rev));
+                }
+                (t.to_string(), list)
+            })
+            .filter(|(_, list)| !list.is_empty())
             .collect();
         let table = self.segments.get_mut()?;
         if kept.is_empty() {
             table.remove((ns, seg, first.as_str(), part))?;
         } else {
-            let mut runs: Vec<(&str, &[(&str, SegmentPosting)])> = Vec::new();
-            let mut i = 0;
-            while let Some(&(t, _)) = kept.get(i) {
-                let n = kept[i..].partition_point(|p| p.0 == t);
-                runs.push((t, &kept[i..i + n]));
-                i += n;
-            }
-            table.insert((ns, seg, first.as_str(), part), encode_block(&runs).as_slice())?;
+            table.insert((ns, seg, first.as_str(), part), encode_block(&kept).as_slice())?;
         }
         Ok(())
     }
@@ -961,7 +1052,7 @@ impl Segments {
 
 /// Move the segments of formats 8 (one row per posting) and 9 (one row per term) into format
 /// 10's blocks (in the upgrading transaction), keeping their numbers (level 0), then drop the
-/// old tables. One segment at a time is held in memory.
+/// old tables. One term at a time is held in memory.
 pub(crate) fn upgrade_segments(txn: &redb::WriteTransaction) -> Result<(), Error> {
     fn open<'t, K: redb::Key + 'static>(
         txn: &'t redb::WriteTransaction,
@@ -973,37 +1064,51 @@ pub(crate) fn upgrade_segments(txn: &redb::WriteTransaction) -> Result<(), Error
             Err(e) => Err(e.into()),
         }
     }
-    /// The postings of one old segment, in `(term, id, from_rev)` order.
+    /// The term being read from an old table and its postings, written to its segment's
+    /// blocks when the next term (or segment) starts: one term is held at a time.
     #[derive(Default)]
     struct Pending {
-        at: Option<(String, u64)>,
-        postings: Vec<(String, SegmentPosting)>,
+        writer: Option<BlockWriter>,
+        term: String,
+        postings: Vec<SegmentPosting>,
     }
     impl Pending {
         fn push(
             &mut self,
             new: &mut redb::Table<'_, SegmentKey, &'static [u8]>,
-            ns: &str,
-            seg: u64,
-            posting: (&str, SegmentPosting),
+            (ns, seg, term): (&str, u64, &str),
+            posting: SegmentPosting,
         ) -> Result<(), Error> {
-            if self.at.as_ref().is_some_and(|(n, s)| (n.as_str(), *s) != (ns, seg)) {
-                self.write(new)?;
+            let same_segment = self.writer.as_ref().is_some_and(|w| (w.ns.as_str(), w.seg) == (ns, seg));
+            if !same_segment || self.term != term {
+                self.write_term(new)?;
+                if !same_segment {
+                    if let Some(mut w) = self.writer.take() {
+                        w.flush(new)?;
+                    }
+                    self.writer = Some(BlockWriter::new(ns, seg));
+                }
+                self.term = term.to_string();
             }
-            self.at.get_or_insert_with(|| (ns.to_string(), seg));
-            self.postings.push((posting.0.to_string(), posting.1));
+            self.postings.push(posting);
             Ok(())
         }
 
-        fn write(&mut self, new: &mut redb::Table<'_, SegmentKey, &'static [u8]>) -> Result<(), Error> {
-            if let Some((ns, seg)) = self.at.take() {
-                let refs: Vec<(&str, SegmentPosting)> =
-                    self.postings.iter().map(|(t, p)| (t.as_str(), *p)).collect();
-                for (term, part, block) in segment_blocks(&refs) {
-                    new.insert((ns.as_str(), seg, term, part), block.as_slice())?;
-                }
+        fn write_term(&mut self, new: &mut redb::Table<'_, SegmentKey, &'static [u8]>) -> Result<(), Error> {
+            if let Some(w) = &mut self.writer
+                && !self.postings.is_empty()
+            {
+                w.push(new, &self.term, &self.postings)?;
             }
             self.postings.clear();
+            Ok(())
+        }
+
+        fn finish(&mut self, new: &mut redb::Table<'_, SegmentKey, &'static [u8]>) -> Result<(), Error> {
+            self.write_term(new)?;
+            if let Some(mut w) = self.writer.take() {
+                w.flush(new)?;
+            }
             Ok(())
         }
     }
@@ -1011,6 +1116,8 @@ pub(crate) fn upgrade_segments(txn: &redb::WriteTransaction) -> Result<(), Error
     let (mut v8, mut v9) = (false, false);
     {
         let mut new = txn.open_table(crate::tables::SEGMENTS)?;
+        // Both old tables come in `(namespace, segment, term, ...)` order, a term's postings in
+        // `(id, from_rev)` order.
         if let Some(old) = open(txn, crate::tables::SEGMENTS_V8)? {
             v8 = true;
             for r in old.iter()? {
@@ -1020,9 +1127,9 @@ pub(crate) fn upgrade_segments(txn: &redb::WriteTransaction) -> Result<(), Error
                     namespace: ns.to_string(),
                     detail: format!("malformed posting in segment {seg} for the term \"{term}\""),
                 })?;
-                pending.push(&mut new, ns, seg, (term, (id, rev, tf, len)))?;
+                pending.push(&mut new, (ns, seg, term), (id, rev, tf, len))?;
             }
-            pending.write(&mut new)?;
+            pending.finish(&mut new)?;
         }
         if let Some(old) = open(txn, crate::tables::SEGMENTS_V9)? {
             v9 = true;
@@ -1030,10 +1137,10 @@ pub(crate) fn upgrade_segments(txn: &redb::WriteTransaction) -> Result<(), Error
                 let (k, v) = r?;
                 let (ns, seg, term, _) = k.value();
                 for p in decode_segment_row_at(ns, seg, term, v.value())? {
-                    pending.push(&mut new, ns, seg, (term, p))?;
+                    pending.push(&mut new, (ns, seg, term), p)?;
                 }
             }
-            pending.write(&mut new)?;
+            pending.finish(&mut new)?;
         }
     }
     if v8 {
@@ -1320,4 +1427,121 @@ where
         problems.push(format!("{ns}: the lexical totals are {:?}, expected {want:?}", stored.stats));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every term's postings through [`term_blocks`], as a search reads them.
+    fn lookup(table: &impl ReadableTable<SegmentKey, &'static [u8]>, term: &str) -> Vec<SegmentPosting> {
+        let mut out = Vec::new();
+        term_blocks(table, "n", 5, term, |_, _, bytes| {
+            let block = Block::parse(bytes).ok_or_else(|| malformed_segment("n", 5, term))?;
+            if let Some(i) = block.find(term).ok_or_else(|| malformed_segment("n", 5, term))? {
+                out.extend(block.postings(i).ok_or_else(|| malformed_segment("n", 5, term))?);
+            }
+            Ok(true)
+        })
+        .unwrap();
+        out.sort_unstable();
+        out
+    }
+
+    /// Blocks split between terms and inside a term's postings (a term starting mid-block and
+    /// continuing over several blocks); every term is found, and so is none that is absent,
+    /// also after `forget` took a block's first entry out (its key is then below its first
+    /// term) or emptied a block.
+    #[test]
+    fn blocks_find_every_term_across_boundaries_and_after_forgets() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("b.redb")).unwrap();
+        // Terms of 1 to 3,000 postings: "t0000" has 1, "t0007" 3,000 (about five blocks).
+        let mut want: BTreeMap<String, Vec<SegmentPosting>> = BTreeMap::new();
+        for t in 0..40u32 {
+            let n = if t % 7 == 0 { 3000 } else { 1 + t * 13 };
+            let list = (0..n).map(|i| (u128::from(i) * 3 + u128::from(t), i % 3, 1 + i % 4, 10)).collect();
+            want.insert(format!("t{:04}", t * 7), list);
+        }
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(crate::tables::SEGMENTS).unwrap();
+            let mut w = BlockWriter::new("n", 5);
+            for (term, list) in &want {
+                w.push(&mut table, term, list).unwrap();
+                if term == "t0035" {
+                    // A block boundary before a small term.
+                    w.flush(&mut table).unwrap();
+                }
+            }
+            w.flush(&mut table).unwrap();
+            // Another segment on each side, to be left alone.
+            for seg in [4, 6] {
+                let mut w = BlockWriter::new("n", seg);
+                w.push(&mut table, "t0007", &[(1, 0, 1, 1)]).unwrap();
+                w.flush(&mut table).unwrap();
+            }
+            let keys: Vec<(String, u32)> = table
+                .range(("n", 5u64, "", 0u32)..("n", 6u64, "", 0u32))
+                .unwrap()
+                .map(|r| {
+                    let (k, _) = r.unwrap();
+                    (k.value().2.to_string(), k.value().3)
+                })
+                .collect();
+            assert!(keys.len() > 10, "{keys:?}");
+            assert!(keys.iter().any(|k| k.1 > 1), "a term over three blocks or more: {keys:?}");
+            assert!(keys.iter().any(|k| k.1 == 0 && want[&k.0].len() > 1), "{keys:?}");
+            let check = |table: &Table<'_, SegmentKey, &'static [u8]>, want: &BTreeMap<String, Vec<_>>| {
+                for (term, list) in want {
+                    assert_eq!(&lookup(table, term), list, "{term}");
+                }
+                for absent in ["", "a", "t0001", "t0008", "t9", "u"] {
+                    assert!(lookup(table, absent).is_empty(), "{absent}");
+                }
+            };
+            check(&table, &want);
+            let mut lexical = LexicalWriter {
+                postings: crate::tables::LazyTable::new(&txn, crate::tables::POSTINGS),
+                segments: crate::tables::LazyTable::new(&txn, crate::tables::SEGMENTS),
+                texts: crate::tables::LazyTable::new(&txn, crate::tables::TEXTS),
+                fresh: txn.open_table(crate::tables::FRESH).unwrap(),
+                stats: txn.open_table(crate::tables::LEXSTATS).unwrap(),
+                pending: BTreeMap::new(),
+                new_texts: BTreeMap::new(),
+                written: 0,
+                merge_requested: Default::default(),
+            };
+            drop(table);
+            // Every posting of a term that starts a block and ends in it: the block keeps its
+            // key, now below its first term.
+            let emptied = "t0042".to_string();
+            assert!(keys.contains(&(emptied.clone(), 0)) && want[&emptied].len() < 100, "{keys:?}");
+            for (id, rev, _, _) in want.insert(emptied.clone(), Vec::new()).unwrap() {
+                lexical.forget_in_segment("n", 5, &emptied, id, rev).unwrap();
+            }
+            // Then a posting of every other block's first term.
+            for (term, part) in keys.iter().filter(|k| k.0 != emptied) {
+                let list = want.get_mut(term).unwrap();
+                let at = if *part == 0 { 0 } else { list.len() / 2 };
+                let (id, rev, _, _) = list.remove(at);
+                lexical.forget_in_segment("n", 5, term, id, rev).unwrap();
+            }
+            check(lexical.segments.get().unwrap(), &want);
+            let first = |t: &Table<'_, SegmentKey, &'static [u8]>| {
+                let v = t.get(("n", 5u64, emptied.as_str(), 0u32)).unwrap().unwrap();
+                Block::parse(v.value()).unwrap().term(0).unwrap().to_string()
+            };
+            assert!(first(lexical.segments.get().unwrap()) > emptied, "the key is below the first term");
+            let other = lexical
+                .segments
+                .get()
+                .unwrap()
+                .range(("n", 4u64, "", 0u32)..("n", 5u64, "", 0u32))
+                .unwrap()
+                .count();
+            assert_eq!(other, 1);
+        }
+        txn.commit().unwrap();
+    }
 }
