@@ -28,8 +28,10 @@
 //! Segments are **tiered**: a segment's number holds its level (above bit 56) and a sequence
 //! number. A merge of fresh texts makes a segment of level 0 (or, for a bulk commit, of the
 //! level of its size, [`level_for`]); when a level would hold [`SEGMENT_FANOUT`] segments, the
-//! merge reads them all (one range of keys), and writes them with its own postings as one
-//! segment of the next level, and so on up. Each posting is thus rewritten once per level,
+//! merge reads them all, and writes them with its own postings as one segment of the next
+//! level, and so on up. A merge reads term by term from each of its inputs (its own postings,
+//! sorted, and each joined segment one block at a time) and writes the new segment block by
+//! block: it holds a block per input, however large the levels. Each posting is thus rewritten once per level,
 //! always as whole blocks, never inserted in place. A namespace of `n` texts has at most 7
 //! segments per level and about `log8(n / 256) + 1` levels (at most 7, 14, 21, 28 segments
 //! up to 2k, 16k, 131k, 1M texts), and a search reads one block (two where a term's postings
