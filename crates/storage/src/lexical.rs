@@ -626,29 +626,23 @@ impl<'txn> LexicalWriter<'txn> {
             texts.iter().map(|(id, rev, value)| ((ns, *id, *rev), value.as_slice())),
         )?;
         let segments = segment_list(self.segments.get()?, ns)?;
-        // The levels whose segments join this merge: all of them, or from the new segment's
-        // level up, each that the merge fills.
-        let mut level = level_for(texts.len());
-        let mut joined: Vec<std::ops::Range<SegmentBound<'_>>> = Vec::new();
-        if all {
-            if !segments.is_empty() {
-                joined.push(segment_bounds(ns));
-            }
-        } else {
-            while segments.iter().filter(|s| **s >> LEVEL_SHIFT == level).count() + 1 >= SEGMENT_FANOUT {
-                joined.push(level_bounds(ns, level));
-                level += 1;
-            }
+        // The segments that join this merge: all of them, or from the new segment's level up,
+        // those of each level that the merge fills.
+        let first = level_for(texts.len());
+        let mut level = first;
+        while !all && segments.iter().filter(|s| **s >> LEVEL_SHIFT == level).count() + 1 >= SEGMENT_FANOUT {
+            level += 1;
         }
+        let joins = |seg: u64| all || (first..level).contains(&(seg >> LEVEL_SHIFT));
         // Stable: of two equal keys (which a consistent file never has) the first is kept.
         postings.sort_by(|a, b| (a.0, a.1.0, a.1.1).cmp(&(b.0, b.1.0, b.1.1)));
         let mut sources = vec![Source::Memory(&postings)];
-        sources.extend(
-            segments
-                .iter()
-                .filter(|s| all || (level_for(texts.len())..level).contains(&(**s >> LEVEL_SHIFT)))
-                .map(|&seg| Source::Segment { seg, entries: Default::default(), last: None, done: false }),
-        );
+        sources.extend(segments.iter().filter(|s| joins(**s)).map(|&seg| Source::Segment {
+            seg,
+            entries: Default::default(),
+            last: None,
+            done: false,
+        }));
         // The next sequence number: after every segment's, at any level.
         let seq = segments.iter().map(|s| s & ((1u64 << LEVEL_SHIFT) - 1)).max().map_or(0, |m| m + 1);
         let mut writer = BlockWriter::new(ns, (level << LEVEL_SHIFT) | seq);
@@ -681,8 +675,12 @@ impl<'txn> LexicalWriter<'txn> {
             }
         }
         writer.flush(self.segments.get_mut()?)?;
-        for range in joined {
-            self.segments.get_mut()?.retain_in(range, |_, _| false)?;
+        // The joined segments go (a level's segments, or a namespace's, are one range of keys).
+        if all && !segments.is_empty() {
+            self.segments.get_mut()?.retain_in(segment_bounds(ns), |_, _| false)?;
+        }
+        for l in (first..level).filter(|_| !all) {
+            self.segments.get_mut()?.retain_in(level_bounds(ns, l), |_, _| false)?;
         }
         if !rows.is_empty() {
             self.fresh.retain_in((ns, 0u128, 0u32)..=(ns, u128::MAX, u32::MAX), |_, _| false)?;
