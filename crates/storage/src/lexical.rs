@@ -234,6 +234,41 @@ impl<'b> Block<'b> {
         bytes.chunks_exact(SEGMENT_POSTING_BYTES).map(segment_posting).collect()
     }
 
+    /// Add entry `i`'s postings to `out` (`None` if malformed).
+    fn postings_into(&self, i: usize, out: &mut Vec<SegmentPosting>) -> Option<()> {
+        let (_, (p0, p1)) = self.spans(i)?;
+        let bytes = self.postings.get(p0 * SEGMENT_POSTING_BYTES..p1.checked_mul(SEGMENT_POSTING_BYTES)?)?;
+        for c in bytes.chunks_exact(SEGMENT_POSTING_BYTES) {
+            out.push(segment_posting(c)?);
+        }
+        Some(())
+    }
+
+    /// Whether every entry is well formed and in order (see [`Self::entries`]), checked
+    /// without copying the postings out.
+    fn check(&self) -> bool {
+        let mut previous: Option<&str> = None;
+        for i in 0..self.entries {
+            let (Some(term), Some((_, (p0, p1)))) = (self.term(i), self.spans(i)) else { return false };
+            let Some(bytes) = p1
+                .checked_mul(SEGMENT_POSTING_BYTES)
+                .and_then(|end| self.postings.get(p0.saturating_mul(SEGMENT_POSTING_BYTES)..end))
+            else {
+                return false;
+            };
+            let key = |c: &[u8]| segment_posting(c).map(|p| (p.0, p.1));
+            let sorted = bytes
+                .chunks_exact(SEGMENT_POSTING_BYTES)
+                .zip(bytes.chunks_exact(SEGMENT_POSTING_BYTES).skip(1))
+                .all(|(a, b)| key(a) < key(b));
+            if previous.is_some_and(|p| p >= term) || !sorted {
+                return false;
+            }
+            previous = Some(term);
+        }
+        true
+    }
+
     /// The entry of `term`, by binary search (`None` if malformed, `Some(None)` if absent).
     fn find(&self, term: &str) -> Option<Option<usize>> {
         let (mut lo, mut hi) = (0, self.entries);
@@ -269,29 +304,49 @@ impl<'b> Block<'b> {
     }
 }
 
-/// Encode a block of `(term, postings)` entries in term order.
-fn encode_block(entries: &[(String, Vec<SegmentPosting>)]) -> Vec<u8> {
-    let terms: usize = entries.iter().map(|e| e.0.len()).sum();
-    let postings: usize = entries.iter().map(|e| e.1.len()).sum();
-    let mut out = Vec::with_capacity(5 + 8 * entries.len() + terms + postings * SEGMENT_POSTING_BYTES);
-    out.push(BLOCK_VERSION);
-    out.extend_from_slice(&u32::try_from(entries.len()).unwrap_or(u32::MAX).to_le_bytes());
-    let (mut t, mut p) = (0usize, 0usize);
-    for (term, list) in entries {
-        t += term.len();
-        p += list.len();
-        out.extend_from_slice(&u32::try_from(t).unwrap_or(u32::MAX).to_le_bytes());
-        out.extend_from_slice(&u32::try_from(p).unwrap_or(u32::MAX).to_le_bytes());
-    }
-    for (term, _) in entries {
-        out.extend_from_slice(term.as_bytes());
-    }
-    for (_, list) in entries {
-        for posting in list {
-            put_segment_posting(&mut out, *posting);
+/// A block being encoded (see [`Block`]): its directory, term bytes and postings, appended
+/// to as entries come, with no allocation per entry.
+#[derive(Default)]
+struct BlockBuf {
+    entries: u32,
+    dir: Vec<u8>,
+    terms: Vec<u8>,
+    postings: Vec<u8>,
+}
+
+impl BlockBuf {
+    /// Append an entry: a term (greater than the last one's) and its postings in `(id,
+    /// from_rev)` order.
+    fn push(&mut self, term: &str, postings: &[SegmentPosting]) {
+        self.terms.extend_from_slice(term.as_bytes());
+        for p in postings {
+            put_segment_posting(&mut self.postings, *p);
         }
+        for end in [self.terms.len(), self.postings.len() / SEGMENT_POSTING_BYTES] {
+            self.dir.extend_from_slice(&u32::try_from(end).unwrap_or(u32::MAX).to_le_bytes());
+        }
+        self.entries += 1;
     }
-    out
+
+    /// Bytes of the block so far.
+    fn size(&self) -> usize {
+        5 + self.dir.len() + self.terms.len() + self.postings.len()
+    }
+
+    /// The encoded block; the buffer is left empty (its allocations kept).
+    fn take(&mut self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.size());
+        out.push(BLOCK_VERSION);
+        out.extend_from_slice(&self.entries.to_le_bytes());
+        out.extend_from_slice(&self.dir);
+        out.extend_from_slice(&self.terms);
+        out.extend_from_slice(&self.postings);
+        self.entries = 0;
+        self.dir.clear();
+        self.terms.clear();
+        self.postings.clear();
+        out
+    }
 }
 
 /// Writes one segment's blocks as its terms come, in order, each block once it is full: a
@@ -299,17 +354,16 @@ fn encode_block(entries: &[(String, Vec<SegmentPosting>)]) -> Vec<u8> {
 struct BlockWriter {
     ns: String,
     seg: u64,
-    entries: Vec<(String, Vec<SegmentPosting>)>,
+    block: BlockBuf,
     /// The block's key: its first term, and how many blocks that term's postings went into
     /// before (a term that continues from the previous block starts the next at part 1, 2,
     /// ...), so that the keys are unique and ordered.
     key: Option<(String, u32)>,
-    size: usize,
 }
 
 impl BlockWriter {
     fn new(ns: &str, seg: u64) -> Self {
-        BlockWriter { ns: ns.to_string(), seg, entries: Vec::new(), key: None, size: 0 }
+        BlockWriter { ns: ns.to_string(), seg, block: BlockBuf::default(), key: None }
     }
 
     /// Add a term's postings (in `(id, from_rev)` order; terms in increasing order).
@@ -322,14 +376,13 @@ impl BlockWriter {
         let mut part = 0u32;
         while !postings.is_empty() {
             let head = 8 + term.len();
-            if !self.entries.is_empty() && self.size + head + SEGMENT_POSTING_BYTES > BLOCK_BYTES {
+            if self.block.entries > 0 && self.block.size() + head + SEGMENT_POSTING_BYTES > BLOCK_BYTES {
                 self.flush(table)?;
             }
-            let room = (BLOCK_BYTES.saturating_sub(self.size + head) / SEGMENT_POSTING_BYTES).max(1);
+            let room = (BLOCK_BYTES.saturating_sub(self.block.size() + head) / SEGMENT_POSTING_BYTES).max(1);
             let (now, rest) = postings.split_at(postings.len().min(room));
             self.key.get_or_insert_with(|| (term.to_string(), part));
-            self.entries.push((term.to_string(), now.to_vec()));
-            self.size += head + now.len() * SEGMENT_POSTING_BYTES;
+            self.block.push(term, now);
             postings = rest;
             part += 1;
         }
@@ -339,13 +392,8 @@ impl BlockWriter {
     /// Write the block being filled, if any.
     fn flush(&mut self, table: &mut Table<'_, SegmentKey, &'static [u8]>) -> Result<(), Error> {
         if let Some((first, part)) = self.key.take() {
-            table.insert(
-                (self.ns.as_str(), self.seg, first.as_str(), part),
-                encode_block(&self.entries).as_slice(),
-            )?;
+            table.insert((self.ns.as_str(), self.seg, first.as_str(), part), self.block.take().as_slice())?;
         }
-        self.entries.clear();
-        self.size = 0;
         Ok(())
     }
 }
@@ -357,8 +405,9 @@ enum Source<'p> {
     Memory(&'p [(&'p str, SegmentPosting)]),
     Segment {
         seg: u64,
-        /// The entries of the current block not taken yet.
-        entries: std::collections::VecDeque<(String, Vec<SegmentPosting>)>,
+        /// The current block (checked when read) and its next entry.
+        block: Vec<u8>,
+        at: usize,
         /// The key of the current block (`None` before the first).
         last: Option<(String, u32)>,
         done: bool,
@@ -368,8 +417,8 @@ enum Source<'p> {
 impl Source<'_> {
     /// Read the segment's next block once the current one is used up.
     fn fill(&mut self, table: &impl ReadableTable<SegmentKey, &'static [u8]>, ns: &str) -> Result<(), Error> {
-        let Source::Segment { seg, entries, last, done } = self else { return Ok(()) };
-        while entries.is_empty() && !*done {
+        let Source::Segment { seg, block, at, last, done } = self else { return Ok(()) };
+        while Block::parse(block).is_none_or(|b| *at >= b.entries) && !*done {
             // The first key after the current block's: `part + 1` of its term, or a later term.
             let from = match last {
                 Some((term, part)) => (ns, *seg, term.as_str(), part.saturating_add(1)),
@@ -379,10 +428,12 @@ impl Source<'_> {
                 Some(r) => {
                     let (k, v) = r?;
                     let (_, _, first, part) = k.value();
-                    let block = Block::parse(v.value())
-                        .and_then(|b| b.entries())
-                        .ok_or_else(|| malformed_segment(ns, *seg, first))?;
-                    entries.extend(block.into_iter().map(|(t, l)| (t.to_string(), l)));
+                    if !Block::parse(v.value()).is_some_and(|b| b.check()) {
+                        return Err(malformed_segment(ns, *seg, first));
+                    }
+                    block.clear();
+                    block.extend_from_slice(v.value());
+                    *at = 0;
                     Some((first.to_string(), part))
                 }
                 None => None,
@@ -399,7 +450,7 @@ impl Source<'_> {
     fn head(&self) -> Option<&str> {
         match self {
             Source::Memory(p) => p.first().map(|x| x.0),
-            Source::Segment { entries, .. } => entries.front().map(|e| e.0.as_str()),
+            Source::Segment { block, at, .. } => Block::parse(block).and_then(|b| b.term(*at)),
         }
     }
 
@@ -411,10 +462,12 @@ impl Source<'_> {
                 out.extend(p[..n].iter().map(|x| x.1));
                 *p = &p[n..];
             }
-            Source::Segment { entries, .. } => {
-                if let Some((_, list)) = entries.pop_front() {
-                    out.extend(list);
+            Source::Segment { block, at, .. } => {
+                // Checked when read (see `fill`).
+                if let Some(b) = Block::parse(block) {
+                    b.postings_into(*at, out);
                 }
+                *at += 1;
             }
         }
     }
@@ -639,7 +692,8 @@ impl<'txn> LexicalWriter<'txn> {
         let mut sources = vec![Source::Memory(&postings)];
         sources.extend(segments.iter().filter(|s| joins(**s)).map(|&seg| Source::Segment {
             seg,
-            entries: Default::default(),
+            block: Vec::new(),
+            at: 0,
             last: None,
             done: false,
         }));
@@ -648,11 +702,14 @@ impl<'txn> LexicalWriter<'txn> {
         let mut writer = BlockWriter::new(ns, (level << LEVEL_SHIFT) | seq);
         // Term by term, in order: its postings from every source, in `(id, from_rev)` order.
         let mut list: Vec<SegmentPosting> = Vec::new();
+        let mut term = String::new();
         loop {
             for source in &mut sources {
                 source.fill(self.segments.get()?, ns)?;
             }
-            let Some(term) = sources.iter().filter_map(Source::head).min().map(str::to_string) else { break };
+            let Some(head) = sources.iter().filter_map(Source::head).min() else { break };
+            term.clear();
+            term.push_str(head);
             list.clear();
             for source in &mut sources {
                 while source.head() == Some(term.as_str()) {
@@ -793,21 +850,20 @@ impl LexicalWriter<'_> {
         let entries = Block::parse(&bytes)
             .and_then(|b| b.entries())
             .ok_or_else(|| malformed_segment(ns, seg, &first))?;
-        let kept: Vec<(String, Vec<SegmentPosting>)> = entries
-            .into_iter()
-            .map(|(t, mut list)| {
-                if t == term {
-                    list.retain(|p| (p.0, p.1) != (id, rev));
-                }
-                (t.to_string(), list)
-            })
-            .filter(|(_, list)| !list.is_empty())
-            .collect();
+        let mut kept = BlockBuf::default();
+        for (t, mut list) in entries {
+            if t == term {
+                list.retain(|p| (p.0, p.1) != (id, rev));
+            }
+            if !list.is_empty() {
+                kept.push(t, &list);
+            }
+        }
         let table = self.segments.get_mut()?;
-        if kept.is_empty() {
+        if kept.entries == 0 {
             table.remove((ns, seg, first.as_str(), part))?;
         } else {
-            table.insert((ns, seg, first.as_str(), part), encode_block(&kept).as_slice())?;
+            table.insert((ns, seg, first.as_str(), part), kept.take().as_slice())?;
         }
         Ok(())
     }
@@ -925,7 +981,7 @@ impl Segments {
                     let malformed = || malformed_segment(ns, seg, first);
                     let block = Block::parse(bytes).ok_or_else(malformed)?;
                     if let Some(i) = block.find(term).ok_or_else(malformed)? {
-                        out.extend(block.postings(i).ok_or_else(malformed)?);
+                        block.postings_into(i, out).ok_or_else(malformed)?;
                     }
                     Ok(true)
                 })?,
