@@ -227,40 +227,40 @@ impl<'b> Block<'b> {
         std::str::from_utf8(self.terms.get(t0..t1)?).ok()
     }
 
+    /// Entry `i`'s postings, as stored (28 bytes each).
+    fn posting_bytes(&self, i: usize) -> Option<&'b [u8]> {
+        let (_, (p0, p1)) = self.spans(i)?;
+        self.postings.get(p0.checked_mul(SEGMENT_POSTING_BYTES)?..p1.checked_mul(SEGMENT_POSTING_BYTES)?)
+    }
+
     /// Entry `i`'s postings.
     fn postings(&self, i: usize) -> Option<Vec<SegmentPosting>> {
-        let (_, (p0, p1)) = self.spans(i)?;
-        let bytes = self.postings.get(p0 * SEGMENT_POSTING_BYTES..p1.checked_mul(SEGMENT_POSTING_BYTES)?)?;
-        bytes.chunks_exact(SEGMENT_POSTING_BYTES).map(segment_posting).collect()
+        let mut out = Vec::new();
+        self.postings_into(i, &mut out)?;
+        Some(out)
     }
 
     /// Add entry `i`'s postings to `out` (`None` if malformed).
     fn postings_into(&self, i: usize, out: &mut Vec<SegmentPosting>) -> Option<()> {
-        let (_, (p0, p1)) = self.spans(i)?;
-        let bytes = self.postings.get(p0 * SEGMENT_POSTING_BYTES..p1.checked_mul(SEGMENT_POSTING_BYTES)?)?;
-        for c in bytes.chunks_exact(SEGMENT_POSTING_BYTES) {
+        for c in self.posting_bytes(i)?.chunks_exact(SEGMENT_POSTING_BYTES) {
             out.push(segment_posting(c)?);
         }
         Some(())
     }
 
-    /// Whether every entry is well formed and in order (see [`Self::entries`]), checked
+    /// Whether every entry is well formed and in order: terms in strictly increasing order,
+    /// postings within a term in strictly increasing `(id, from_rev)` order. Checked in place,
     /// without copying the postings out.
     fn check(&self) -> bool {
+        let key = |c: &[u8]| segment_posting(c).map(|p| (p.0, p.1));
         let mut previous: Option<&str> = None;
         for i in 0..self.entries {
-            let (Some(term), Some((_, (p0, p1)))) = (self.term(i), self.spans(i)) else { return false };
-            let Some(bytes) = p1
-                .checked_mul(SEGMENT_POSTING_BYTES)
-                .and_then(|end| self.postings.get(p0.saturating_mul(SEGMENT_POSTING_BYTES)..end))
-            else {
-                return false;
+            let (Some(term), Some(bytes)) = (self.term(i), self.posting_bytes(i)) else { return false };
+            let mut list = bytes.chunks_exact(SEGMENT_POSTING_BYTES).map(key);
+            let sorted = match list.next() {
+                Some(first) => list.try_fold(first, |a, b| (a < b).then_some(b)).is_some(),
+                None => true,
             };
-            let key = |c: &[u8]| segment_posting(c).map(|p| (p.0, p.1));
-            let sorted = bytes
-                .chunks_exact(SEGMENT_POSTING_BYTES)
-                .zip(bytes.chunks_exact(SEGMENT_POSTING_BYTES).skip(1))
-                .all(|(a, b)| key(a) < key(b));
             if previous.is_some_and(|p| p >= term) || !sorted {
                 return false;
             }
@@ -283,19 +283,12 @@ impl<'b> Block<'b> {
         Some(None)
     }
 
-    /// Every entry, checked: terms in strictly increasing order, postings within a term in
-    /// strictly increasing `(id, from_rev)` order (`None` if not, or malformed).
+    /// Every entry, [checked](Self::check) (`None` if not in order, or malformed).
     fn entries(&self) -> Option<Vec<(&'b str, Vec<SegmentPosting>)>> {
-        let mut out: Vec<(&'b str, Vec<SegmentPosting>)> = Vec::with_capacity(self.entries);
-        for i in 0..self.entries {
-            let (term, list) = (self.term(i)?, self.postings(i)?);
-            let sorted = list.windows(2).all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1));
-            if out.last().is_some_and(|(t, _)| *t >= term) || !sorted {
-                return None;
-            }
-            out.push((term, list));
+        if !self.check() {
+            return None;
         }
-        Some(out)
+        (0..self.entries).map(|i| Some((self.term(i)?, self.postings(i)?))).collect()
     }
 
     /// How many postings the block holds.
@@ -1508,6 +1501,32 @@ mod tests {
     /// continuing over several blocks); every term is found, and so is none that is absent,
     /// also after `forget` took a block's first entry out (its key is then below its first
     /// term) or emptied a block.
+    /// A block is refused when its terms, or a term's postings, are out of order, or when
+    /// it is cut short.
+    #[test]
+    fn a_block_out_of_order_fails_its_check() {
+        let encode = |entries: &[(&str, &[SegmentPosting])]| {
+            let mut b = BlockBuf::default();
+            for (term, list) in entries {
+                b.push(term, list);
+            }
+            b.take()
+        };
+        let ok = encode(&[("a", &[(1, 0, 1, 1), (2, 0, 1, 1)]), ("b", &[(1, 0, 1, 1)])]);
+        assert!(Block::parse(&ok).is_some_and(|b| b.check()));
+        assert_eq!(Block::parse(&ok).and_then(|b| b.entries()).map(|e| e.len()), Some(2));
+        for bad in [
+            encode(&[("b", &[(1, 0, 1, 1)]), ("a", &[(1, 0, 1, 1)])]),
+            encode(&[("a", &[(1, 0, 1, 1)]), ("a", &[(2, 0, 1, 1)])]),
+            encode(&[("a", &[(2, 0, 1, 1), (1, 0, 1, 1)])]),
+            encode(&[("a", &[(1, 1, 1, 1), (1, 0, 1, 1)])]),
+            encode(&[("a", &[(1, 0, 1, 1), (1, 0, 1, 1)])]),
+        ] {
+            assert!(Block::parse(&bad).is_some_and(|b| !b.check() && b.entries().is_none()), "{bad:?}");
+        }
+        assert!(Block::parse(&ok[..ok.len() - 1]).is_none());
+    }
+
     #[test]
     fn blocks_find_every_term_across_boundaries_and_after_forgets() {
         let dir = tempfile::tempdir().unwrap();
