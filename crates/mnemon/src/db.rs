@@ -87,16 +87,6 @@ impl DbBuilder {
         self
     }
 
-    /// Merge fresh texts into the lexical index's segments on a background thread (default
-    /// on; not with [`DbBuilder::shared`]): the merge is computed from a snapshot beside the
-    /// commits and written by the next one, so that no caller's write waits for it. Off, the
-    /// commit that brings a namespace to [`mnemon_storage::FRESH_LIMIT`] fresh texts merges
-    /// them itself. See docs/search.md.
-    pub fn background_merges(mut self, yes: bool) -> Self {
-        self.options.background_merges = yes;
-        self
-    }
-
     /// redb's page cache, in bytes (default 256 MiB).
     pub fn cache_size(mut self, bytes: usize) -> Self {
         self.options.cache_size = bytes;
@@ -257,17 +247,11 @@ impl Db {
         Ok(self.store.sync()?)
     }
 
-    /// Wait until the background merges of fresh texts that commits made due are written
-    /// (see [`DbBuilder::background_merges`] and [`mnemon_storage::Store::wait_for_merges`]).
-    pub fn wait_for_merges(&self) {
-        self.store.wait_for_merges();
-    }
-
-    /// Merge a namespace's fresh texts, and every segment, into its posting lists now, if it
-    /// has at least `min` fresh texts; returns how many were merged. Fresh texts are merged
-    /// into segments on their own (see [`DbBuilder::background_merges`]); a server calls this
-    /// when it is idle, so that searches read one place. Durable, and changes no query's
-    /// answer.
+    /// Merge a namespace's fresh texts into its posting lists now, if it has at least `min`
+    /// of them; returns how many were merged. The commit that brings a namespace to
+    /// [`mnemon_storage::FRESH_LIMIT`] fresh texts does this merge on its own (writing a leaf
+    /// of the posting lists per rare term: a few milliseconds); a server calls this when it is
+    /// idle, so that no caller's write pays for it. Durable, and changes no query's answer.
     pub fn merge_texts(&self, ns: &Namespace, min: u64) -> Result<u64> {
         let fresh = self.store.snapshot()?.fresh_texts(ns)?;
         if fresh == 0 || fresh < min {

@@ -65,15 +65,9 @@ const FRESH_VERSION: u8 = 1;
 const STATS_VERSION_1: u8 = 1;
 const STATS_VERSION: u8 = 2;
 
-/// A namespace's fresh texts are merged into a segment once a commit would leave this many
-/// (see the module documentation): by that commit, or, with background merges, by a merge
-/// computed beside the commits that a later commit writes.
+/// A namespace's fresh texts are merged into the posting lists once a commit would leave this
+/// many (see the module documentation).
 pub const FRESH_LIMIT: u64 = 256;
-
-/// With background merges, a commit merges a namespace's fresh texts itself once it would
-/// leave this many: the background merge is behind (or too large to be held in memory), and
-/// searches read the fresh rows one by one.
-pub const FRESH_HARD_LIMIT: u64 = 4 * FRESH_LIMIT;
 
 /// BM25 parameters (the usual ones).
 const K1: f64 = 1.2;
@@ -366,12 +360,17 @@ impl BlockWriter {
     }
 
     /// Add a term's postings (in `(id, from_rev)` order; terms in increasing order).
-    fn push(&mut self, io: &mut impl MergeIo, term: &str, mut postings: &[SegmentPosting]) -> Result<(), Error> {
+    fn push(
+        &mut self,
+        table: &mut Table<'_, SegmentKey, &'static [u8]>,
+        term: &str,
+        mut postings: &[SegmentPosting],
+    ) -> Result<(), Error> {
         let mut part = 0u32;
         while !postings.is_empty() {
             let head = 8 + term.len();
             if self.block.entries > 0 && self.block.size() + head + SEGMENT_POSTING_BYTES > BLOCK_BYTES {
-                self.flush(io)?;
+                self.flush(table)?;
             }
             let room = (BLOCK_BYTES.saturating_sub(self.block.size() + head) / SEGMENT_POSTING_BYTES).max(1);
             let (now, rest) = postings.split_at(postings.len().min(room));
@@ -384,63 +383,11 @@ impl BlockWriter {
     }
 
     /// Write the block being filled, if any.
-    fn flush(&mut self, io: &mut impl MergeIo) -> Result<(), Error> {
+    fn flush(&mut self, table: &mut Table<'_, SegmentKey, &'static [u8]>) -> Result<(), Error> {
         if let Some((first, part)) = self.key.take() {
-            io.put(&self.ns, self.seg, &first, part, self.block.take())?;
+            table.insert((self.ns.as_str(), self.seg, first.as_str(), part), self.block.take().as_slice())?;
         }
         Ok(())
-    }
-}
-
-/// Where a merge reads the blocks of the segments it joins, and where it puts the blocks of
-/// the segment it writes: the segment table of the commit (in a commit's merge), or a
-/// snapshot's table and memory (a background merge, see [`MergePlan`]).
-trait MergeIo {
-    /// Read `source`'s next block once its current one is used up (see [`Source::fill`]).
-    fn fill(&mut self, source: &mut Source<'_>, ns: &str) -> Result<(), Error>;
-    /// Store a block of the new segment: `(ns, seg, first term, part)`.
-    fn put(&mut self, ns: &str, seg: u64, first: &str, part: u32, block: Vec<u8>) -> Result<(), Error>;
-    /// Whether the output went over its limit: the merge stops (its output is dropped).
-    fn full(&self) -> bool {
-        false
-    }
-}
-
-impl MergeIo for Table<'_, SegmentKey, &'static [u8]> {
-    fn fill(&mut self, source: &mut Source<'_>, ns: &str) -> Result<(), Error> {
-        source.fill(&*self, ns)
-    }
-
-    fn put(&mut self, ns: &str, seg: u64, first: &str, part: u32, block: Vec<u8>) -> Result<(), Error> {
-        self.insert((ns, seg, first, part), block.as_slice())?;
-        Ok(())
-    }
-}
-
-/// A background merge's reads (a snapshot's segment table) and output (blocks in memory, up
-/// to a limit).
-struct PlanIo<'r, T: ReadableTable<SegmentKey, &'static [u8]>> {
-    table: &'r T,
-    blocks: Vec<(String, u32, Vec<u8>)>,
-    bytes: usize,
-    limit: usize,
-}
-
-impl<T: ReadableTable<SegmentKey, &'static [u8]>> MergeIo for PlanIo<'_, T> {
-    fn fill(&mut self, source: &mut Source<'_>, ns: &str) -> Result<(), Error> {
-        source.fill(self.table, ns)
-    }
-
-    fn put(&mut self, _: &str, _: u64, first: &str, part: u32, block: Vec<u8>) -> Result<(), Error> {
-        self.bytes += block.len();
-        if self.bytes <= self.limit {
-            self.blocks.push((first.to_string(), part, block));
-        }
-        Ok(())
-    }
-
-    fn full(&self) -> bool {
-        self.bytes > self.limit
     }
 }
 
@@ -517,156 +464,6 @@ impl Source<'_> {
             }
         }
     }
-}
-
-/// Where a merge asked for puts each term's postings (the posting lists).
-type PostingLists<'a> = dyn FnMut(&str, &[SegmentPosting]) -> Result<(), Error> + 'a;
-
-/// What a merge wrote or computed: the merged texts' rows, the levels it joined
-/// (`first..level`) and the segment it made of them.
-struct MergeShape {
-    texts: Vec<(u128, u32, [u8; 9])>,
-    first: u64,
-    level: u64,
-    seg: u64,
-}
-
-/// Merge the fresh rows `rows` and the new texts `new` with those of a namespace's `segments`
-/// that the merge joins (all of them for a merge asked for, `all`; else, from the new
-/// segment's level up, those of each level that it fills), term by term in order: each term's
-/// postings from every input, in `(id, from_rev)` order. A merge asked for gives each term's
-/// list to `lists`; any other writes the new segment's blocks through `io`.
-fn merge_postings(
-    io: &mut impl MergeIo,
-    ns: &str,
-    rows: &[(u128, u32, Vec<u8>)],
-    new: &[NewText],
-    segments: &[u64],
-    all: bool,
-    lists: &mut PostingLists<'_>,
-) -> Result<MergeShape, Error> {
-    let mut postings: Vec<(&str, SegmentPosting)> = Vec::new();
-    // The texts' rows, `(id, from_rev, [1][0][length])`: the stored fresh texts come in key
-    // order, then the new ones (in key order among themselves, and mostly newer).
-    let mut texts: Vec<(u128, u32, [u8; 9])> = Vec::with_capacity(rows.len() + new.len());
-    for (id, rev, bytes) in rows {
-        let (len, terms) = decode_fresh_row(ns, *id, *rev, bytes)?;
-        postings.extend(terms.into_iter().map(|(term, tf)| (term, (*id, *rev, tf, len))));
-        texts.push((*id, *rev, encode_posting(0, len)));
-    }
-    for ((id, rev), (counts, len)) in new {
-        postings.extend(counts.iter().map(|(term, tf)| (term.as_str(), (*id, *rev, *tf, *len))));
-        texts.push((*id, *rev, encode_posting(0, *len)));
-    }
-    // Stable, and nearly sorted already.
-    texts.sort_by_key(|t| (t.0, t.1));
-    let first = level_for(texts.len());
-    let mut level = first;
-    while !all && segments.iter().filter(|s| **s >> LEVEL_SHIFT == level).count() + 1 >= SEGMENT_FANOUT {
-        level += 1;
-    }
-    let joins = |seg: u64| all || (first..level).contains(&(seg >> LEVEL_SHIFT));
-    // Stable: of two equal keys (which a consistent file never has) the first is kept.
-    postings.sort_by(|a, b| (a.0, a.1.0, a.1.1).cmp(&(b.0, b.1.0, b.1.1)));
-    let mut sources = vec![Source::Memory(&postings)];
-    sources.extend(segments.iter().filter(|s| joins(**s)).map(|&seg| Source::Segment {
-        seg,
-        block: Vec::new(),
-        at: 0,
-        last: None,
-        done: false,
-    }));
-    // The next sequence number: after every segment's, at any level.
-    let seq = segments.iter().map(|s| s & ((1u64 << LEVEL_SHIFT) - 1)).max().map_or(0, |m| m + 1);
-    let seg = (level << LEVEL_SHIFT) | seq;
-    let mut writer = BlockWriter::new(ns, seg);
-    let mut list: Vec<SegmentPosting> = Vec::new();
-    let mut term = String::new();
-    while !io.full() {
-        for source in &mut sources {
-            io.fill(source, ns)?;
-        }
-        let Some(head) = sources.iter().filter_map(Source::head).min() else { break };
-        term.clear();
-        term.push_str(head);
-        list.clear();
-        for source in &mut sources {
-            while source.head() == Some(term.as_str()) {
-                source.take(&term, &mut list);
-                io.fill(source, ns)?;
-            }
-        }
-        list.sort_by_key(|p| (p.0, p.1));
-        list.dedup_by_key(|p| (p.0, p.1));
-        if all {
-            lists(&term, &list)?;
-        } else {
-            writer.push(io, &term, &list)?;
-        }
-    }
-    writer.flush(io)?;
-    Ok(MergeShape { texts, first, level, seg })
-}
-
-/// A merge of a namespace's fresh texts computed in the background from a snapshot (the
-/// commit `seq`), to be written by a later commit ([`LexicalWriter::install`]) if nothing it
-/// read has changed since. It holds the new segment's blocks.
-pub(crate) struct MergePlan {
-    pub(crate) ns: String,
-    /// The snapshot's last commit.
-    pub(crate) seq: u64,
-    /// The fresh rows it merges, in key order.
-    fresh: Vec<(u128, u32)>,
-    texts: Vec<(u128, u32, [u8; 9])>,
-    first: u64,
-    level: u64,
-    seg: u64,
-    blocks: Vec<(String, u32, Vec<u8>)>,
-}
-
-impl std::fmt::Debug for MergePlan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MergePlan")
-            .field("ns", &self.ns)
-            .field("seq", &self.seq)
-            .field("fresh", &self.fresh.len())
-            .field("levels", &(self.first..self.level))
-            .field("blocks", &self.blocks.len())
-            .finish()
-    }
-}
-
-/// Compute, from a snapshot, the merge the commit that brought a namespace to
-/// [`FRESH_LIMIT`] fresh texts would have done: `None` if it has fewer, or if the new
-/// segment would take more than `limit` bytes (a commit then merges, see
-/// [`FRESH_HARD_LIMIT`]).
-pub(crate) fn plan_merge(txn: &redb::ReadTransaction, ns: &str, limit: usize) -> Result<Option<MergePlan>, Error> {
-    let seq = {
-        let meta = txn.open_table(crate::tables::META)?;
-        crate::format::read_state(&meta)?.commit_seq
-    };
-    let fresh = txn.open_table(crate::tables::FRESH)?;
-    let rows = fresh_rows(&fresh, ns)?;
-    if (rows.len() as u64) < FRESH_LIMIT {
-        return Ok(None);
-    }
-    let table = txn.open_table(crate::tables::SEGMENTS)?;
-    let segments = segment_list(&table, ns)?;
-    let mut io = PlanIo { table: &table, blocks: Vec::new(), bytes: 0, limit };
-    let shape = merge_postings(&mut io, ns, &rows, &[], &segments, false, &mut |_, _| Ok(()))?;
-    if io.full() {
-        return Ok(None);
-    }
-    Ok(Some(MergePlan {
-        ns: ns.to_string(),
-        seq,
-        fresh: rows.iter().map(|(id, rev, _)| (*id, *rev)).collect(),
-        texts: shape.texts,
-        first: shape.first,
-        level: shape.level,
-        seg: shape.seg,
-        blocks: io.blocks,
-    }))
 }
 
 /// The level a merge of `texts` fresh texts starts its segment at: the first whose segments
@@ -778,14 +575,6 @@ pub(crate) struct LexicalWriter<'txn> {
     written: usize,
     /// Namespaces whose fresh texts this commit merges whatever their number.
     pub(crate) merge_requested: std::collections::BTreeSet<String>,
-    /// Leave merges of fresh texts to the background, below [`FRESH_HARD_LIMIT`].
-    pub(crate) background: bool,
-    /// Namespaces this commit leaves with [`FRESH_LIMIT`] fresh texts or more, unmerged
-    /// (with `background`): due for a background merge.
-    pub(crate) due: Vec<String>,
-    /// Namespaces whose segments this commit changed or whose fresh rows it took away (a
-    /// merge, a forget): a background merge computed before it is no longer right.
-    pub(crate) touched: std::collections::BTreeSet<String>,
 }
 
 impl<'txn> LexicalWriter<'txn> {
@@ -801,9 +590,6 @@ impl<'txn> LexicalWriter<'txn> {
             new_texts: BTreeMap::new(),
             written: 0,
             merge_requested: std::collections::BTreeSet::new(),
-            background: false,
-            due: Vec::new(),
-            touched: std::collections::BTreeSet::new(),
         })
     }
 
@@ -832,19 +618,10 @@ impl<'txn> LexicalWriter<'txn> {
             let stored = s.fresh.saturating_add_signed(fresh);
             let new = by_ns.remove(&ns).unwrap_or_default();
             let texts = stored + new.len() as u64;
-            // A merge asked for also moves the segments, fresh texts or not. With background
-            // merges, a commit merges a bulk of new texts (without writing their fresh rows),
-            // or fresh texts the background left behind.
-            let limit = if self.background { FRESH_HARD_LIMIT } else { FRESH_LIMIT };
-            // This commit's texts: those it wrote fresh rows for at once, and the rest.
-            let bulk = u64::try_from(fresh).unwrap_or(0) + new.len() as u64 >= FRESH_LIMIT;
-            let merge = texts >= limit
-                || bulk
+            // A merge asked for also moves the segments, fresh texts or not.
+            let merge = texts >= FRESH_LIMIT
                 || (requested.contains(&ns)
                     && (texts > 0 || !segment_list(self.segments.get()?, &ns)?.is_empty()));
-            if !merge && texts >= FRESH_LIMIT {
-                self.due.push(ns.clone());
-            }
             if merge {
                 self.merge(&ns, &new, requested.contains(&ns))?;
             } else {
@@ -875,62 +652,89 @@ impl<'txn> LexicalWriter<'txn> {
     /// cursor rather than one descent each.
     fn merge(&mut self, ns: &str, new: &[NewText], all: bool) -> Result<(), Error> {
         let rows = fresh_rows(&self.fresh, ns)?;
+        let mut postings: Vec<(&str, SegmentPosting)> = Vec::new();
+        // The texts' rows, `(id, from_rev, [1][0][length])`: the stored fresh texts come in key
+        // order, then this commit's (in key order among themselves, and mostly newer).
+        let mut texts: Vec<(u128, u32, [u8; 9])> = Vec::with_capacity(rows.len() + new.len());
+        for (id, rev, bytes) in &rows {
+            let (len, terms) = decode_fresh_row(ns, *id, *rev, bytes)?;
+            postings.extend(terms.into_iter().map(|(term, tf)| (term, (*id, *rev, tf, len))));
+            texts.push((*id, *rev, encode_posting(0, len)));
+        }
+        for ((id, rev), (counts, len)) in new {
+            postings.extend(counts.iter().map(|(term, tf)| (term.as_str(), (*id, *rev, *tf, *len))));
+            texts.push((*id, *rev, encode_posting(0, *len)));
+        }
+        // Stable, and nearly sorted already.
+        texts.sort_by_key(|t| (t.0, t.1));
+        crate::tables::insert_sorted(
+            self.texts.get_mut()?,
+            texts.iter().map(|(id, rev, value)| ((ns, *id, *rev), value.as_slice())),
+        )?;
         let segments = segment_list(self.segments.get()?, ns)?;
-        let postings = &mut self.postings;
-        let shape = merge_postings(self.segments.get_mut()?, ns, &rows, new, &segments, all, &mut |term, list| {
-            let values: Vec<[u8; 9]> = list.iter().map(|p| encode_posting(p.2, p.3)).collect();
-            crate::tables::insert_sorted(
-                postings.get_mut()?,
-                list.iter().zip(&values).map(|(p, value)| ((ns, term, p.0, p.1), value.as_slice())),
-            )?;
-            Ok(())
-        })?;
-        self.write_texts(ns, &shape.texts)?;
+        // The segments that join this merge: all of them, or from the new segment's level up,
+        // those of each level that the merge fills.
+        let first = level_for(texts.len());
+        let mut level = first;
+        while !all && segments.iter().filter(|s| **s >> LEVEL_SHIFT == level).count() + 1 >= SEGMENT_FANOUT {
+            level += 1;
+        }
+        let joins = |seg: u64| all || (first..level).contains(&(seg >> LEVEL_SHIFT));
+        // Stable: of two equal keys (which a consistent file never has) the first is kept.
+        postings.sort_by(|a, b| (a.0, a.1.0, a.1.1).cmp(&(b.0, b.1.0, b.1.1)));
+        let mut sources = vec![Source::Memory(&postings)];
+        sources.extend(segments.iter().filter(|s| joins(**s)).map(|&seg| Source::Segment {
+            seg,
+            block: Vec::new(),
+            at: 0,
+            last: None,
+            done: false,
+        }));
+        // The next sequence number: after every segment's, at any level.
+        let seq = segments.iter().map(|s| s & ((1u64 << LEVEL_SHIFT) - 1)).max().map_or(0, |m| m + 1);
+        let mut writer = BlockWriter::new(ns, (level << LEVEL_SHIFT) | seq);
+        // Term by term, in order: its postings from every source, in `(id, from_rev)` order.
+        let mut list: Vec<SegmentPosting> = Vec::new();
+        let mut term = String::new();
+        loop {
+            for source in &mut sources {
+                source.fill(self.segments.get()?, ns)?;
+            }
+            let Some(head) = sources.iter().filter_map(Source::head).min() else { break };
+            term.clear();
+            term.push_str(head);
+            list.clear();
+            for source in &mut sources {
+                while source.head() == Some(term.as_str()) {
+                    source.take(&term, &mut list);
+                    source.fill(self.segments.get()?, ns)?;
+                }
+            }
+            list.sort_by_key(|p| (p.0, p.1));
+            list.dedup_by_key(|p| (p.0, p.1));
+            if all {
+                let values: Vec<[u8; 9]> = list.iter().map(|p| encode_posting(p.2, p.3)).collect();
+                crate::tables::insert_sorted(
+                    self.postings.get_mut()?,
+                    list.iter()
+                        .zip(&values)
+                        .map(|(p, value)| ((ns, term.as_str(), p.0, p.1), value.as_slice())),
+                )?;
+            } else {
+                writer.push(self.segments.get_mut()?, &term, &list)?;
+            }
+        }
+        writer.flush(self.segments.get_mut()?)?;
         // The joined segments go (a level's segments, or a namespace's, are one range of keys).
         if all && !segments.is_empty() {
             self.segments.get_mut()?.retain_in(segment_bounds(ns), |_, _| false)?;
         }
-        for l in (shape.first..shape.level).filter(|_| !all) {
+        for l in (first..level).filter(|_| !all) {
             self.segments.get_mut()?.retain_in(level_bounds(ns, l), |_, _| false)?;
         }
         if !rows.is_empty() {
             self.fresh.retain_in((ns, 0u128, 0u32)..=(ns, u128::MAX, u32::MAX), |_, _| false)?;
         }
-        self.touched.insert(ns.to_string());
-        Ok(())
-    }
-
-    /// The merged texts' rows, `(id, from_rev) -> [1][0][length]`, in key order.
-    fn write_texts(&mut self, ns: &str, texts: &[(u128, u32, [u8; 9])]) -> Result<(), Error> {
-        crate::tables::insert_sorted(
-            self.texts.get_mut()?,
-            texts.iter().map(|(id, rev, value)| ((ns, *id, *rev), value.as_slice())),
-        )?;
-        Ok(())
-    }
-
-    /// Write a merge computed in the background from a snapshot (see [`plan_merge`]), which
-    /// the caller has checked is still right: no commit since its snapshot changed the
-    /// namespace's segments or took fresh rows away (see [`Self::touched`]). The fresh rows
-    /// written since stay fresh.
-    pub(crate) fn install(&mut self, plan: &MergePlan) -> Result<(), Error> {
-        let ns = plan.ns.as_str();
-        let table = self.segments.get_mut()?;
-        for l in plan.first..plan.level {
-            table.retain_in(level_bounds(ns, l), |_, _| false)?;
-        }
-        for (first, part, block) in &plan.blocks {
-            table.insert((ns, plan.seg, first.as_str(), *part), block.as_slice())?;
-        }
-        self.write_texts(ns, &plan.texts)?;
-        // `plan.fresh` is in key order.
-        self.fresh.retain_in((ns, 0u128, 0u32)..=(ns, u128::MAX, u32::MAX), |(_, id, rev), _| {
-            plan.fresh.binary_search(&(id, rev)).is_err()
-        })?;
-        let row = self.stats.get(ns)?.map(|v| decode_stats(v.value())).unwrap_or_default();
-        let s = LexStats { fresh: row.fresh.saturating_sub(plan.fresh.len() as u64), ..row };
-        self.stats.insert(ns, encode_stats(s).as_slice())?;
-        self.touched.insert(ns.to_string());
         Ok(())
     }
 
@@ -966,7 +770,6 @@ impl<'txn> LexicalWriter<'txn> {
 
     /// Remove every indexed text of a forgotten record (`all`: its revisions, in order).
     pub(crate) fn forget(&mut self, ns: &str, id: u128, all: &[Record]) -> Result<(), Error> {
-        self.touched.insert(ns.to_string());
         // Every text of the record: merged (a row in `texts`), fresh (a row in `fresh`; formats
         // before 6 also wrote its `texts` row) or indexed by this commit and not yet placed.
         let mut merged = Vec::new();
@@ -1783,9 +1586,6 @@ mod tests {
                 new_texts: BTreeMap::new(),
                 written: 0,
                 merge_requested: Default::default(),
-                background: false,
-                due: Vec::new(),
-                touched: Default::default(),
             };
             drop(table);
             // Every posting of a term that starts a block and ends in it: the block keeps its

@@ -70,7 +70,7 @@ pub use format::{FORMAT_VERSION, MAGIC, MetaState, OLDEST_SUPPORTED_FORMAT_VERSI
 pub use id::{Namespace, RecordId};
 pub use json::JsonText;
 pub use kind::Kind;
-pub use lexical::{FRESH_HARD_LIMIT, FRESH_LIMIT, LexicalHit, SEGMENT_FANOUT};
+pub use lexical::{FRESH_LIMIT, LexicalHit, SEGMENT_FANOUT};
 pub use read::{AsOf, CommitLogEntry, ListPath, ListQuery, Problem, Snapshot};
 pub use record::{Envelope, Op, Record, Status, TTL_DAYS, Visible};
 pub use store::{Durability, Receipt, Store, StoreOptions};

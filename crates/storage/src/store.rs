@@ -79,13 +79,6 @@ pub struct StoreOptions {
     /// has no blocks to allocate and no journal to commit in their fsync (commits of 16
     /// records 10 % faster on ext4). The file takes up to 8 MiB more disk than its data.
     pub zero_fill: bool,
-    /// Merge fresh texts into segments on a background thread (not with `shared`): the
-    /// merge is computed from a snapshot beside the commits, and the next commit writes it
-    /// (unless a commit since changed what it read: a forget or another merge in the
-    /// namespace). A commit then merges only a bulk of new texts, or once a namespace has
-    /// [`crate::FRESH_HARD_LIMIT`] fresh texts. Without it, the commit that brings a
-    /// namespace to [`crate::FRESH_LIMIT`] fresh texts merges them, and its callers wait.
-    pub background_merges: bool,
 }
 
 impl Default for StoreOptions {
@@ -100,7 +93,6 @@ impl Default for StoreOptions {
             group_commit_window: std::time::Duration::from_micros(250),
             shared: false,
             zero_fill: true,
-            background_merges: true,
         }
     }
 }
@@ -258,82 +250,6 @@ struct Writer {
     state: Mutex<Queue>,
     /// Signalled when as many jobs are queued as a gathering committer wants.
     queued: Condvar,
-    /// Background merges of fresh texts ([`StoreOptions::background_merges`]).
-    merges: Option<Merges>,
-}
-
-/// The largest new segment a background merge holds in memory; a larger merge is left to
-/// the commit that reaches [`crate::FRESH_HARD_LIMIT`] (which writes it block by block).
-const BACKGROUND_MERGE_BYTES: usize = 64 << 20;
-
-/// Background merges of fresh texts (see [`crate::lexical::plan_merge`]): a thread computes
-/// the merges of the namespaces that commits left due, from a snapshot; the next commit
-/// writes each one that is still right.
-struct Merges {
-    state: Mutex<MergeState>,
-    /// Signalled when a namespace becomes due (for the thread), when the thread is done with
-    /// what was due (for [`Store::wait_for_merges`]), and to stop.
-    changed: Condvar,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-}
-
-#[derive(Default)]
-struct MergeState {
-    /// Namespaces left with [`crate::FRESH_LIMIT`] fresh texts or more by a commit.
-    due: std::collections::BTreeSet<String>,
-    /// Merges computed, with the generation they were computed in, for the next commit.
-    plans: Vec<(u64, crate::lexical::MergePlan)>,
-    /// Per namespace, the last commit that changed its segments or took fresh rows away: a
-    /// plan from a snapshot before it is dropped.
-    touched: std::collections::HashMap<String, u64>,
-    /// Bumped when the database is opened again: plans from before are dropped.
-    generation: u64,
-    /// The thread is computing (or writing) merges.
-    busy: bool,
-    stop: bool,
-}
-
-impl Merges {
-    fn lock(&self) -> MutexGuard<'_, MergeState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// The background merge thread: wait for due namespaces, compute their merges from a
-/// snapshot, and have them written by a commit (a job with nothing in it, which joins the
-/// writers' next commit or makes a non-durable one of its own). A merge that fails to compute
-/// is left to the commits (see [`crate::FRESH_HARD_LIMIT`]).
-fn merge_loop(writer: &Writer) {
-    let Some(merges) = writer.merges.as_ref() else { return };
-    loop {
-        let (due, generation) = {
-            let mut st = merges.lock();
-            while st.due.is_empty() && !st.stop {
-                st = merges.changed.wait(st).unwrap_or_else(PoisonError::into_inner);
-            }
-            if st.stop {
-                return;
-            }
-            st.busy = true;
-            (std::mem::take(&mut st.due), st.generation)
-        };
-        let mut made = false;
-        for ns in due {
-            // The handle is held only to begin the read (a reopen waits for it).
-            let txn = writer.database().and_then(|db| Ok(db.begin_read()?));
-            let plan = txn.and_then(|txn| crate::lexical::plan_merge(&txn, &ns, BACKGROUND_MERGE_BYTES));
-            if let Ok(Some(plan)) = plan {
-                merges.lock().plans.push((generation, plan));
-                made = true;
-            }
-        }
-        if made {
-            // The commit that writes them (its result is the commit's: nothing to report).
-            let _ = writer.submit(vec![(Vec::new(), Durability::Eventual)]);
-        }
-        merges.lock().busy = false;
-        merges.changed.notify_all();
-    }
 }
 
 #[derive(Default)]
@@ -357,14 +273,6 @@ struct Turn<'a> {
     jobs: Vec<(Arc<Slot>, usize)>,
     hints: Option<GapHints>,
     concurrency: usize,
-    /// Jobs taken that are no writer's: empty non-durable ones (the background merges'),
-    /// which must not make the next turn wait for a writer that is not there.
-    quiet: usize,
-}
-
-/// A job that is no writer's (see [`Turn::quiet`]).
-fn is_quiet((ops, durability): &(Vec<WriteOp>, Durability)) -> bool {
-    ops.is_empty() && *durability == Durability::Eventual
 }
 
 impl Drop for Turn<'_> {
@@ -457,29 +365,16 @@ impl Writer {
         if slot.is_some() && !replace {
             return Ok(0);
         }
-        if let Some(mut old) = slot.take() {
-            // Other threads hold the handle only for a moment (to begin a read transaction,
-            // which does not keep it), and none can take it while the slot is locked.
-            let mut tries = 0;
-            loop {
-                match Arc::try_unwrap(old) {
-                    // Its own error is the I/O trouble already reported.
-                    Ok(db) => {
-                        drop(db.close());
-                        break;
-                    }
-                    Err(held) if tries < 1000 => {
-                        old = held;
-                        tries += 1;
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                    Err(held) => {
-                        *slot = Some(held);
-                        return Err(Error::CommitFailed {
-                            path: self.path.clone(),
-                            reason: "the database is in use and cannot be reopened".into(),
-                        });
-                    }
+        if let Some(old) = slot.take() {
+            match Arc::try_unwrap(old) {
+                // Its own error is the I/O trouble already reported.
+                Ok(db) => drop(db.close()),
+                Err(old) => {
+                    *slot = Some(old);
+                    return Err(Error::CommitFailed {
+                        path: self.path.clone(),
+                        reason: "the database is in use and cannot be reopened".into(),
+                    });
                 }
             }
         }
@@ -501,13 +396,6 @@ impl Writer {
             return Err(Error::Closed { path: self.path.clone(), reason });
         }
         *slot = Some(Arc::new(db));
-        if let Some(m) = &self.merges {
-            // Merges computed from the database as it was may not match the file now.
-            let mut st = m.lock();
-            st.generation += 1;
-            st.plans.clear();
-            st.touched.clear();
-        }
         Ok(seq)
     }
 
@@ -577,12 +465,11 @@ impl Writer {
         // writer never waits.
         let want = q.concurrency.clamp(1, self.max_jobs);
         let deadline = Instant::now() + self.window;
-        let quiet = work.iter().filter(|j| is_quiet(j)).count();
-        let mut turn = Turn { writer: self, jobs: places, hints: None, concurrency: n - quiet, quiet };
+        let mut turn = Turn { writer: self, jobs: places, hints: None, concurrency: n };
         let mut hints = q.hints.take().unwrap_or_default();
         drop(q);
         let mut more = |taken: usize| -> Vec<(Vec<WriteOp>, Durability)> {
-            if taken.saturating_sub(turn.quiet) >= want || self.window.is_zero() {
+            if taken >= want || self.window.is_zero() {
                 return Vec::new();
             }
             // Take whatever has arrived, and wait only when nothing has: the jobs taken are
@@ -612,9 +499,7 @@ impl Writer {
             let n = q.waiting.len().min(self.max_jobs - taken);
             let mut work = Vec::with_capacity(n);
             for j in q.waiting.drain(..n) {
-                let job = (j.ops, j.durability);
-                turn.quiet += usize::from(is_quiet(&job));
-                work.push(job);
+                work.push((j.ops, j.durability));
                 turn.jobs.push((j.slot, j.index));
             }
             work
@@ -628,24 +513,14 @@ impl Writer {
                     self.clock.as_ref(),
                     (self.min_gap, self.shared.then_some(self.path.as_path())),
                     &mut hints,
-                    self.merges.as_ref(),
                     work,
                     &mut more,
                 );
                 match planned {
                     Ok(Planned::Nothing(results)) => results,
-                    Ok(Planned::Commit { txn, seq, results, due }) => match (*txn).commit() {
+                    Ok(Planned::Commit { txn, seq, results }) => match (*txn).commit() {
                         Ok(()) => {
                             self.acknowledged.fetch_max(seq, Ordering::AcqRel);
-                            if let Some(m) = self.merges.as_ref().filter(|_| !due.is_empty()) {
-                                let mut st = m.lock();
-                                let fresh = due.iter().any(|ns| !st.due.contains(ns));
-                                st.due.extend(due);
-                                drop(st);
-                                if fresh {
-                                    m.changed.notify_all();
-                                }
-                            }
                             results
                         }
                         Err(e) => {
@@ -664,7 +539,7 @@ impl Writer {
             }
         };
         turn.hints = Some(hints);
-        turn.concurrency = turn.jobs.len() - turn.quiet;
+        turn.concurrency = turn.jobs.len();
         let posted = std::mem::take(&mut turn.jobs);
         // Pass the turn on first, so the next commit can start while results are posted.
         drop(turn);
@@ -685,22 +560,6 @@ impl Writer {
 enum Handle {
     Writable(Arc<Writer>),
     ReadOnly(redb::ReadOnlyDatabase),
-}
-
-impl Drop for Inner {
-    /// Stop the background merge thread (it holds the writer, hence the file, open).
-    fn drop(&mut self) {
-        if let Handle::Writable(w) = &self.db
-            && let Some(m) = &w.merges
-        {
-            m.lock().stop = true;
-            m.changed.notify_all();
-            let thread = m.thread.lock().unwrap_or_else(PoisonError::into_inner).take();
-            if let Some(t) = thread {
-                let _ = t.join();
-            }
-        }
-    }
 }
 
 struct Inner {
@@ -872,24 +731,10 @@ impl Store {
             window: options.group_commit_window,
             state: Mutex::new(Queue::default()),
             queued: Condvar::new(),
-            merges: (options.background_merges && !options.shared).then(|| Merges {
-                state: Mutex::new(MergeState::default()),
-                changed: Condvar::new(),
-                thread: Mutex::new(None),
-            }),
         };
-        let writer = Arc::new(writer);
-        if let Some(m) = &writer.merges {
-            let w = Arc::clone(&writer);
-            let thread = std::thread::Builder::new()
-                .name("mnemon-merge".into())
-                .spawn(move || merge_loop(&w))
-                .map_err(|e| OpenError::Io { path: path.clone(), source: e })?;
-            *m.thread.lock().unwrap_or_else(PoisonError::into_inner) = Some(thread);
-        }
         Ok(Store {
             inner: Arc::new(Inner {
-                db: Handle::Writable(writer),
+                db: Handle::Writable(Arc::new(writer)),
                 path,
                 clock: options.clock,
                 format: format::FORMAT_VERSION,
@@ -947,30 +792,6 @@ impl Store {
             return jobs.iter().map(|_| Err(Error::ReadOnly { path: self.inner.path.clone() })).collect();
         };
         w.submit(jobs.into_iter().map(|ops| (ops, durability)).collect())
-    }
-
-    /// Wait until the background merges that commits made due have been computed and
-    /// written, or found no longer needed ([`StoreOptions::background_merges`]): every
-    /// namespace then has fewer than [`crate::FRESH_LIMIT`] fresh texts, unless a merge was
-    /// too large for the background or dropped because a commit changed what it read (a
-    /// forget in the namespace), or writes came meanwhile. Returns at once without
-    /// background merges.
-    pub fn wait_for_merges(&self) {
-        if let Handle::Writable(w) = &self.inner.db
-            && let Some(m) = &w.merges
-        {
-            let alive = || {
-                m.thread.lock().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|t| !t.is_finished())
-            };
-            let mut st = m.lock();
-            while (!st.due.is_empty() || st.busy) && !st.stop && alive() {
-                st = m
-                    .changed
-                    .wait_timeout(st, Duration::from_millis(10))
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .0;
-            }
-        }
     }
 
     /// Make every earlier commit durable (an empty immediate commit).
@@ -1213,7 +1034,6 @@ fn commit(
     clock: &dyn Clock,
     (min_gap, shared): (u64, Option<&Path>),
     hints: &mut GapHints,
-    merges: Option<&Merges>,
     first: Vec<(Vec<WriteOp>, Durability)>,
     more: &mut dyn FnMut(usize) -> Vec<(Vec<WriteOp>, Durability)>,
 ) -> Result<Planned, Error> {
@@ -1240,7 +1060,6 @@ fn commit(
     let mut durable = shared;
     let mut wants_commit = false;
     let mut meta = format::read_state(&meta_t)?;
-    let mut due = Vec::new();
     let mut tx = clock.now().max(meta.last_tx.plus_micros(1));
     let mut last_tx = tx;
     {
@@ -1264,29 +1083,6 @@ fn commit(
             lexical: crate::lexical::LexicalWriter::open(&txn)?,
             known_namespaces: std::collections::HashSet::new(),
         };
-        if let Some(m) = merges {
-            tables.lexical.background = true;
-            // The background merges computed since the last commit, first (so that this
-            // commit's forgets find their texts where the merges put them): each one still
-            // right, that is computed in this generation from a snapshot that no commit
-            // changing what it read came after.
-            let plans: Vec<_> = {
-                let mut st = m.lock();
-                let generation = st.generation;
-                std::mem::take(&mut st.plans)
-                    .into_iter()
-                    .filter(|(g, p)| {
-                        *g == generation
-                            && p.seq <= meta.commit_seq
-                            && st.touched.get(&p.ns).is_none_or(|&t| t <= p.seq)
-                    })
-                    .collect()
-            };
-            for (_, plan) in &plans {
-                tables.lexical.install(plan)?;
-                wrote = true;
-            }
-        }
         let mut batch = first;
         while !batch.is_empty() {
             for (ops, durability) in batch {
@@ -1332,13 +1128,6 @@ fn commit(
             ));
         }
         tables.finish(tx.as_micros())?;
-        if let Some(m) = merges {
-            let mut st = m.lock();
-            for ns in std::mem::take(&mut tables.lexical.touched) {
-                st.touched.insert(ns, meta.commit_seq + 1);
-            }
-            due = std::mem::take(&mut tables.lexical.due);
-        }
     }
     meta.commit_seq += 1;
     meta.last_tx = last_tx;
@@ -1357,16 +1146,15 @@ fn commit(
         .into_iter()
         .map(|(r, tx)| r.map(|outcomes| Receipt { tx, commit_seq: seq, outcomes }))
         .collect();
-    Ok(Planned::Commit { txn: Box::new(txn), seq, results, due })
+    Ok(Planned::Commit { txn: Box::new(txn), seq, results })
 }
 
 /// A group commit, planned and written into its transaction.
 enum Planned {
     /// Nothing to write (the transaction was aborted): the jobs' results.
     Nothing(Vec<Result<Receipt, Error>>),
-    /// The transaction to commit, its `commit_seq`, the jobs' results once it is, and the
-    /// namespaces it leaves due for a background merge.
-    Commit { txn: Box<redb::WriteTransaction>, seq: u64, results: Vec<Result<Receipt, Error>>, due: Vec<String> },
+    /// The transaction to commit, its `commit_seq`, and the jobs' results once it is.
+    Commit { txn: Box<redb::WriteTransaction>, seq: u64, results: Vec<Result<Receipt, Error>> },
 }
 
 #[cfg(test)]
@@ -1377,96 +1165,5 @@ mod tests {
     fn store_is_send_and_sync() {
         fn is<T: Send + Sync + Clone>() {}
         is::<Store>();
-    }
-
-    /// A merge computed in the background is written by the next commit only if no commit
-    /// since its snapshot changed what it read (a forget, another merge) and the database was
-    /// not opened again; written, it changes no answer and leaves later fresh texts fresh.
-    #[test]
-    #[allow(clippy::unwrap_used, clippy::panic, reason = "test")]
-    fn a_background_merge_is_written_only_while_what_it_read_is_unchanged() {
-        use crate::body::Learning;
-        use crate::id::{Namespace, RecordId};
-        use crate::read::ListQuery;
-        use crate::write::NewRecord;
-
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path().join("m.redb"), StoreOptions { create: true, ..Default::default() })
-            .unwrap();
-        let Handle::Writable(w) = &store.inner.db else { panic!("writable") };
-        let m = w.merges.as_ref().unwrap();
-        // No thread: the test computes the merges and hands them over itself.
-        m.lock().stop = true;
-        m.changed.notify_all();
-        m.thread.lock().unwrap().take().unwrap().join().unwrap();
-        let ns = Namespace::new("m").unwrap();
-        let record = |i: usize| {
-            let text = format!("alpha {} note {i}", ["beta", "gamma", "delta"][i % 3]);
-            NewRecord::new(ns.clone(), crate::body::Body::from(Learning { text, ..Default::default() }))
-        };
-        let mut n = 0;
-        let mut write = |count: usize| {
-            let recs: Vec<NewRecord> = (n..n + count).map(record).collect();
-            n += count;
-            let ids: Vec<_> = recs.iter().map(|r| r.id).collect();
-            store.write(recs.into_iter().map(WriteOp::Insert).collect()).unwrap();
-            ids
-        };
-        let mut ids = Vec::new();
-        for _ in 0..20 {
-            ids.extend(write(16));
-        }
-        assert!(m.lock().due.contains("m"));
-        let sizes = || {
-            let s = store.snapshot().unwrap().table_sizes().unwrap();
-            (s["fresh texts"], s["segments"])
-        };
-        assert_eq!(sizes(), (320, 0));
-        let plan = || {
-            let txn = w.database().unwrap().begin_read().unwrap();
-            crate::lexical::plan_merge(&txn, "m", BACKGROUND_MERGE_BYTES).unwrap().unwrap()
-        };
-        let hand = |p| {
-            let g = m.lock().generation;
-            m.lock().plans.push((g, p));
-        };
-        let search = || -> Vec<(RecordId, f64)> {
-            let snap = store.snapshot().unwrap();
-            let hits = snap.lexical_search(&ns, "alpha gamma note 7", &ListQuery::new(), 400).unwrap();
-            hits.iter().map(|h| (h.record.id, h.score)).collect()
-        };
-        let verify = || assert_eq!(store.snapshot().unwrap().verify().unwrap(), Vec::<String>::new());
-
-        // A forget after the snapshot: the merge is dropped.
-        let p = plan();
-        store.write(vec![WriteOp::Forget { namespace: ns.clone(), id: ids[5] }]).unwrap();
-        hand(p);
-        write(1);
-        assert_eq!(sizes(), (320, 0));
-        verify();
-        // Computed before the database was opened again: dropped.
-        let p = plan();
-        let g = m.lock().generation;
-        m.lock().plans.push((g + 1, p));
-        write(1);
-        assert_eq!(sizes(), (321, 0));
-        // Still right, with texts written after its snapshot: written (by a commit with
-        // nothing else in it), the later texts stay fresh, the answers stay the same.
-        let p = plan();
-        let twin = plan();
-        write(2);
-        let before = search();
-        assert!(before.len() > 100);
-        hand(p);
-        store.write_with(Vec::new(), Durability::Eventual).unwrap();
-        assert_eq!(sizes(), (2, 1));
-        assert_eq!(search(), before);
-        verify();
-        // A second merge of the same snapshot: the first one changed what it read.
-        hand(twin);
-        store.write_with(Vec::new(), Durability::Eventual).unwrap();
-        assert_eq!(sizes(), (2, 1));
-        verify();
-        assert_eq!(search(), before);
     }
 }

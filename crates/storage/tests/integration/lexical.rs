@@ -140,17 +140,11 @@ fn naive_bm25(
     out
 }
 
-/// Options with merges in the commits (not in the background), whose effect each commit's
-/// answer shows at once.
-fn inline() -> StoreOptions {
-    StoreOptions { background_merges: false, ..Default::default() }
-}
-
 #[test]
 fn fresh_texts_and_merged_postings_rank_alike() {
     let dir = tempfile::tempdir().unwrap();
     let store =
-        Store::open(dir.path().join("f.redb"), StoreOptions { create: true, ..inline() }).unwrap();
+        Store::open(dir.path().join("f.redb"), StoreOptions { create: true, ..Default::default() }).unwrap();
     let ns = Namespace::new("fresh").unwrap();
     let words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"];
     let text =
@@ -236,7 +230,7 @@ fn fresh_texts_and_merged_postings_rank_alike() {
     assert_eq!(store.snapshot().unwrap().table_sizes().unwrap()["fresh texts"], 0);
     check(&indexed, &live, "after a bulk batch");
     drop(store);
-    let store = Store::open(dir.path().join("f.redb"), inline()).unwrap();
+    let store = Store::open(dir.path().join("f.redb"), StoreOptions::default()).unwrap();
     let snap = store.snapshot().unwrap();
     assert_eq!(snap.lexical_search(&ns, "revised omega", &ListQuery::new(), 3).unwrap().len(), 3);
 }
@@ -251,7 +245,7 @@ fn fresh_texts_and_merged_postings_rank_alike() {
 fn segments_tier_up_without_changing_the_ranking() {
     let dir = tempfile::tempdir().unwrap();
     let store =
-        Store::open(dir.path().join("s.redb"), StoreOptions { create: true, ..inline() }).unwrap();
+        Store::open(dir.path().join("s.redb"), StoreOptions { create: true, ..Default::default() }).unwrap();
     let ns = Namespace::new("seg").unwrap();
     let words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta", "iota", "zeta"];
     let text =
@@ -649,7 +643,7 @@ fn format_8_and_9_files_read_alike_and_upgrade() {
     type Postings = (&'static str, u64, &'static str, u128, u32);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f10.redb");
-    let store = Store::open(&path, StoreOptions { create: true, ..inline() }).unwrap();
+    let store = Store::open(&path, StoreOptions { create: true, ..Default::default() }).unwrap();
     let ns = Namespace::new("f8").unwrap();
     let words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"];
     let text = |i: usize| format!("{} {} note {i}", words[i % 8], words[(i / 8) % 8]);
@@ -758,7 +752,7 @@ fn format_8_and_9_files_read_alike_and_upgrade() {
         drop((snap, ro));
 
         // Upgraded: the blocks are back, the old table gone, the answers the same.
-        drop(Store::open(&old, inline()).unwrap());
+        drop(Store::open(&old, StoreOptions::default()).unwrap());
         let (v, tables) = version(&old);
         assert_eq!(v, FORMAT_VERSION);
         assert!(
@@ -767,7 +761,7 @@ fn format_8_and_9_files_read_alike_and_upgrade() {
                 && !tables.contains(&"mnemon.segments".to_string()),
             "{tables:?}"
         );
-        let store = Store::open(&old, inline()).unwrap();
+        let store = Store::open(&old, StoreOptions::default()).unwrap();
         let snap = store.snapshot().unwrap();
         check_naive(&snap, &ns, &indexed, &live, &queries, &what("upgraded"));
         assert_eq!(snap.table_sizes().unwrap()["segment postings"], in_segments);
@@ -786,65 +780,4 @@ fn format_8_and_9_files_read_alike_and_upgrade() {
         assert_eq!(snap.table_sizes().unwrap()["segments"], 1);
         assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
     }
-}
-
-/// With background merges (the default), commits of a few texts leave the merging to a
-/// thread beside them: the fresh texts stay under [`FRESH_HARD_LIMIT`] after every commit and
-/// fall under [`FRESH_LIMIT`] once the merges due are written, the texts go into segments
-/// (not the posting lists), and the ranking stays naive BM25's, with writers, revisions and
-/// forgets running beside the merges (a forget drops a merge computed before it).
-#[test]
-fn background_merges_keep_the_ranking_and_the_fresh_texts_few() {
-    let dir = tempfile::tempdir().unwrap();
-    let store =
-        Store::open(dir.path().join("b.redb"), StoreOptions { create: true, ..Default::default() }).unwrap();
-    let ns = Namespace::new("bg").unwrap();
-    let words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta", "iota", "zeta"];
-    let text = |i: usize| format!("{} {} {} item {i}", words[i % 10], words[(i / 10) % 10], words[(i * 7 + 3) % 10]);
-    let queries = ["alpha", "beta gamma", "omega item", "kappa theta zeta", "item 1234", "revised"];
-    let hard = usize::try_from(FRESH_HARD_LIMIT).unwrap();
-    // Four writers of 16 texts per commit; the first also revises and forgets its records.
-    let (indexed, live): (Vec<_>, Vec<_>) = std::thread::scope(|s| {
-        let writers: Vec<_> = (0..4usize)
-            .map(|w| {
-                let (store, ns) = (store.clone(), ns.clone());
-                s.spawn(move || {
-                    let mut indexed: Vec<(RecordId, String)> = Vec::new();
-                    let mut live: Vec<(RecordId, String)> = Vec::new();
-                    for c in 0..60usize {
-                        let from = (w * 60 + c) * 16;
-                        insert_texts(&store, &ns, (from..from + 16).map(text), &mut indexed, &mut live);
-                        if w == 0 && c % 6 == 5 {
-                            let at = live.len() - 20;
-                            revise_text(&store, &ns, &mut indexed, &mut live, at, format!("revised {c} omega"));
-                            let gone = live.remove(live.len() - 30).0;
-                            store.write(vec![WriteOp::Forget { namespace: ns.clone(), id: gone }]).unwrap();
-                            indexed.retain(|(x, _)| *x != gone);
-                        }
-                        let fresh = store.snapshot().unwrap().table_sizes().unwrap()["fresh texts"];
-                        assert!(fresh < hard as u64, "{fresh} fresh texts");
-                    }
-                    (indexed, live)
-                })
-            })
-            .collect();
-        let all: Vec<_> = writers.into_iter().map(|w| w.join().unwrap()).collect();
-        (all.iter().flat_map(|a| a.0.clone()).collect(), all.iter().flat_map(|a| a.1.clone()).collect())
-    });
-    store.wait_for_merges();
-    let snap = store.snapshot().unwrap();
-    let sizes = snap.table_sizes().unwrap();
-    assert!(sizes["fresh texts"] < FRESH_LIMIT, "{sizes:?}");
-    assert!(sizes["segments"] >= 1 && sizes["postings"] == 0, "{sizes:?}");
-    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
-    check_naive(&snap, &ns, &indexed, &live, &queries, "after the background merges");
-    // The same after reopening, and once everything is merged on request.
-    drop((snap, store));
-    let store = Store::open(dir.path().join("b.redb"), StoreOptions::default()).unwrap();
-    check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, "reopened");
-    store.write(vec![WriteOp::MergeTexts { namespace: ns.clone() }]).unwrap();
-    let snap = store.snapshot().unwrap();
-    assert_eq!(snap.table_sizes().unwrap()["fresh texts"], 0);
-    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
-    check_naive(&snap, &ns, &indexed, &live, &queries, "merged on request");
 }
