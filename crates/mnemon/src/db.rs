@@ -247,11 +247,11 @@ impl Db {
         Ok(self.store.sync()?)
     }
 
-    /// Merge a namespace's fresh texts into its posting lists now, if it has at least `min`
-    /// of them; returns how many were merged. The commit that brings a namespace to
-    /// [`mnemon_storage::FRESH_LIMIT`] fresh texts does this merge on its own (writing a leaf
-    /// of the posting lists per rare term: a few milliseconds); a server calls this when it is
-    /// idle, so that no caller's write pays for it. Durable, and changes no query's answer.
+    /// Merge a namespace's fresh texts, and every segment, into its posting lists now, if it
+    /// has at least `min` fresh texts; returns how many were merged. The commit that brings a
+    /// namespace to [`mnemon_storage::FRESH_LIMIT`] fresh texts merges them into a segment on
+    /// its own (see docs/search.md); a server calls this when it is idle, so that searches
+    /// read one place. Durable, and changes no query's answer.
     pub fn merge_texts(&self, ns: &Namespace, min: u64) -> Result<u64> {
         let fresh = self.store.snapshot()?.fresh_texts(ns)?;
         if fresh == 0 || fresh < min {
