@@ -594,7 +594,10 @@ impl<'txn> LexicalWriter<'txn> {
     }
 
     fn bump(&mut self, ns: &str, docs: i64, len: i64, fresh: i64) {
-        let e = self.pending.entry(ns.to_string()).or_insert((0, 0, 0));
+        if !self.pending.contains_key(ns) {
+            self.pending.insert(ns.to_string(), (0, 0, 0));
+        }
+        let Some(e) = self.pending.get_mut(ns) else { return };
         e.0 += docs;
         e.1 += len;
         e.2 += fresh;

@@ -1082,6 +1082,7 @@ fn commit(
             aux: tables::LazyTable::new(&txn, tables::AUX),
             lexical: crate::lexical::LexicalWriter::open(&txn)?,
             known_namespaces: std::collections::HashSet::new(),
+            max_ids: Default::default(),
         };
         let mut batch = first;
         while !batch.is_empty() {

@@ -281,6 +281,13 @@ pub(crate) struct TimelineWriter<'txn, 'h> {
     /// created in `finish`, so it stays valid until then).
     last_checkpoint: HashMap<String, i64>,
     min_gap: u64,
+    /// Events counted into one gap in a row, `(ns, gap, count)`, added to `hints` when another
+    /// gap is counted into and by `finish`: a commit's new records all count into the same
+    /// gap, and counting each one into the map would copy the namespace each time.
+    run: Option<(String, i64, u64)>,
+    /// The value of an event believed from `tx` on, for `(kind, tx)`: the same for every
+    /// new record of a kind in a job.
+    open_value: Option<(u8, i64, Vec<u8>)>,
 }
 
 impl<'txn, 'h> TimelineWriter<'txn, 'h> {
@@ -299,6 +306,27 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
             touched_namespaces: HashSet::new(),
             last_checkpoint: HashMap::new(),
             min_gap: min_gap.max(1),
+            run: None,
+            open_value: None,
+        }
+    }
+
+    /// Count an event into the gap after checkpoint `gap` (see [`Self::run`]).
+    fn count_event(&mut self, ns: &str, gap: i64) {
+        if let Some((n, g, count)) = &mut self.run
+            && n == ns
+            && *g == gap
+        {
+            *count += 1;
+            return;
+        }
+        self.flush_run();
+        self.run = Some((ns.to_string(), gap, 1));
+    }
+
+    fn flush_run(&mut self) {
+        if let Some((ns, gap, count)) = self.run.take() {
+            *self.hints.pending.entry((ns, gap)).or_insert(0) += count;
         }
     }
 
@@ -348,7 +376,9 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
         if old == new {
             return Ok(());
         }
-        self.touched_namespaces.insert(ns.to_string());
+        if !self.touched_namespaces.contains(ns) {
+            self.touched_namespaces.insert(ns.to_string());
+        }
         let old_edges = edges(old);
         let new_edges = edges(new);
         for &(t, edge) in &old_edges {
@@ -366,15 +396,18 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
                 // insert, which waits to go in with the commit's others. (A revision of a hidden
                 // record also has no visible interval before it, but its earlier edges are
                 // stored, with the spans during which they were believed: those merge.)
-                self.events
-                    .insert((ns, t, id, edge), encode_spans(kind, &Spans::open_from(tx))?.as_slice())?;
+                if !matches!(&self.open_value, Some((k, x, _)) if *k == kind && *x == tx) {
+                    self.open_value = Some((kind, tx, encode_spans(kind, &Spans::open_from(tx))?));
+                }
+                let value = self.open_value.as_ref().map_or(&[][..], |v| v.2.as_slice());
+                self.events.insert((ns, t, id, edge), value)?;
                 true
             } else {
                 self.assert_event(ns, t, id, edge, kind, tx)?
             };
             if added {
                 let gap = if t > last { last } else { self.gap_of(ns, t)? };
-                *self.hints.pending.entry((ns.to_string(), gap)).or_insert(0) += 1;
+                self.count_event(ns, gap);
             }
         }
         for (a, b) in symmetric_difference(old, new) {
@@ -530,6 +563,7 @@ impl<'txn, 'h> TimelineWriter<'txn, 'h> {
     /// latest gap of each namespace written to) and split those that grew too large, placing
     /// checkpoints no later than `now`.
     pub(crate) fn finish(&mut self, now: i64) -> Result<(), Error> {
+        self.flush_run();
         let mut to_check: Vec<(String, i64)> = self
             .hints
             .pending

@@ -359,6 +359,36 @@ pub(crate) struct WriteTables<'txn> {
     pub(crate) lexical: crate::lexical::LexicalWriter<'txn>,
     /// Namespaces known to exist in this commit.
     pub(crate) known_namespaces: std::collections::HashSet<String>,
+    /// Per namespace, an id at least as great as every stored record's (the greatest when
+    /// first read, raised by each revision written since): a new record's id above it needs
+    /// no lookup to know it is not taken (UUIDv7 ids grow with time, so new ones mostly are).
+    pub(crate) max_ids: std::cell::RefCell<HashMap<String, u128>>,
+}
+
+impl WriteTables<'_> {
+    /// Whether a record id is free in a namespace's stored revisions.
+    fn id_is_free(&self, ns: &Namespace, id: RecordId) -> Result<bool, Error> {
+        let max = self.max_ids.borrow().get(ns.as_str()).copied();
+        let max = match max {
+            Some(m) => m,
+            None => {
+                let last = self
+                    .revisions
+                    .range(
+                        (ns.as_str(), 0u128, i64::MIN, 0u32)..=(ns.as_str(), u128::MAX, i64::MAX, u32::MAX),
+                    )?
+                    .next_back()
+                    .transpose()?
+                    .map_or(0, |(k, _)| k.value().1);
+                self.max_ids.borrow_mut().insert(ns.as_str().to_string(), last);
+                last
+            }
+        };
+        if id.as_u128() > max {
+            return Ok(true);
+        }
+        Ok(latest_stored(&self.revisions, ns, id)?.is_none())
+    }
 }
 
 /// The latest revision of a record as stored (not counting the overlay).
@@ -439,6 +469,14 @@ impl<'a, 'txn> Planner<'a, 'txn> {
             return Ok(r.clone());
         }
         latest_stored(&self.tables.revisions, ns, id)
+    }
+
+    /// Whether a new record may take `id` (no revision of it, planned or stored).
+    fn id_is_free(&self, ns: &Namespace, id: RecordId) -> Result<bool, Error> {
+        if let Some(r) = self.records.get(&(ns.clone(), id)) {
+            return Ok(r.is_none());
+        }
+        self.tables.id_is_free(ns, id)
     }
 
     fn require(&self, ns: &Namespace, id: RecordId) -> Result<Record, Error> {
@@ -600,7 +638,7 @@ impl<'a, 'txn> Planner<'a, 'txn> {
         let on_conflict = n.on_conflict;
         let op = if supersedes.is_some() { Op::Supersede } else { Op::Insert };
         let rec = self.build_new(n, op, supersedes)?;
-        if self.latest(&rec.namespace, rec.id)?.is_some() {
+        if !self.id_is_free(&rec.namespace, rec.id)? {
             return Err(Error::DuplicateId { namespace: rec.namespace.clone(), id: rec.id });
         }
         if rec.holds_identity()
@@ -632,7 +670,7 @@ impl<'a, 'txn> Planner<'a, 'txn> {
 
     fn supersede(&mut self, old: RecordId, new: NewRecord) -> Result<(), Error> {
         let rec = self.build_new(new, Op::Supersede, Some(old))?;
-        if self.latest(&rec.namespace, rec.id)?.is_some() {
+        if !self.id_is_free(&rec.namespace, rec.id)? {
             return Err(Error::DuplicateId { namespace: rec.namespace.clone(), id: rec.id });
         }
         self.supersede_record(old, rec)
@@ -996,6 +1034,9 @@ impl WriteTables<'_> {
                     .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
                 let new_vis = new.visible();
                 self.revisions.insert((ns, id, new.recorded_at.as_micros(), new.rev), bytes.as_slice())?;
+                if let Some(max) = self.max_ids.get_mut().get_mut(ns) {
+                    *max = (*max).max(id);
+                }
                 self.lexical.write(old.as_deref(), &new)?;
                 if old.is_none() {
                     self.register_namespace(ns, commit_tx)?;

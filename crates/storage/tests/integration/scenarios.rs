@@ -1023,3 +1023,57 @@ fn listings_stop_at_namespace_and_kind_edges() {
         assert_eq!(listed(&n, &past.kinds([Kind::Learning])).0, want, "before, learnings, in {name}");
     }
 }
+
+/// A new record's id must be free. Taken by the namespace's newest record or an older one,
+/// by another job of the same commit, by an earlier operation of the same job, or asked for
+/// as a supersession's successor, it is refused with nothing of the job written; once the
+/// record is forgotten its id is free again. (A new id above every stored one is known to be
+/// free without a lookup: the ids of a commit's earlier jobs count too.)
+#[test]
+fn a_taken_id_is_refused_wherever_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let ns = ns("ids");
+    let mk = |text: &str| {
+        NewRecord::new(ns.clone(), Body::from(Learning { text: text.into(), ..Default::default() }))
+    };
+    let duplicate = |r: Result<Receipt, Error>, want: RecordId| match r {
+        Err(Error::DuplicateId { id, .. }) => assert_eq!(id, want),
+        other => panic!("expected a duplicate id, got {other:?}"),
+    };
+    let (a, b) = (mk("first"), mk("second"));
+    store.write(vec![WriteOp::Insert(a.clone())]).unwrap();
+    store.write(vec![WriteOp::Insert(b.clone())]).unwrap();
+    // The newest id, and an older one.
+    duplicate(store.write(vec![WriteOp::Insert(b.clone())]), b.id);
+    duplicate(store.write(vec![WriteOp::Insert(a.clone())]), a.id);
+    // The same new id in two jobs of one commit: the second is refused.
+    let c = mk("third");
+    let mut results = store.write_many(
+        vec![vec![WriteOp::Insert(c.clone())], vec![WriteOp::Insert(c.clone())]],
+        Durability::Immediate,
+    );
+    duplicate(results.pop().unwrap(), c.id);
+    let first = results.pop().unwrap().unwrap();
+    assert_eq!(first.commit_seq, store.snapshot().unwrap().meta().commit_seq, "one commit");
+    // Twice in one job: nothing of the job is written.
+    let d = mk("fourth");
+    duplicate(store.write(vec![WriteOp::Insert(d.clone()), WriteOp::Insert(d.clone())]), d.id);
+    assert!(store.snapshot().unwrap().history(&ns, d.id).unwrap().is_empty());
+    // A successor with a taken id.
+    duplicate(store.write(vec![WriteOp::Supersede { old: a.id, new: b.clone() }]), b.id);
+    // Forgotten, the id is free again.
+    store.write(vec![WriteOp::Forget { namespace: ns.clone(), id: b.id }]).unwrap();
+    store.write(vec![WriteOp::Insert(b.clone())]).unwrap();
+    let snap = store.snapshot().unwrap();
+    for (id, revisions) in [(a.id, 1), (b.id, 1), (c.id, 1), (d.id, 0)] {
+        assert_eq!(snap.history(&ns, id).unwrap().len(), revisions);
+    }
+    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
+    // And after reopening (the greatest id is read from the file again).
+    drop((snap, store));
+    let store = Store::open(dir.path().join("s.redb"), StoreOptions::default()).unwrap();
+    duplicate(store.write(vec![WriteOp::Insert(c.clone())]), c.id);
+    let a_id = a.id;
+    duplicate(store.write(vec![WriteOp::Insert(a)]), a_id);
+}
