@@ -108,15 +108,31 @@ pub(crate) type TextKey = (&'static str, u128, u32);
 
 /// Term frequencies and length of a text.
 pub(crate) fn term_counts(text: &str) -> TermCounts {
-    let mut counts: BTreeMap<String, u32> = BTreeMap::new();
-    let tokens = tokenize(text);
-    let len = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
-    for t in tokens {
+    let (terms, len) = term_list(text);
+    (terms.into_iter().map(|(t, tf)| (t.into_owned(), tf)).collect(), len)
+}
+
+/// [`term_counts`] as a list in term order, its terms borrowed from the text where they can
+/// be (a plain lower-case word): what a fresh row is encoded from, without a copy per term.
+/// Terms longer than 64 bytes and stopwords are left out, but count in the text's length.
+pub(crate) fn term_list(text: &str) -> (Vec<(std::borrow::Cow<'_, str>, u32)>, u32) {
+    let mut tokens: Vec<std::borrow::Cow<'_, str>> = Vec::new();
+    let mut len = 0u32;
+    crate::tokens::for_each_token(text, |t| {
+        len = len.saturating_add(1);
         if t.len() <= 64 && !is_stopword(&t) {
-            *counts.entry(t).or_insert(0) += 1;
+            tokens.push(t);
+        }
+    });
+    tokens.sort_unstable();
+    let mut out: Vec<(std::borrow::Cow<'_, str>, u32)> = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        match out.last_mut() {
+            Some((last, tf)) if *last == t => *tf += 1,
+            _ => out.push((t, 1)),
         }
     }
-    (counts, len)
+    (out, len)
 }
 
 pub(crate) fn encode_posting(tf: u32, len: u32) -> [u8; 9] {
@@ -479,8 +495,8 @@ fn level_for(texts: usize) -> u64 {
 }
 
 /// The terms of a fresh text and its length.
-fn encode_fresh(counts: &BTreeMap<String, u32>, len: u32) -> Vec<u8> {
-    let mut out = Vec::with_capacity(9 + counts.keys().map(|t| 6 + t.len()).sum::<usize>());
+fn encode_fresh<'t>(counts: impl ExactSizeIterator<Item = (&'t str, u32)> + Clone, len: u32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(9 + counts.clone().map(|(t, _)| 6 + t.len()).sum::<usize>());
     out.push(FRESH_VERSION);
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&u32::try_from(counts.len()).unwrap_or(u32::MAX).to_le_bytes());
@@ -629,7 +645,8 @@ impl<'txn> LexicalWriter<'txn> {
                 self.merge(&ns, &new, requested.contains(&ns))?;
             } else {
                 for ((id, rev), (counts, len)) in &new {
-                    self.fresh.insert((ns.as_str(), *id, *rev), encode_fresh(counts, *len).as_slice())?;
+                    let row = encode_fresh(counts.iter().map(|(t, tf)| (t.as_str(), *tf)), *len);
+                    self.fresh.insert((ns.as_str(), *id, *rev), row.as_slice())?;
                 }
             }
             let s = LexStats {
@@ -752,19 +769,21 @@ impl<'txn> LexicalWriter<'txn> {
         if old.is_some_and(|o| o.body.text() == text) {
             return Ok(());
         }
-        let (counts, len) = term_counts(&text);
         let (ns, id) = (new.namespace.as_str(), new.id.as_u128());
         // Its row in `mnemon.texts` waits for the merge (see the module documentation).
         if self.written < crate::tables::FEW_ROWS {
+            let (terms, len) = term_list(&text);
             // A group commit's few texts go in now, while its later jobs are still on their
             // way, rather than after its last job, where they delay the fsync every caller
             // waits for. A merge in this commit reads them back with the stored ones. A bulk
             // commit's further texts wait for `flush`, which merges them without writing
             // their fresh rows at all when the namespace is due for a merge.
-            self.fresh.insert((ns, id, new.rev), encode_fresh(&counts, len).as_slice())?;
+            let row = encode_fresh(terms.iter().map(|(t, tf)| (t.as_ref(), *tf)), len);
+            self.fresh.insert((ns, id, new.rev), row.as_slice())?;
             self.written += 1;
             self.bump(ns, 1, i64::from(len), 1);
         } else {
+            let (counts, len) = term_counts(&text);
             self.new_texts.insert((ns.to_string(), id, new.rev), (counts, len));
             self.bump(ns, 1, i64::from(len), 0);
         }

@@ -32,8 +32,8 @@ pub(crate) const CURRENT_V4: TableDefinition<(&str, u8, u128), &[u8]> =
 
 /// The key of a current row: the namespace's bytes, `0` (a namespace holds no control
 /// character), the kind's code, the id big-endian.
-pub(crate) fn current_key(ns: &str, kind: u8, id: u128) -> Vec<u8> {
-    let mut k = Vec::with_capacity(ns.len() + 18);
+pub(crate) fn current_key(ns: &str, kind: u8, id: u128) -> smallvec::SmallVec<[u8; 64]> {
+    let mut k = smallvec::SmallVec::with_capacity(ns.len() + 18);
     k.extend_from_slice(ns.as_bytes());
     k.push(0);
     k.push(kind);
@@ -51,7 +51,7 @@ pub(crate) fn parse_current_key(k: &[u8], ns_len: usize) -> Option<(u8, u128)> {
 /// The first (inclusive) and last (inclusive) keys of namespace `ns`'s rows of `kind` in
 /// [`CURRENT`].
 pub(crate) fn current_kind_range(ns: &str, kind: u8) -> (Vec<u8>, Vec<u8>) {
-    (current_key(ns, kind, 0), current_key(ns, kind, u128::MAX))
+    (current_key(ns, kind, 0).to_vec(), current_key(ns, kind, u128::MAX).to_vec())
 }
 
 /// Every key of namespace `ns` in a byte-keyed table: from the first (inclusive) to the last

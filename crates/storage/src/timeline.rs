@@ -40,6 +40,7 @@ use std::ops::Bound;
 
 use redb::{ReadableTable, Table};
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use crate::codec;
 use crate::error::{CodecError, Error};
@@ -223,12 +224,15 @@ type EventKey<'a> = (&'a str, i64, u128, u8);
 type CheckpointKey<'a> = (&'a str, i64);
 type EntryKey<'a> = (&'a str, i64, u128);
 
-fn edges(v: Option<Visible>) -> Vec<(i64, u8)> {
-    match v {
-        None => Vec::new(),
-        Some(v) if v.is_open() => vec![(v.from.as_micros(), EDGE_START)],
-        Some(v) => vec![(v.from.as_micros(), EDGE_START), (v.until.as_micros(), EDGE_END)],
+fn edges(v: Option<Visible>) -> SmallVec<[(i64, u8); 2]> {
+    let mut out = SmallVec::new();
+    if let Some(v) = v {
+        out.push((v.from.as_micros(), EDGE_START));
+        if !v.is_open() {
+            out.push((v.until.as_micros(), EDGE_END));
+        }
     }
+    out
 }
 
 fn contains(v: Option<Visible>, c: i64) -> bool {
@@ -236,15 +240,15 @@ fn contains(v: Option<Visible>, c: i64) -> bool {
 }
 
 /// The valid-time segments `[a, b)` where membership in `old` and `new` differs.
-fn symmetric_difference(old: Option<Visible>, new: Option<Visible>) -> Vec<(i64, i64)> {
-    let mut points: Vec<i64> = Vec::with_capacity(4);
+fn symmetric_difference(old: Option<Visible>, new: Option<Visible>) -> SmallVec<[(i64, i64); 2]> {
+    let mut points: SmallVec<[i64; 4]> = SmallVec::new();
     for v in [old, new].into_iter().flatten() {
         points.push(v.from.as_micros());
         points.push(v.until.as_micros());
     }
     points.sort_unstable();
     points.dedup();
-    let mut out: Vec<(i64, i64)> = Vec::new();
+    let mut out: SmallVec<[(i64, i64); 2]> = SmallVec::new();
     for w in points.windows(2) {
         if let [a, b] = *w
             && contains(old, a) != contains(new, a)
@@ -1019,9 +1023,9 @@ mod tests {
         let v = |a: i64, b: i64| {
             Some(Visible { from: Timestamp::from_micros(a), until: Timestamp::from_micros(b) })
         };
-        assert_eq!(symmetric_difference(v(0, 10), v(0, 5)), vec![(5, 10)]);
-        assert_eq!(symmetric_difference(None, v(3, 7)), vec![(3, 7)]);
-        assert_eq!(symmetric_difference(v(0, 10), v(5, 15)), vec![(0, 5), (10, 15)]);
-        assert_eq!(symmetric_difference(v(0, 10), v(0, 10)), vec![]);
+        assert_eq!(symmetric_difference(v(0, 10), v(0, 5)).to_vec(), vec![(5, 10)]);
+        assert_eq!(symmetric_difference(None, v(3, 7)).to_vec(), vec![(3, 7)]);
+        assert_eq!(symmetric_difference(v(0, 10), v(5, 15)).to_vec(), vec![(0, 5), (10, 15)]);
+        assert_eq!(symmetric_difference(v(0, 10), v(0, 10)).to_vec(), vec![]);
     }
 }

@@ -20,13 +20,21 @@ pub fn is_stopword(token: &str) -> bool {
 /// The tokens of a text, in order (identifier parts after the whole identifier).
 pub fn tokenize(text: &str) -> Vec<String> {
     let mut out = Vec::new();
+    for_each_token(text, |t| out.push(t.into_owned()));
+    out
+}
+
+/// Call `f` with each token of a text, in the order of [`tokenize`]: a plain lower-case word
+/// borrowed from the text (no allocation), anything else as the lower-cased copy it needs.
+pub(crate) fn for_each_token<'t>(text: &'t str, mut f: impl FnMut(std::borrow::Cow<'t, str>)) {
+    use std::borrow::Cow;
     for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
         if raw.is_empty() {
             continue;
         }
         if raw.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
             // The common case: one plain lower-case word, its own only part.
-            out.push(raw.to_string());
+            f(Cow::Borrowed(raw));
             continue;
         }
         let parts: Vec<String> =
@@ -34,12 +42,13 @@ pub fn tokenize(text: &str) -> Vec<String> {
         if parts.len() > 1 {
             let whole = raw.trim_matches('_').to_lowercase();
             if !whole.is_empty() {
-                out.push(whole);
+                f(Cow::Owned(whole));
             }
         }
-        out.extend(parts);
+        for part in parts {
+            f(Cow::Owned(part));
+        }
     }
-    out
 }
 
 /// [`split_identifier`] for ASCII, on bytes (no `char` vector, one allocation per part).
