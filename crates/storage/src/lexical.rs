@@ -610,13 +610,17 @@ impl<'txn> LexicalWriter<'txn> {
     }
 
     fn bump(&mut self, ns: &str, docs: i64, len: i64, fresh: i64) {
-        if !self.pending.contains_key(ns) {
-            self.pending.insert(ns.to_string(), (0, 0, 0));
+        // The namespace is copied only the first time (`entry` would copy it every time).
+        match self.pending.get_mut(ns) {
+            Some(e) => {
+                e.0 += docs;
+                e.1 += len;
+                e.2 += fresh;
+            }
+            None => {
+                self.pending.insert(ns.to_string(), (docs, len, fresh));
+            }
         }
-        let Some(e) = self.pending.get_mut(ns) else { return };
-        e.0 += docs;
-        e.1 += len;
-        e.2 += fresh;
     }
 
     /// Place this commit's texts and write the namespace totals it changed. A namespace
