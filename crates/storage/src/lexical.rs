@@ -243,6 +243,14 @@ impl<'b> Block<'b> {
         std::str::from_utf8(self.terms.get(t0..t1)?).ok()
     }
 
+    /// Where entry `i`'s term lies in the block's bytes (those [`Self::parse`] was given), so
+    /// that a reader going entry by entry finds it again without parsing the block.
+    fn term_span(&self, i: usize) -> Option<std::ops::Range<usize>> {
+        let ((t0, t1), _) = self.spans(i)?;
+        let base = 1 + 4 + self.dir.len();
+        (t0 <= t1 && t1 <= self.terms.len()).then_some(base + t0..base + t1)
+    }
+
     /// Entry `i`'s postings, as stored (28 bytes each).
     fn posting_bytes(&self, i: usize) -> Option<&'b [u8]> {
         let (_, (p0, p1)) = self.spans(i)?;
@@ -410,13 +418,21 @@ impl BlockWriter {
 /// One input of a merge, read term by term in order: the merge's own postings (sorted by
 /// `(term, id, from_rev)`), or a segment read one block at a time, so that a merge of large
 /// levels holds a block of each rather than the levels.
+///
+/// Terms are compared as bytes (UTF-8's byte order is the order of `str`): a block's terms
+/// were checked when it was read, and a merge compares each source's head several times per
+/// term, so it keeps where the head lies instead of parsing the block and checking the term
+/// again each time.
 enum Source<'p> {
     Memory(&'p [(&'p str, SegmentPosting)]),
     Segment {
         seg: u64,
-        /// The current block (checked when read) and its next entry.
+        /// The current block (checked when read), its number of entries and its next entry.
         block: Vec<u8>,
+        entries: usize,
         at: usize,
+        /// Where the term of entry `at` lies in `block` (`None` past the last entry).
+        head: Option<std::ops::Range<usize>>,
         /// The key of the current block (`None` before the first).
         last: Option<(String, u32)>,
         done: bool,
@@ -426,8 +442,8 @@ enum Source<'p> {
 impl Source<'_> {
     /// Read the segment's next block once the current one is used up.
     fn fill(&mut self, table: &impl ReadableTable<SegmentKey, &'static [u8]>, ns: &str) -> Result<(), Error> {
-        let Source::Segment { seg, block, at, last, done } = self else { return Ok(()) };
-        while Block::parse(block).is_none_or(|b| *at >= b.entries) && !*done {
+        let Source::Segment { seg, block, entries, at, head, last, done } = self else { return Ok(()) };
+        while *at >= *entries && !*done {
             // The first key after the current block's: `part + 1` of its term, or a later term.
             let from = match last {
                 Some((term, part)) => (ns, *seg, term.as_str(), part.saturating_add(1)),
@@ -437,9 +453,10 @@ impl Source<'_> {
                 Some(r) => {
                     let (k, v) = r?;
                     let (_, _, first, part) = k.value();
-                    if !Block::parse(v.value()).is_some_and(|b| b.check()) {
+                    let Some(parsed) = Block::parse(v.value()).filter(Block::check) else {
                         return Err(malformed_segment(ns, *seg, first));
-                    }
+                    };
+                    *entries = parsed.entries;
                     block.clear();
                     block.extend_from_slice(v.value());
                     *at = 0;
@@ -451,32 +468,35 @@ impl Source<'_> {
                 Some(key) => *last = Some(key),
                 None => *done = true,
             }
+            *head = Block::parse(block).and_then(|b| b.term_span(*at));
         }
         Ok(())
     }
 
     /// The term at the head (after [`Self::fill`]).
-    fn head(&self) -> Option<&str> {
+    fn head(&self) -> Option<&[u8]> {
         match self {
-            Source::Memory(p) => p.first().map(|x| x.0),
-            Source::Segment { block, at, .. } => Block::parse(block).and_then(|b| b.term(*at)),
+            Source::Memory(p) => p.first().map(|x| x.0.as_bytes()),
+            Source::Segment { block, head, .. } => head.as_ref().and_then(|r| block.get(r.clone())),
         }
     }
 
     /// Take the postings at the head, which is `term`, into `out`.
-    fn take(&mut self, term: &str, out: &mut Vec<SegmentPosting>) {
+    fn take(&mut self, term: &[u8], out: &mut Vec<SegmentPosting>) {
         match self {
             Source::Memory(p) => {
-                let n = p.partition_point(|x| x.0 == term);
+                let n = p.partition_point(|x| x.0.as_bytes() == term);
                 out.extend(p[..n].iter().map(|x| x.1));
                 *p = &p[n..];
             }
-            Source::Segment { block, at, .. } => {
+            Source::Segment { block, at, head, .. } => {
                 // Checked when read (see `fill`).
-                if let Some(b) = Block::parse(block) {
+                let b = Block::parse(block);
+                if let Some(b) = &b {
                     b.postings_into(*at, out);
                 }
                 *at += 1;
+                *head = b.and_then(|b| b.term_span(*at));
             }
         }
     }
@@ -710,7 +730,9 @@ impl<'txn> LexicalWriter<'txn> {
         sources.extend(segments.iter().filter(|s| joins(**s)).map(|&seg| Source::Segment {
             seg,
             block: Vec::new(),
+            entries: 0,
             at: 0,
+            head: None,
             last: None,
             done: false,
         }));
@@ -719,33 +741,35 @@ impl<'txn> LexicalWriter<'txn> {
         let mut writer = BlockWriter::new(ns, (level << LEVEL_SHIFT) | seq);
         // Term by term, in order: its postings from every source, in `(id, from_rev)` order.
         let mut list: Vec<SegmentPosting> = Vec::new();
-        let mut term = String::new();
-        loop {
-            for source in &mut sources {
-                source.fill(self.segments.get()?, ns)?;
-            }
-            let Some(head) = sources.iter().filter_map(Source::head).min() else { break };
+        let mut term: Vec<u8> = Vec::new();
+        for source in &mut sources {
+            source.fill(self.segments.get()?, ns)?;
+        }
+        while let Some(head) = sources.iter().filter_map(Source::head).min() {
             term.clear();
-            term.push_str(head);
+            term.extend_from_slice(head);
             list.clear();
             for source in &mut sources {
-                while source.head() == Some(term.as_str()) {
+                while source.head() == Some(term.as_slice()) {
                     source.take(&term, &mut list);
                     source.fill(self.segments.get()?, ns)?;
                 }
             }
+            // Checked when its block was read, or a term of this commit's texts: once per term.
+            let term = std::str::from_utf8(&term).map_err(|_| Error::Inconsistent {
+                namespace: ns.to_string(),
+                detail: "a term of a segment merge is not UTF-8".to_string(),
+            })?;
             list.sort_by_key(|p| (p.0, p.1));
             list.dedup_by_key(|p| (p.0, p.1));
             if all {
                 let values: Vec<[u8; 9]> = list.iter().map(|p| encode_posting(p.2, p.3)).collect();
                 crate::tables::insert_sorted(
                     self.postings.get_mut()?,
-                    list.iter()
-                        .zip(&values)
-                        .map(|(p, value)| ((ns, term.as_str(), p.0, p.1), value.as_slice())),
+                    list.iter().zip(&values).map(|(p, value)| ((ns, term, p.0, p.1), value.as_slice())),
                 )?;
             } else {
-                writer.push(self.segments.get_mut()?, &term, &list)?;
+                writer.push(self.segments.get_mut()?, term, &list)?;
             }
         }
         writer.flush(self.segments.get_mut()?)?;
