@@ -592,6 +592,47 @@ pub(crate) fn decode_stats(b: &[u8]) -> LexStats {
     }
 }
 
+/// A new text's fresh row, encoded on its caller's thread before the job is queued (see
+/// [`prepare`]), so that the committer, whom every caller of a group commit waits for, does
+/// not tokenize it. Used only if the committed record has this id and exactly this text.
+#[derive(Debug)]
+pub(crate) struct PreparedText {
+    id: u128,
+    text: String,
+    row: Vec<u8>,
+}
+
+/// The fresh rows of the texts a job's records will have, for at most `limit` texts (a
+/// commit writes only its first [`crate::tables::FEW_ROWS`] fresh rows as its jobs are
+/// applied; a bulk commit's further texts are placed by [`LexicalWriter::flush`] instead).
+/// A text that ends differently (a revision's text is only known in the commit) is simply
+/// not used.
+pub(crate) fn prepare(ops: &[crate::write::WriteOp], limit: usize) -> Vec<PreparedText> {
+    use crate::write::WriteOp;
+    let mut out = Vec::new();
+    for op in ops {
+        if out.len() >= limit {
+            break;
+        }
+        let new = match op {
+            WriteOp::Insert(n) | WriteOp::Supersede { new: n, .. } => n,
+            _ => continue,
+        };
+        let text = new.body.text();
+        let row = {
+            let (terms, len) = term_list(&text);
+            encode_fresh(terms.iter().map(|(t, tf)| (t.as_ref(), *tf)), len)
+        };
+        out.push(PreparedText { id: new.id.as_u128(), text, row });
+    }
+    out
+}
+
+/// A fresh row's text length (`None` if malformed).
+fn fresh_row_len(row: &[u8]) -> Option<u32> {
+    Some(u32::from_le_bytes(row.get(1..5)?.try_into().ok()?))
+}
+
 /// The write side, used by the commit that writes the revision.
 pub(crate) struct LexicalWriter<'txn> {
     pub(crate) postings: crate::tables::LazyTable<'txn, PostingKey, &'static [u8]>,
@@ -609,6 +650,8 @@ pub(crate) struct LexicalWriter<'txn> {
     pub(crate) new_texts: BTreeMap<(String, u128, u32), TermCounts>,
     /// Fresh rows this commit wrote at once.
     written: usize,
+    /// The fresh rows the callers of the job being applied encoded (see [`prepare`]).
+    pub(crate) prepared: Vec<PreparedText>,
     /// Namespaces whose fresh texts this commit merges whatever their number.
     pub(crate) merge_requested: std::collections::BTreeSet<String>,
 }
@@ -625,6 +668,7 @@ impl<'txn> LexicalWriter<'txn> {
             pending: BTreeMap::new(),
             new_texts: BTreeMap::new(),
             written: 0,
+            prepared: Vec::new(),
             merge_requested: std::collections::BTreeSet::new(),
         })
     }
@@ -800,13 +844,25 @@ impl<'txn> LexicalWriter<'txn> {
         let (ns, id) = (new.namespace.as_str(), new.id.as_u128());
         // Its row in `mnemon.texts` waits for the merge (see the module documentation).
         if self.written < crate::tables::FEW_ROWS {
-            let (terms, len) = term_list(&text);
             // A group commit's few texts go in now, while its later jobs are still on their
             // way, rather than after its last job, where they delay the fsync every caller
             // waits for. A merge in this commit reads them back with the stored ones. A bulk
             // commit's further texts wait for `flush`, which merges them without writing
             // their fresh rows at all when the namespace is due for a merge.
-            let row = encode_fresh(terms.iter().map(|(t, tf)| (t.as_ref(), *tf)), len);
+            let prepared = self.prepared.iter().position(|p| p.id == id && p.text == text);
+            let (row, len) = match prepared.map(|i| self.prepared.swap_remove(i)) {
+                Some(p) => {
+                    let len = fresh_row_len(&p.row).ok_or_else(|| Error::Inconsistent {
+                        namespace: ns.to_string(),
+                        detail: "a prepared fresh row is malformed".to_string(),
+                    })?;
+                    (p.row, len)
+                }
+                None => {
+                    let (terms, len) = term_list(&text);
+                    (encode_fresh(terms.iter().map(|(t, tf)| (t.as_ref(), *tf)), len), len)
+                }
+            };
             self.fresh.insert((ns, id, new.rev), row.as_slice())?;
             self.written += 1;
             self.bump(ns, 1, i64::from(len), 1);
@@ -1635,6 +1691,7 @@ mod tests {
                 pending: BTreeMap::new(),
                 new_texts: BTreeMap::new(),
                 written: 0,
+                prepared: Vec::new(),
                 merge_requested: Default::default(),
             };
             drop(table);
@@ -1668,5 +1725,73 @@ mod tests {
             assert_eq!(other, 1);
         }
         txn.commit().unwrap();
+    }
+
+    /// A job's texts are encoded by its caller ([`prepare`]) exactly as the committer would
+    /// encode them, for at most `limit` texts, and the committer uses such a row only for the
+    /// record with its id and exactly its text: a record whose text turned out otherwise is
+    /// tokenized in the commit.
+    #[test]
+    fn a_prepared_row_is_used_only_for_its_record_and_its_text() {
+        use crate::body::Learning;
+        use crate::record::{Envelope, Op, Record};
+        use crate::write::{NewRecord, WriteOp};
+        let ns = crate::id::Namespace::new("n").unwrap();
+        let learning =
+            |t: &str| -> crate::body::Body { Learning { text: t.into(), ..Default::default() }.into() };
+        let a = NewRecord::new(ns.clone(), learning("Alpha beta, beta!"));
+        let b = NewRecord::new(ns.clone(), learning("gamma"));
+        let ops = vec![
+            WriteOp::Insert(a.clone()),
+            WriteOp::Retire { namespace: ns.clone(), id: a.id, at: None },
+            WriteOp::Supersede { old: a.id, new: b.clone() },
+        ];
+        assert_eq!(prepare(&ops, 1).len(), 1);
+        assert!(prepare(&ops, 0).is_empty());
+        let prepared = prepare(&ops, 64);
+        assert_eq!(prepared.iter().map(|p| p.id).collect::<Vec<_>>(), [a.id.as_u128(), b.id.as_u128()]);
+        for (p, text) in prepared.iter().zip(["Alpha beta, beta!", "gamma"]) {
+            let (terms, len) = term_list(text);
+            assert_eq!(p.row, encode_fresh(terms.iter().map(|(t, tf)| (t.as_ref(), *tf)), len));
+            assert_eq!(fresh_row_len(&p.row), Some(len));
+        }
+        let record = |n: &NewRecord, text: &str| Record {
+            namespace: ns.clone(),
+            id: n.id,
+            rev: 1,
+            recorded_at: crate::time::Timestamp::from_micros(10),
+            replaced_at: None,
+            op: Op::Insert,
+            valid_from: crate::time::Timestamp::from_micros(10),
+            valid_until: None,
+            expires_at: None,
+            supersedes: None,
+            superseded_by: None,
+            envelope: Envelope::default(),
+            body: learning(text),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("p.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut w = LexicalWriter::open(&txn).unwrap();
+            w.prepared = prepared;
+            // `a`'s id with another text: its prepared row is not used, nor taken.
+            w.write(None, &record(&a, "delta delta")).unwrap();
+            assert_eq!(w.prepared.len(), 2);
+            // `b` with its text: its row is taken.
+            w.write(None, &record(&b, "gamma")).unwrap();
+            assert_eq!(w.prepared.iter().map(|p| p.id).collect::<Vec<_>>(), [a.id.as_u128()]);
+            let row = |id: crate::id::RecordId| {
+                w.fresh.get(("n", id.as_u128(), 1u32)).unwrap().unwrap().value().to_vec()
+            };
+            let terms = |row: &[u8]| {
+                let (len, terms) = decode_fresh(row).unwrap();
+                (len, terms.into_iter().map(|(t, tf)| (t.to_string(), tf)).collect::<Vec<_>>())
+            };
+            assert_eq!(terms(&row(a.id)), (2, vec![("delta".to_string(), 2)]));
+            assert_eq!(terms(&row(b.id)), (1, vec![("gamma".to_string(), 1)]));
+        }
+        txn.abort().unwrap();
     }
 }

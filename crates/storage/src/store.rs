@@ -112,11 +112,18 @@ pub struct Receipt {
 
 /// One job of a caller: its operations, and where its result goes.
 struct Job {
-    ops: Vec<WriteOp>,
-    durability: Durability,
+    work: Work,
     slot: Arc<Slot>,
     /// The job's place among its caller's jobs.
     index: usize,
+}
+
+/// What a job asks a commit to do: its operations, at its durability, with the fresh rows of
+/// its new texts that its caller encoded before queueing it (see [`crate::lexical::prepare`]).
+struct Work {
+    ops: Vec<WriteOp>,
+    durability: Durability,
+    prepared: Vec<crate::lexical::PreparedText>,
 }
 
 /// Where a caller waits: its jobs' results arrive here, and so does the turn to commit when
@@ -409,9 +416,21 @@ impl Writer {
             return Vec::new();
         }
         let slot = Arc::new(Slot::new(jobs.len()));
+        // On this thread, before the queue: the texts a commit writes as fresh rows at once
+        // (its first few) are tokenized here rather than by the committer, whom every caller
+        // of a group commit waits for.
+        let mut budget = crate::tables::FEW_ROWS;
+        let work: Vec<Work> = jobs
+            .into_iter()
+            .map(|(ops, durability)| {
+                let prepared = crate::lexical::prepare(&ops, budget);
+                budget -= prepared.len();
+                Work { ops, durability, prepared }
+            })
+            .collect();
         let mut q = self.lock();
-        for (index, (ops, durability)) in jobs.into_iter().enumerate() {
-            q.waiting.push_back(Job { ops, durability, slot: Arc::clone(&slot), index });
+        for (index, work) in work.into_iter().enumerate() {
+            q.waiting.push_back(Job { work, slot: Arc::clone(&slot), index });
         }
         if !q.committing {
             q.committing = true;
@@ -458,7 +477,7 @@ impl Writer {
     fn commit_turn(&self, mut q: MutexGuard<'_, Queue>) {
         let n = q.waiting.len().min(self.max_jobs);
         let (work, places): (Vec<_>, Vec<_>) =
-            q.waiting.drain(..n).map(|j| ((j.ops, j.durability), (j.slot, j.index))).unzip();
+            q.waiting.drain(..n).map(|j| (j.work, (j.slot, j.index))).unzip();
         // The writers of the last commit are usually still writing: give them a moment to join
         // this one (they were just woken), rather than committing a handful of jobs and making
         // the rest wait a whole commit. The jobs already taken are applied meanwhile. A lone
@@ -468,7 +487,7 @@ impl Writer {
         let mut turn = Turn { writer: self, jobs: places, hints: None, concurrency: n };
         let mut hints = q.hints.take().unwrap_or_default();
         drop(q);
-        let mut more = |taken: usize| -> Vec<(Vec<WriteOp>, Durability)> {
+        let mut more = |taken: usize| -> Vec<Work> {
             if taken >= want || self.window.is_zero() {
                 return Vec::new();
             }
@@ -499,7 +518,7 @@ impl Writer {
             let n = q.waiting.len().min(self.max_jobs - taken);
             let mut work = Vec::with_capacity(n);
             for j in q.waiting.drain(..n) {
-                work.push((j.ops, j.durability));
+                work.push(j.work);
                 turn.jobs.push((j.slot, j.index));
             }
             work
@@ -1034,8 +1053,8 @@ fn commit(
     clock: &dyn Clock,
     (min_gap, shared): (u64, Option<&Path>),
     hints: &mut GapHints,
-    first: Vec<(Vec<WriteOp>, Durability)>,
-    more: &mut dyn FnMut(usize) -> Vec<(Vec<WriteOp>, Durability)>,
+    first: Vec<Work>,
+    more: &mut dyn FnMut(usize) -> Vec<Work>,
 ) -> Result<Planned, Error> {
     let mut txn = db.begin_write()?;
     let mut meta_t = txn.open_table(tables::META)?;
@@ -1086,7 +1105,8 @@ fn commit(
         };
         let mut batch = first;
         while !batch.is_empty() {
-            for (ops, durability) in batch {
+            for Work { ops, durability, prepared } in batch {
+                tables.lexical.prepared = prepared;
                 durable |= durability == Durability::Immediate;
                 wants_commit |= ops.is_empty() && durability == Durability::Immediate;
                 let mut planner = Planner::new(&tables, tx, ops.len());
