@@ -91,8 +91,11 @@ const SEGMENT_ROW_VERSION: u8 = 1;
 /// Format 10's segment blocks.
 const BLOCK_VERSION: u8 = 1;
 /// A segment block is closed once it holds this many bytes: a search reads one block (two
-/// when a term's postings cross a boundary) per term and segment.
-const BLOCK_BYTES: usize = 16 * 1024;
+/// when a term's postings cross a boundary) per term and segment. A block, its key (at most
+/// 280 bytes: a namespace of 200, a term of 64, their lengths, the segment and the part) and
+/// redb's leaf header (12 bytes for one entry) fit one 16 KiB page; a block of 16 KiB took a
+/// 32 KiB page of its own, half of it empty, so a merge wrote twice the bytes it needed.
+const BLOCK_BYTES: usize = 16 * 1024 - 320;
 
 /// A level's segments are merged into one segment of the next level once it would hold this
 /// many (see the module documentation).
@@ -1791,6 +1794,37 @@ mod tests {
             };
             assert_eq!(terms(&row(a.id)), (2, vec![("delta".to_string(), 2)]));
             assert_eq!(terms(&row(b.id)), (1, vec![("gamma".to_string(), 1)]));
+        }
+        txn.abort().unwrap();
+    }
+
+    /// A full block fits one 16 KiB page with its key, even with the longest namespace and
+    /// terms: a block of 16 KiB took a 32 KiB page, half of it empty (`fragmented_bytes`).
+    #[test]
+    fn a_full_block_and_its_key_fit_one_page() {
+        use redb::ReadableTableMetadata;
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("f.redb")).unwrap();
+        let ns = "n".repeat(crate::id::MAX_NAMESPACE_LEN);
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(crate::tables::SEGMENTS).unwrap();
+            let mut w = BlockWriter::new(&ns, 1);
+            for t in 0..40u32 {
+                let term = format!("{t:064}");
+                let list: Vec<SegmentPosting> = (0..300u32).map(|i| (u128::from(i), 0, 1, 10)).collect();
+                w.push(&mut table, &term, &list).unwrap();
+            }
+            w.flush(&mut table).unwrap();
+            let stats = table.stats().unwrap();
+            assert!(table.len().unwrap() >= 20, "{}", table.len().unwrap());
+            assert!(
+                stats.fragmented_bytes() * 8 < stats.stored_bytes(),
+                "stored {} fragmented {} in {} leaves",
+                stats.stored_bytes(),
+                stats.fragmented_bytes(),
+                stats.leaf_pages()
+            );
         }
         txn.abort().unwrap();
     }
