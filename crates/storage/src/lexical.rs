@@ -603,6 +603,8 @@ pub(crate) struct PreparedText {
     id: u128,
     text: String,
     row: Vec<u8>,
+    /// The text's length in tokens.
+    len: u32,
 }
 
 /// The fresh rows of the texts a job's records will have, for at most `limit` texts (a
@@ -622,18 +624,16 @@ pub(crate) fn prepare(ops: &[crate::write::WriteOp], limit: usize) -> Vec<Prepar
             _ => continue,
         };
         let text = new.body.text();
-        let row = {
-            let (terms, len) = term_list(&text);
-            encode_fresh(terms.iter().map(|(t, tf)| (t.as_ref(), *tf)), len)
-        };
-        out.push(PreparedText { id: new.id.as_u128(), text, row });
+        let (row, len) = fresh_row(&text);
+        out.push(PreparedText { id: new.id.as_u128(), text, row, len });
     }
     out
 }
 
-/// A fresh row's text length (`None` if malformed).
-fn fresh_row_len(row: &[u8]) -> Option<u32> {
-    Some(u32::from_le_bytes(row.get(1..5)?.try_into().ok()?))
+/// A text's fresh row and its length in tokens.
+fn fresh_row(text: &str) -> (Vec<u8>, u32) {
+    let (terms, len) = term_list(text);
+    (encode_fresh(terms.iter().map(|(t, tf)| (t.as_ref(), *tf)), len), len)
 }
 
 /// The write side, used by the commit that writes the revision.
@@ -854,17 +854,8 @@ impl<'txn> LexicalWriter<'txn> {
             // their fresh rows at all when the namespace is due for a merge.
             let prepared = self.prepared.iter().position(|p| p.id == id && p.text == text);
             let (row, len) = match prepared.map(|i| self.prepared.swap_remove(i)) {
-                Some(p) => {
-                    let len = fresh_row_len(&p.row).ok_or_else(|| Error::Inconsistent {
-                        namespace: ns.to_string(),
-                        detail: "a prepared fresh row is malformed".to_string(),
-                    })?;
-                    (p.row, len)
-                }
-                None => {
-                    let (terms, len) = term_list(&text);
-                    (encode_fresh(terms.iter().map(|(t, tf)| (t.as_ref(), *tf)), len), len)
-                }
+                Some(p) => (p.row, p.len),
+                None => fresh_row(&text),
             };
             self.fresh.insert((ns, id, new.rev), row.as_slice())?;
             self.written += 1;
@@ -1756,7 +1747,7 @@ mod tests {
         for (p, text) in prepared.iter().zip(["Alpha beta, beta!", "gamma"]) {
             let (terms, len) = term_list(text);
             assert_eq!(p.row, encode_fresh(terms.iter().map(|(t, tf)| (t.as_ref(), *tf)), len));
-            assert_eq!(fresh_row_len(&p.row), Some(len));
+            assert_eq!(p.len, len);
         }
         let record = |n: &NewRecord, text: &str| Record {
             namespace: ns.clone(),
