@@ -558,10 +558,14 @@ fn decode_fresh(b: &[u8]) -> Option<FreshText<'_>> {
 
 /// [`decode_fresh`], with the row named in the error.
 fn decode_fresh_row<'b>(ns: &str, id: u128, rev: u32, bytes: &'b [u8]) -> Result<FreshText<'b>, Error> {
-    decode_fresh(bytes).ok_or_else(|| Error::Inconsistent {
+    decode_fresh(bytes).ok_or_else(|| malformed_fresh(ns, id, rev))
+}
+
+fn malformed_fresh(ns: &str, id: u128, rev: u32) -> Error {
+    Error::Inconsistent {
         namespace: ns.to_string(),
         detail: format!("malformed fresh text row of {} revision {rev}", RecordId::from_u128(id)),
-    })
+    }
 }
 
 /// Namespace totals: texts indexed, their summed length, and how many are fresh.
@@ -1310,8 +1314,66 @@ pub struct LexicalHit {
     pub score: f64,
 }
 
-/// A namespace's fresh rows, as read for one search: `(id, from_rev, row)`.
+/// A namespace's fresh rows, as a merge reads them: `(id, from_rev, row)`.
 pub(crate) type FreshRows = Vec<(u128, u32, Vec<u8>)>;
+
+/// What a search takes from the fresh rows: see [`fresh_hits`].
+type FreshHits = (Vec<(u128, u32)>, Vec<Vec<SegmentPosting>>);
+
+/// The keys `(id, from_rev)` of a namespace's fresh texts, and their postings of a search's
+/// `terms`: per term, `(id, from_rev, tf, doc length)`, both in key order. A search reads every fresh row of the namespace (up to
+/// [`FRESH_LIMIT`]), so each is scanned where redb holds it, its terms compared with the
+/// query's as bytes, without copying the row or decoding it into a list (a 30-word row cost
+/// about 0.8 µs that way). Bounds and the version byte are checked as the row is read; the
+/// integrity check ([`verify`]) decodes every row in full.
+fn fresh_hits(
+    fresh: &impl ReadableTable<TextKey, &'static [u8]>,
+    ns: &str,
+    terms: &[String],
+) -> Result<FreshHits, Error> {
+    let mut keys = Vec::new();
+    let mut hits: Vec<Vec<SegmentPosting>> = vec![Vec::new(); terms.len()];
+    if terms.is_empty() {
+        return Ok((keys, hits));
+    }
+    for r in fresh.range((ns, 0u128, 0u32)..=(ns, u128::MAX, u32::MAX))? {
+        let (k, v) = r?;
+        let (_, id, rev) = k.value();
+        keys.push((id, rev));
+        let scanned = scan_fresh(v.value(), terms, |i, tf, len| {
+            if let Some(list) = hits.get_mut(i) {
+                list.push((id, rev, tf, len));
+            }
+        });
+        if scanned.is_none() {
+            return Err(malformed_fresh(ns, id, rev));
+        }
+    }
+    Ok((keys, hits))
+}
+
+/// Call `hit(i, tf, doc length)` for every term of fresh row `b` equal to `terms[i]` (terms
+/// distinct); `None` if the row is malformed. A row's terms are compared by length first, so
+/// most cost one comparison of two integers per query term.
+fn scan_fresh(b: &[u8], terms: &[String], mut hit: impl FnMut(usize, u32, u32)) -> Option<()> {
+    let u32_at = |i: usize| b.get(i..i + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes);
+    if b.first() != Some(&FRESH_VERSION) {
+        return None;
+    }
+    let len = u32_at(1)?;
+    let n = u32_at(5)?;
+    let mut at = 9;
+    for _ in 0..n {
+        let tf = u32_at(at)?;
+        let tl = usize::from(u16::from_le_bytes(b.get(at + 4..at + 6)?.try_into().ok()?));
+        let term = b.get(at + 6..at + 6 + tl)?;
+        if let Some(i) = terms.iter().position(|t| t.len() == tl && t.as_bytes() == term) {
+            hit(i, tf, len);
+        }
+        at += 6 + tl;
+    }
+    Some(())
+}
 
 /// Read a namespace's fresh rows.
 pub(crate) fn fresh_rows(
@@ -1334,7 +1396,7 @@ pub(crate) fn search(
     postings: &impl ReadableTable<PostingKey, &'static [u8]>,
     segments: &Segments,
     texts: &impl ReadableTable<TextKey, &'static [u8]>,
-    fresh: &FreshRows,
+    fresh: Option<&impl ReadableTable<TextKey, &'static [u8]>>,
     stats: LexStats,
     ns: &Namespace,
     query: &str,
@@ -1347,15 +1409,10 @@ pub(crate) fn search(
     let n = stats.docs.max(1) as f64;
     let avgdl = if stats.docs == 0 { 1.0 } else { stats.total as f64 / stats.docs as f64 };
     // The fresh rows' terms that the query asks for: per query term, (id, rev, tf, len).
-    let mut fresh_hits: Vec<Vec<(u128, u32, u32, u32)>> = vec![Vec::new(); terms.len()];
-    for (id, rev, bytes) in fresh {
-        let (len, row_terms) = decode_fresh_row(ns.as_str(), *id, *rev, bytes)?;
-        for (term, tf) in row_terms {
-            if let Ok(i) = terms.binary_search_by(|t| t.as_str().cmp(term)) {
-                fresh_hits[i].push((*id, *rev, tf, len));
-            }
-        }
-    }
+    let (fresh, fresh_hits) = match fresh {
+        Some(t) => fresh_hits(t, ns.as_str(), &terms)?,
+        None => (Vec::new(), vec![Vec::new(); terms.len()]),
+    };
     let weight = |tf: u32, len: u32| {
         let tf = f64::from(tf);
         tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * f64::from(len) / avgdl))
@@ -1437,7 +1494,7 @@ pub(crate) fn search(
         // fresh (`fresh` is in key order).
         let mut cursor = texts.range((ns.as_str(), id, 0u32)..=(ns.as_str(), id, rec.rev))?;
         let merged = cursor.next_back().transpose()?.map(|row| row.0.value().2);
-        let at = fresh.partition_point(|(i, r, _)| (*i, *r) <= (id, rec.rev));
+        let at = fresh.partition_point(|&(i, r)| (i, r) <= (id, rec.rev));
         let fresh_rev = at.checked_sub(1).and_then(|i| fresh.get(i)).filter(|f| f.0 == id).map(|f| f.1);
         let Some(serving) = merged.max(fresh_rev) else { continue };
         if let Some(&(_, _, s)) = scored[from..to].iter().find(|(_, r, _)| *r == serving) {
@@ -1719,6 +1776,37 @@ mod tests {
             assert_eq!(other, 1);
         }
         txn.commit().unwrap();
+    }
+
+    /// A search scans fresh rows in place: it finds exactly the terms the full decoding finds,
+    /// with their counts and the text's length, and a truncated or unknown row is an error, not
+    /// a silent miss.
+    #[test]
+    fn a_fresh_row_scanned_in_place_matches_its_decoding() {
+        let (counts, len) = term_counts("the cache keeps café keys; cache misses go to redb, café again");
+        let row = encode_fresh(counts.iter().map(|(t, tf)| (t.as_str(), *tf)), len);
+        let (_, decoded) = decode_fresh(&row).unwrap();
+        let mut query: Vec<String> =
+            ["cache", "café", "redb", "absent", "cach"].iter().map(|s| s.to_string()).collect();
+        query.sort();
+        let mut found = Vec::new();
+        scan_fresh(&row, &query, |i, tf, l| found.push((query[i].clone(), tf, l))).unwrap();
+        found.sort();
+        let mut want: Vec<(String, u32, u32)> = decoded
+            .iter()
+            .filter(|(t, _)| query.iter().any(|q| q == t))
+            .map(|(t, tf)| (t.to_string(), *tf, len))
+            .collect();
+        want.sort();
+        assert_eq!(found, want);
+        assert_eq!(found.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(), ["cache", "café", "redb"]);
+        assert_eq!(found[0].1, 2, "{found:?}");
+        for cut in [1, 5, 9, row.len() - 1] {
+            assert!(scan_fresh(&row[..cut], &query, |_, _, _| {}).is_none(), "cut at {cut}");
+        }
+        let mut other = row.clone();
+        other[0] = FRESH_VERSION + 1;
+        assert!(scan_fresh(&other, &query, |_, _, _| {}).is_none());
     }
 
     /// A job's texts are encoded by its caller ([`prepare`]) exactly as the committer would

@@ -850,15 +850,22 @@ impl Snapshot {
                 }
                 None => crate::lexical::LexStats::default(),
             };
-            let fresh = match self.open_optional(tables::FRESH)? {
-                Some(t) => crate::lexical::fresh_rows(&t, ns.as_str())?,
-                None => Vec::new(),
-            };
+            let fresh = self.open_optional(tables::FRESH)?;
             let resolve = |id: RecordId| -> Result<Option<Record>, Error> {
                 Ok(self.get(ns, id, filter.as_of)?.filter(|r| crate::lexical::matches(r, filter)))
             };
             let segments = self.segments()?;
-            crate::lexical::search(&postings, &segments, &texts, &fresh, stats, ns, query, k, &resolve)
+            crate::lexical::search(
+                &postings,
+                &segments,
+                &texts,
+                fresh.as_ref(),
+                stats,
+                ns,
+                query,
+                k,
+                &resolve,
+            )
         })())
     }
 
