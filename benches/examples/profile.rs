@@ -1,4 +1,4 @@
-//! Drive one workload for a profiler: `profile (now|recent|past|known|insert|batch|many|gc|ratio|jobs|expire) [n]`.
+//! Drive one workload for a profiler: `profile (now|recent|past|known|insert|batch|many|gc|ratio|jobs|expire|fresh) [n]`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::print_stdout, reason = "profiling driver")]
 
 use std::time::Instant;
@@ -12,6 +12,48 @@ fn main() {
     let size: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let dir = tempfile::tempdir().unwrap();
     match mode {
+        "fresh" => {
+            // Lexical search latency as the fresh set fills: 20,000 records in bulk commits,
+            // then one-record commits until the namespace holds FRESH_LIMIT / 2 - 1 and then
+            // FRESH_LIMIT - 1 fresh texts; at each, 2,000 searches of two or three terms
+            // (MNEMON_BENCH_WORDS=30 for the texts of docs/benchmarks.md, "Where a commit of 16
+            // writes its pages").
+            let db = mnemon::Db::create(dir.path().join("s.redb")).unwrap();
+            let limit = mnemon_storage::FRESH_LIMIT;
+            let ns = mnemon_bench::namespace();
+            let mut n = 0u64;
+            for c in 0..20u64 {
+                let ops = (0..1_000).map(|i| WriteOp::Insert(small_record(c * 1_000 + i))).collect();
+                db.store().write_with(ops, mnemon::Durability::Eventual).unwrap();
+                n += 1_000;
+            }
+            for target in [limit / 2 - 1, limit - 1] {
+                while db.snapshot().unwrap().fresh_texts(&ns).unwrap() != target {
+                    db.store()
+                        .write_with(vec![WriteOp::Insert(small_record(n))], mnemon::Durability::Eventual)
+                        .unwrap();
+                    n += 1;
+                }
+                let snap = db.snapshot().unwrap();
+                let q = mnemon::ListQuery::new();
+                let queries = ["w3 w40 w700", "w1 w2", "w12 w345 w2000", "w5 w77"];
+                for _ in 0..50 {
+                    snap.lexical_search(&ns, queries[0], &q, 10).unwrap();
+                }
+                let mut each = Vec::with_capacity(2_000);
+                for i in 0..2_000 {
+                    let t = Instant::now();
+                    snap.lexical_search(&ns, queries[i % 4], &q, 10).unwrap();
+                    each.push(t.elapsed().as_secs_f64() * 1e6);
+                }
+                each.sort_by(f64::total_cmp);
+                println!(
+                    "{target} fresh texts: p50 {:.0} us, mean {:.0} us",
+                    each[each.len() / 2],
+                    each.iter().sum::<f64>() / each.len() as f64
+                );
+            }
+        }
         "jobs" => {
             // Per-job cost inside a commit: 20,000 one-record jobs submitted at once.
             let db = mnemon::Db::create(dir.path().join("j.redb")).unwrap();
