@@ -1321,11 +1321,12 @@ pub(crate) type FreshRows = Vec<(u128, u32, Vec<u8>)>;
 type FreshHits = (Vec<(u128, u32)>, Vec<Vec<SegmentPosting>>);
 
 /// The keys `(id, from_rev)` of a namespace's fresh texts, and their postings of a search's
-/// `terms`: per term, `(id, from_rev, tf, doc length)`, both in key order. A search reads every fresh row of the namespace (up to
-/// [`FRESH_LIMIT`]), so each is scanned where redb holds it, its terms compared with the
-/// query's as bytes, without copying the row or decoding it into a list (a 30-word row cost
-/// about 0.8 µs that way). Bounds and the version byte are checked as the row is read; the
-/// integrity check ([`verify`]) decodes every row in full.
+/// `terms`: per term, `(id, from_rev, tf, doc length)`, both in key order. A search reads
+/// every fresh row of the namespace (up to [`FRESH_LIMIT`]), so each is scanned where redb
+/// holds it, its terms compared with the query's as bytes, without copying the row or
+/// decoding it into a list (a 30-word row cost about 0.8 µs that way). Bounds and the version
+/// byte are checked as the row is read; the integrity check ([`verify`]) decodes every row in
+/// full.
 fn fresh_hits(
     fresh: &impl ReadableTable<TextKey, &'static [u8]>,
     ns: &str,
