@@ -536,22 +536,58 @@ fn encode_fresh<'t>(counts: impl ExactSizeIterator<Item = (&'t str, u32)> + Clon
 /// A decoded fresh row: the text's length and its `(term, tf)` in term order.
 type FreshText<'b> = (u32, Vec<(&'b str, u32)>);
 
+/// A fresh row being read: its text's length, then its terms one by one, as `(term bytes,
+/// tf)` in term order (an item `None` where the row is malformed). The one reader of the
+/// layout, for decoding a row ([`decode_fresh`]) and for scanning it in place ([`scan_fresh`]).
+struct FreshTerms<'b> {
+    len: u32,
+    left: u32,
+    rest: &'b [u8],
+}
+
+impl<'b> FreshTerms<'b> {
+    /// The row's header (`None` if it is not a fresh row of this version).
+    fn new(b: &'b [u8]) -> Option<Self> {
+        if b.first() != Some(&FRESH_VERSION) {
+            return None;
+        }
+        let u32_at = |i: usize| b.get(i..i + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes);
+        Some(FreshTerms { len: u32_at(1)?, left: u32_at(5)?, rest: b.get(9..)? })
+    }
+}
+
+impl<'b> Iterator for FreshTerms<'b> {
+    type Item = Option<(&'b [u8], u32)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let b = self.rest;
+        let term = (|| {
+            let tf = u32::from_le_bytes(b.get(..4)?.try_into().ok()?);
+            let tl = usize::from(u16::from_le_bytes(b.get(4..6)?.try_into().ok()?));
+            let term = b.get(6..6 + tl)?;
+            self.rest = b.get(6 + tl..)?;
+            Some((term, tf))
+        })();
+        if term.is_none() {
+            // Malformed: nothing more to read.
+            self.left = 0;
+        }
+        Some(term)
+    }
+}
+
 /// A fresh row: its text's length and `(term, tf)` in term order (`None` if malformed).
 fn decode_fresh(b: &[u8]) -> Option<FreshText<'_>> {
-    let u32_at = |i: usize| b.get(i..i + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes);
-    if b.first() != Some(&FRESH_VERSION) {
-        return None;
-    }
-    let len = u32_at(1)?;
-    let n = usize::try_from(u32_at(5)?).ok()?;
-    let mut terms = Vec::with_capacity(n.min(1024));
-    let mut at = 9;
-    for _ in 0..n {
-        let tf = u32_at(at)?;
-        let tl = usize::from(u16::from_le_bytes(b.get(at + 4..at + 6)?.try_into().ok()?));
-        let term = std::str::from_utf8(b.get(at + 6..at + 6 + tl)?).ok()?;
-        terms.push((term, tf));
-        at += 6 + tl;
+    let row = FreshTerms::new(b)?;
+    let len = row.len;
+    let mut terms = Vec::with_capacity(usize::try_from(row.left).unwrap_or(0).min(1024));
+    for term in row {
+        let (term, tf) = term?;
+        terms.push((std::str::from_utf8(term).ok()?, tf));
     }
     Some((len, terms))
 }
@@ -1357,21 +1393,13 @@ fn fresh_hits(
 /// distinct); `None` if the row is malformed. A row's terms are compared by length first, so
 /// most cost one comparison of two integers per query term.
 fn scan_fresh(b: &[u8], terms: &[String], mut hit: impl FnMut(usize, u32, u32)) -> Option<()> {
-    let u32_at = |i: usize| b.get(i..i + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes);
-    if b.first() != Some(&FRESH_VERSION) {
-        return None;
-    }
-    let len = u32_at(1)?;
-    let n = u32_at(5)?;
-    let mut at = 9;
-    for _ in 0..n {
-        let tf = u32_at(at)?;
-        let tl = usize::from(u16::from_le_bytes(b.get(at + 4..at + 6)?.try_into().ok()?));
-        let term = b.get(at + 6..at + 6 + tl)?;
-        if let Some(i) = terms.iter().position(|t| t.len() == tl && t.as_bytes() == term) {
+    let row = FreshTerms::new(b)?;
+    let len = row.len;
+    for term in row {
+        let (term, tf) = term?;
+        if let Some(i) = terms.iter().position(|t| t.len() == term.len() && t.as_bytes() == term) {
             hit(i, tf, len);
         }
-        at += 6 + tl;
     }
     Some(())
 }
