@@ -43,6 +43,11 @@
 //!   posting lists. A format-8 or -9 file is upgraded by writing its segments' postings as
 //!   blocks (level 0, same numbers) and dropping the old table; opened read-only, its
 //!   segments are read where they are.
+//! - 11: the lexical index holds stemmed terms (UAX #29 words, bigrams of scripts written
+//!   without spaces, NLTK's English stopwords left out, Snowball English stems; see
+//!   `analyzer.rs`) instead of unstemmed words. Older files are upgraded by dropping the
+//!   lexical index and indexing every revision's text again; opened read-only, their queries
+//!   are analysed the old way.
 //!
 //! A file with a newer version is refused with [`OpenError::NewerFormat`]; one older than
 //! [`OLDEST_SUPPORTED_FORMAT_VERSION`] with [`OpenError::TooOld`]; anything between is upgraded
@@ -60,7 +65,7 @@ use crate::time::Timestamp;
 /// The magic value stored under `magic`.
 pub const MAGIC: [u8; 8] = *b"mnemon\x00\x01";
 /// The format version this build writes.
-pub const FORMAT_VERSION: u32 = 10;
+pub const FORMAT_VERSION: u32 = 11;
 /// The first format whose `mnemon.ended` is keyed by the end of each interval.
 pub(crate) const ENDED_BY_END: u32 = 7;
 /// The oldest format version this build can open (upgrading it if needed).

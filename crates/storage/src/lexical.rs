@@ -54,10 +54,13 @@ use std::collections::BTreeMap;
 
 use redb::{ReadableTable, Table};
 
+use crate::analyzer::Analyzer;
 use crate::error::Error;
 use crate::id::{Namespace, RecordId};
 use crate::record::Record;
-use crate::tokens::{is_stopword, tokenize};
+
+/// The analysis of the texts this build indexes: the current format's (see `analyzer.rs`).
+pub(crate) const WRITE_ANALYZER: Analyzer = Analyzer::Stemmed;
 
 const POSTING_VERSION: u8 = 1;
 const FRESH_VERSION: u8 = 1;
@@ -69,9 +72,10 @@ const STATS_VERSION: u8 = 2;
 /// many (see the module documentation).
 pub const FRESH_LIMIT: u64 = 256;
 
-/// BM25 parameters (the usual ones).
-const K1: f64 = 1.2;
-const B: f64 = 0.75;
+/// BM25 parameters, chosen on the LoCoMo development split (docs/search.md): Anserini's
+/// defaults, where the textbook 1.2 / 0.75 ranked conversation turns lower.
+const K1: f64 = 0.9;
+const B: f64 = 0.4;
 
 pub(crate) type PostingKey = (&'static str, &'static str, u128, u32);
 /// `(namespace, segment, first term, part)`: a block of a segment (format 10), or a row of
@@ -111,22 +115,23 @@ pub(crate) type TextKey = (&'static str, u128, u32);
 
 /// Term frequencies and length of a text.
 pub(crate) fn term_counts(text: &str) -> TermCounts {
-    let (terms, len) = term_list(text);
-    (terms.into_iter().map(|(t, tf)| (t.into_owned(), tf)).collect(), len)
+    term_counts_by(WRITE_ANALYZER, text)
+}
+
+/// [`term_counts`] by the given analysis (a read-only handle on an older file checks its
+/// index against that format's).
+pub(crate) fn term_counts_by(analyzer: Analyzer, text: &str) -> TermCounts {
+    let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+    let len = analyzer.terms(text, |t| *counts.entry(t.into_owned()).or_insert(0) += 1);
+    (counts, len)
 }
 
 /// [`term_counts`] as a list in term order, its terms borrowed from the text where they can
 /// be (a plain lower-case word): what a fresh row is encoded from, without a copy per term.
-/// Terms longer than 64 bytes and stopwords are left out, but count in the text's length.
+/// Terms are those of [`WRITE_ANALYZER`].
 pub(crate) fn term_list(text: &str) -> (Vec<(std::borrow::Cow<'_, str>, u32)>, u32) {
     let mut tokens: Vec<std::borrow::Cow<'_, str>> = Vec::new();
-    let mut len = 0u32;
-    crate::tokens::for_each_token(text, |t| {
-        len = len.saturating_add(1);
-        if t.len() <= 64 && !is_stopword(&t) {
-            tokens.push(t);
-        }
-    });
+    let len = WRITE_ANALYZER.terms(text, |t| tokens.push(t));
     tokens.sort_unstable();
     let mut out: Vec<(std::borrow::Cow<'_, str>, u32)> = Vec::with_capacity(tokens.len());
     for t in tokens {
@@ -1239,108 +1244,6 @@ impl Segments {
     }
 }
 
-/// Move the segments of formats 8 (one row per posting) and 9 (one row per term) into format
-/// 10's blocks (in the upgrading transaction), keeping their numbers (level 0), then drop the
-/// old tables. One term at a time is held in memory.
-pub(crate) fn upgrade_segments(txn: &redb::WriteTransaction) -> Result<(), Error> {
-    fn open<'t, K: redb::Key + 'static>(
-        txn: &'t redb::WriteTransaction,
-        def: redb::TableDefinition<'_, K, &'static [u8]>,
-    ) -> Result<Option<redb::Table<'t, K, &'static [u8]>>, Error> {
-        match txn.open_table(def) {
-            Ok(t) => Ok(Some(t)),
-            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
-            Err(e) => Err(e.into()),
-        }
-    }
-    /// The term being read from an old table and its postings, written to its segment's
-    /// blocks when the next term (or segment) starts: one term is held at a time.
-    #[derive(Default)]
-    struct Pending {
-        writer: Option<BlockWriter>,
-        term: String,
-        postings: Vec<SegmentPosting>,
-    }
-    impl Pending {
-        fn push(
-            &mut self,
-            new: &mut redb::Table<'_, SegmentKey, &'static [u8]>,
-            (ns, seg, term): (&str, u64, &str),
-            posting: SegmentPosting,
-        ) -> Result<(), Error> {
-            let same_segment = self.writer.as_ref().is_some_and(|w| (w.ns.as_str(), w.seg) == (ns, seg));
-            if !same_segment || self.term != term {
-                self.write_term(new)?;
-                if !same_segment {
-                    if let Some(mut w) = self.writer.take() {
-                        w.flush(new)?;
-                    }
-                    self.writer = Some(BlockWriter::new(ns, seg));
-                }
-                self.term = term.to_string();
-            }
-            self.postings.push(posting);
-            Ok(())
-        }
-
-        fn write_term(&mut self, new: &mut redb::Table<'_, SegmentKey, &'static [u8]>) -> Result<(), Error> {
-            if let Some(w) = &mut self.writer
-                && !self.postings.is_empty()
-            {
-                w.push(new, &self.term, &self.postings)?;
-            }
-            self.postings.clear();
-            Ok(())
-        }
-
-        fn finish(&mut self, new: &mut redb::Table<'_, SegmentKey, &'static [u8]>) -> Result<(), Error> {
-            self.write_term(new)?;
-            if let Some(mut w) = self.writer.take() {
-                w.flush(new)?;
-            }
-            Ok(())
-        }
-    }
-    let mut pending = Pending::default();
-    let (mut v8, mut v9) = (false, false);
-    {
-        let mut new = txn.open_table(crate::tables::SEGMENTS)?;
-        // Both old tables come in `(namespace, segment, term, ...)` order, a term's postings in
-        // `(id, from_rev)` order.
-        if let Some(old) = open(txn, crate::tables::SEGMENTS_V8)? {
-            v8 = true;
-            for r in old.iter()? {
-                let (k, v) = r?;
-                let (ns, seg, term, id, rev) = k.value();
-                let (tf, len) = decode_posting(v.value()).ok_or_else(|| Error::Inconsistent {
-                    namespace: ns.to_string(),
-                    detail: format!("malformed posting in segment {seg} for the term \"{term}\""),
-                })?;
-                pending.push(&mut new, (ns, seg, term), (id, rev, tf, len))?;
-            }
-            pending.finish(&mut new)?;
-        }
-        if let Some(old) = open(txn, crate::tables::SEGMENTS_V9)? {
-            v9 = true;
-            for r in old.iter()? {
-                let (k, v) = r?;
-                let (ns, seg, term, _) = k.value();
-                for p in decode_segment_row_at(ns, seg, term, v.value())? {
-                    pending.push(&mut new, (ns, seg, term), p)?;
-                }
-            }
-            pending.finish(&mut new)?;
-        }
-    }
-    if v8 {
-        txn.delete_table(crate::tables::SEGMENTS_V8)?;
-    }
-    if v9 {
-        txn.delete_table(crate::tables::SEGMENTS_V9)?;
-    }
-    Ok(())
-}
-
 /// A lexical hit.
 #[derive(Clone, Debug)]
 pub struct LexicalHit {
@@ -1348,6 +1251,10 @@ pub struct LexicalHit {
     pub record: Record,
     /// Its BM25 score.
     pub score: f64,
+    /// Its BM25 score as a share of the greatest score a text could have for this query (one
+    /// holding every query term many times): in (0, 1], and comparable across queries, where
+    /// BM25 scores grow with the number and rarity of the query's terms.
+    pub relevance: f64,
 }
 
 /// A namespace's fresh rows, as a merge reads them: `(id, from_rev, row)`.
@@ -1429,12 +1336,11 @@ pub(crate) fn search(
     stats: LexStats,
     ns: &Namespace,
     query: &str,
+    analyzer: Analyzer,
     k: usize,
     resolve: &dyn Fn(RecordId) -> Result<Option<Record>, Error>,
 ) -> Result<Vec<LexicalHit>, Error> {
-    let mut terms: Vec<String> = tokenize(query).into_iter().filter(|t| !is_stopword(t)).collect();
-    terms.sort();
-    terms.dedup();
+    let terms = analyzer.query_terms(query);
     let n = stats.docs.max(1) as f64;
     let avgdl = if stats.docs == 0 { 1.0 } else { stats.total as f64 / stats.docs as f64 };
     // The fresh rows' terms that the query asks for: per query term, (id, rev, tf, len).
@@ -1446,6 +1352,9 @@ pub(crate) fn search(
         let tf = f64::from(tf);
         tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * f64::from(len) / avgdl))
     };
+    // The greatest score a text can have: every query term, as often as can be (a term no
+    // text holds counts with the IDF of a document frequency of zero).
+    let mut ceiling = 0.0;
     // (id, from_rev) -> score
     // Every posting's contribution, then summed per (record, text revision) by sorting: no
     // hashing in the loop.
@@ -1481,6 +1390,7 @@ pub(crate) fn search(
         holders.dedup();
         let df = holders.len() as f64;
         let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+        ceiling += idf * (K1 + 1.0);
         for c in &mut contributions[start..] {
             c.2 *= idf;
         }
@@ -1527,7 +1437,7 @@ pub(crate) fn search(
         let fresh_rev = at.checked_sub(1).and_then(|i| fresh.get(i)).filter(|f| f.0 == id).map(|f| f.1);
         let Some(serving) = merged.max(fresh_rev) else { continue };
         if let Some(&(_, _, s)) = scored[from..to].iter().find(|(_, r, _)| *r == serving) {
-            hits.push(LexicalHit { record: rec, score: s });
+            hits.push(LexicalHit { record: rec, score: s, relevance: s / ceiling });
         }
     }
     hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.record.id.cmp(&b.record.id)));
@@ -1567,6 +1477,8 @@ pub(crate) struct Stored<'a, P, T, F> {
     pub(crate) texts: &'a T,
     pub(crate) fresh: Option<&'a F>,
     pub(crate) stats: LexStats,
+    /// The analysis the file's texts were indexed with.
+    pub(crate) analyzer: Analyzer,
 }
 
 /// Recompute a namespace's lexical index from its records' revisions (`by_record`: each
@@ -1597,7 +1509,7 @@ where
             if previous.as_deref() == Some(text.as_str()) {
                 continue;
             }
-            let (counts, len) = term_counts(&text);
+            let (counts, len) = term_counts_by(stored.analyzer, &text);
             previous = Some(text);
             docs += 1;
             total += u64::from(len);
@@ -1828,7 +1740,7 @@ mod tests {
             .collect();
         want.sort();
         assert_eq!(found, want);
-        assert_eq!(found.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(), ["cache", "café", "redb"]);
+        assert_eq!(found.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(), ["cach", "café", "redb"]);
         assert_eq!(found[0].1, 2, "{found:?}");
         for cut in [1, 5, 9, row.len() - 1] {
             assert!(scan_fresh(&row[..cut], &query, |_, _, _| {}).is_none(), "cut at {cut}");

@@ -43,6 +43,7 @@
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 
+pub mod analyzer;
 mod backend;
 pub mod body;
 mod codec;

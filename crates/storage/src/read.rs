@@ -148,9 +148,13 @@ impl Snapshot {
         clock: Arc<dyn Clock>,
         format: u32,
     ) -> Result<Snapshot, Error> {
-        let meta = {
+        let (meta, format) = {
             let t = txn.open_table(tables::META)?;
-            format::read_state(&t)?
+            // A read-only handle on an older file: a writer in another process may have
+            // upgraded it since (its lexical index then holds another analysis's terms).
+            let format =
+                if format < format::FORMAT_VERSION { format::read_version(&t)?.max(format) } else { format };
+            (format::read_state(&t)?, format)
         };
         Ok(Snapshot { txn, path: path.to_path_buf(), meta, clock, format })
     }
@@ -863,6 +867,7 @@ impl Snapshot {
                 stats,
                 ns,
                 query,
+                crate::analyzer::Analyzer::for_format(self.format),
                 k,
                 &resolve,
             )
@@ -947,8 +952,14 @@ impl Snapshot {
                     Some(t) => t.get(n)?.map(|v| crate::lexical::decode_stats(v.value())).unwrap_or_default(),
                     None => crate::lexical::LexStats::default(),
                 };
-                let stored =
-                    crate::lexical::Stored { postings, segments, texts, fresh: fresh.as_ref(), stats };
+                let stored = crate::lexical::Stored {
+                    postings,
+                    segments,
+                    texts,
+                    fresh: fresh.as_ref(),
+                    stats,
+                    analyzer: crate::analyzer::Analyzer::for_format(self.format),
+                };
                 crate::lexical::verify(n, &by_record, &stored, &mut problems)?;
             }
             // Expected events and beliefs.

@@ -587,9 +587,10 @@ struct Inner {
     clock: Arc<dyn Clock>,
     /// The file's format version when opened: [`format::FORMAT_VERSION`], except on a
     /// read-only handle on an older file (only a writer upgrades). A writer in another process
-    /// can upgrade a shared file under such a handle; reading it as the older format is then
-    /// still right (format 7 only changed `mnemon.ended`, which older files are not read
-    /// through), just slower.
+    /// can upgrade a shared file under such a handle: its snapshots read the version again
+    /// (format 11 changed the lexical index's terms), and otherwise reading the file as the
+    /// older format is still right (format 7 only changed `mnemon.ended`, which older files
+    /// are not read through), just slower.
     format: u32,
 }
 
@@ -892,8 +893,11 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
             meta.remove(write::format2_commit_key(seq).as_str())?;
         }
     }
-    if found < 2 {
-        // Index the text of every stored revision (format 1 had no lexical index).
+    if found < crate::analyzer::STEMMED_FORMAT {
+        // Index the text of every stored revision again with this build's analysis (format 1
+        // had no lexical index; formats 2 to 10 indexed unstemmed words): the old index and
+        // its segments, of any layout, go first.
+        drop_lexical_index(&txn)?;
         let revisions = txn.open_table(tables::REVISIONS)?;
         let mut lexical = crate::lexical::LexicalWriter::open(&txn)?;
         let mut prev: Option<crate::record::Record> = None;
@@ -930,15 +934,34 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
         txn.open_table(tables::ENDED)?;
         crate::ended::fill(&txn)?;
     }
-    // Format 10 holds a segment's postings in blocks (a file without format 8's or 9's
-    // table has none to move).
-    crate::lexical::upgrade_segments(&txn)?;
     {
         let mut meta = txn.open_table(tables::META)?;
         format::upgrade(&mut meta)?;
     }
     txn.commit()?;
     Ok(())
+}
+
+/// Drop every table of the lexical index, of any format's layout, and create the current ones
+/// empty.
+fn drop_lexical_index(txn: &redb::WriteTransaction) -> Result<(), Error> {
+    fn drop<K: redb::Key + 'static, V: redb::Value + 'static>(
+        txn: &redb::WriteTransaction,
+        def: redb::TableDefinition<'_, K, V>,
+    ) -> Result<(), Error> {
+        match txn.delete_table(def) {
+            Ok(_) | Err(redb::TableError::TableDoesNotExist(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+    drop(txn, tables::POSTINGS)?;
+    drop(txn, tables::SEGMENTS)?;
+    drop(txn, tables::SEGMENTS_V9)?;
+    drop(txn, tables::SEGMENTS_V8)?;
+    drop(txn, tables::TEXTS)?;
+    drop(txn, tables::FRESH)?;
+    drop(txn, tables::LEXSTATS)?;
+    create_tables(txn)
 }
 
 /// Move format 4's tuple-keyed current rows to format 5's byte-keyed table, then drop the

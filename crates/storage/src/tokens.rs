@@ -26,9 +26,19 @@ pub fn tokenize(text: &str) -> Vec<String> {
 
 /// Call `f` with each token of a text, in the order of [`tokenize`]: a plain lower-case word
 /// borrowed from the text (no allocation), anything else as the lower-cased copy it needs.
-pub(crate) fn for_each_token<'t>(text: &'t str, mut f: impl FnMut(std::borrow::Cow<'t, str>)) {
+pub(crate) fn for_each_token<'t>(text: &'t str, f: impl FnMut(std::borrow::Cow<'t, str>)) {
+    for_each_token_where(text, |c| c.is_alphanumeric() || c == '_', f);
+}
+
+/// [`for_each_token`] with words made of the characters for which `joins` holds (letters,
+/// digits and underscores there).
+pub(crate) fn for_each_token_where<'t>(
+    text: &'t str,
+    joins: impl Fn(char) -> bool,
+    mut f: impl FnMut(std::borrow::Cow<'t, str>),
+) {
     use std::borrow::Cow;
-    for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+    for raw in text.split(|c: char| !joins(c)) {
         if raw.is_empty() {
             continue;
         }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use mnemon_storage::analyzer::Analyzer;
 use mnemon_storage::body::{Decision, Learning};
 use mnemon_storage::*;
 
@@ -96,13 +97,17 @@ fn naive_bm25(
     texts: &[(RecordId, String)],
     current: &[(RecordId, String)],
     query: &str,
+    analyzer: Analyzer,
 ) -> Vec<(RecordId, f64)> {
-    let (k1, b) = (1.2, 0.75);
+    let (k1, b) = (0.9, 0.4);
     let terms_of = |t: &str| -> Vec<String> {
-        tokens::tokenize(t).into_iter().filter(|w| w.len() <= 64 && !tokens::is_stopword(w)).collect()
+        let mut v = Vec::new();
+        analyzer.terms(t, |w| v.push(w.into_owned()));
+        v
     };
+    let len_of = |t: &str| f64::from(analyzer.terms(t, |_| {}));
     let docs = texts.len() as f64;
-    let avgdl = texts.iter().map(|(_, t)| tokens::tokenize(t).len() as f64).sum::<f64>() / docs;
+    let avgdl = texts.iter().map(|(_, t)| len_of(t)).sum::<f64>() / docs;
     let all_terms: Vec<(RecordId, Vec<String>)> = texts.iter().map(|(i, t)| (*i, terms_of(t))).collect();
     let mut q: Vec<String> = terms_of(query);
     q.sort();
@@ -119,7 +124,7 @@ fn naive_bm25(
     let mut out = Vec::new();
     for (id, text) in current {
         let words = terms_of(text);
-        let len = tokens::tokenize(text).len() as f64;
+        let len = len_of(text);
         let mut score = 0.0;
         let mut matched = false;
         for (term, df) in q.iter().zip(&df_of) {
@@ -158,7 +163,7 @@ fn fresh_texts_and_merged_postings_rank_alike() {
         let fresh = snap.table_sizes().unwrap()["fresh texts"];
         assert!(fresh < FRESH_LIMIT, "{when}: {fresh} fresh texts");
         for q in queries {
-            let want = naive_bm25(indexed, live, q);
+            let want = naive_bm25(indexed, live, q, Analyzer::Stemmed);
             let got = snap.lexical_search(&ns, q, &ListQuery::new(), want.len() + 5).unwrap();
             assert_eq!(got.len(), want.len(), "{when}: {q}");
             for (g, (id, score)) in got.iter().zip(&want) {
@@ -478,8 +483,10 @@ fn check_naive(
     queries: &[&str],
     when: &str,
 ) {
+    // A read-only handle on an older file analyses queries the old way.
+    let analyzer = if when.contains("read-only") { Analyzer::Words } else { Analyzer::Stemmed };
     for q in queries {
-        let want = naive_bm25(indexed, live, q);
+        let want = naive_bm25(indexed, live, q, analyzer);
         let got = snap.lexical_search(ns, q, &ListQuery::new(), want.len() + 5).unwrap();
         assert_eq!(got.len(), want.len(), "{when}: {q}");
         for (g, (_, score)) in got.iter().zip(&want) {
@@ -526,20 +533,22 @@ fn a_format_5_file_reads_alike_and_upgrades() {
     let past = AsOf::valid_at(clock.now()).known_at(clock.now());
     for (k, i) in [2usize, limit + 10].into_iter().enumerate() {
         clock.advance(1_000);
-        let new_text = format!("revised kappa {k}");
+        let new_text = format!("epsilon kappa {k}");
         let r = Revise { body: Some(learning(&new_text)), ..Revise::new(ns.clone(), live[i].0) };
         store.write(vec![WriteOp::Revise(r)]).unwrap();
         indexed.push((live[i].0, new_text.clone()));
         live[i].1 = new_text;
     }
     clock.advance(1_000);
-    let queries = ["alpha", "kappa", "beta note", "revised", "note 1003"];
+    // Words that both analyses index alike (no stopwords, unchanged by stemming): the
+    // read-only checks analyse queries the old way.
+    let queries = ["alpha", "kappa", "beta note", "epsilon", "note 1003"];
     let snap = store.snapshot().unwrap();
     let fresh = snap.fresh_texts(&ns).unwrap();
     assert_eq!(fresh, 22);
     check_naive(&snap, &ns, &indexed, &live, &queries, "format 6");
     let past_query = ListQuery::new().as_of(past);
-    let in_the_past = ids(&snap.lexical_search(&ns, "revised", &past_query, 10).unwrap());
+    let in_the_past = ids(&snap.lexical_search(&ns, "epsilon", &past_query, 10).unwrap());
     assert!(in_the_past.is_empty());
     let kappa_then = snap.lexical_search(&ns, "kappa", &past_query, 500).unwrap();
     let kappa_then: Vec<(RecordId, u64)> =
@@ -600,10 +609,10 @@ fn a_format_5_file_reads_alike_and_upgrades() {
     indexed.retain(|(x, _)| *x != gone);
     live.retain(|(x, _)| *x != gone);
     let i = limit + 12;
-    let r = Revise { body: Some(learning("revised alpha again")), ..Revise::new(ns.clone(), live[i].0) };
+    let r = Revise { body: Some(learning("epsilon alpha zeta")), ..Revise::new(ns.clone(), live[i].0) };
     store.write(vec![WriteOp::Revise(r)]).unwrap();
-    indexed.push((live[i].0, "revised alpha again".into()));
-    live[i].1 = "revised alpha again".into();
+    indexed.push((live[i].0, "epsilon alpha zeta".into()));
+    live[i].1 = "epsilon alpha zeta".into();
     check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, "upgraded, written");
     store.write(vec![WriteOp::MergeTexts { namespace: ns.clone() }]).unwrap();
     let snap = store.snapshot().unwrap();
@@ -661,8 +670,8 @@ fn format_8_and_9_files_read_alike_and_upgrade() {
     write(&store, &mut i, limit, &mut indexed, &mut live);
     write(&store, &mut i, limit, &mut indexed, &mut live);
     write(&store, &mut i, 7, &mut indexed, &mut live);
-    revise_text(&store, &ns, &mut indexed, &mut live, 5, "revised kappa".into());
-    let queries = ["alpha", "kappa", "beta note", "revised", "note 1003", "note 700"];
+    revise_text(&store, &ns, &mut indexed, &mut live, 5, "epsilon kappa".into());
+    let queries = ["alpha", "kappa", "beta note", "epsilon", "note 1003", "note 700"];
     let sizes = store.snapshot().unwrap().table_sizes().unwrap();
     let in_segments = sizes["segment postings"];
     assert!(in_segments > 0 && sizes["fresh texts"] == 8 && sizes["segments"] == 3, "{sizes:?}");
@@ -751,7 +760,7 @@ fn format_8_and_9_files_read_alike_and_upgrade() {
         assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
         drop((snap, ro));
 
-        // Upgraded: the blocks are back, the old table gone, the answers the same.
+        // Upgraded: the index made again (as blocks), the old table gone, the answers the same.
         drop(Store::open(&old, StoreOptions::default()).unwrap());
         let (v, tables) = version(&old);
         assert_eq!(v, FORMAT_VERSION);
@@ -764,9 +773,10 @@ fn format_8_and_9_files_read_alike_and_upgrade() {
         let store = Store::open(&old, StoreOptions::default()).unwrap();
         let snap = store.snapshot().unwrap();
         check_naive(&snap, &ns, &indexed, &live, &queries, &what("upgraded"));
-        assert_eq!(snap.table_sizes().unwrap()["segment postings"], in_segments);
         assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
-        // Forget a text in an upgraded segment; merge until level 0 fills and goes up.
+        // The upgrade indexed every text again in one commit: one segment, of its size's level.
+        assert_eq!(snap.table_sizes().unwrap()["segments"], 1);
+        // Forget a text in the upgraded segment; merge more texts beside it.
         let gone = live[limit + 3].0;
         store.write(vec![WriteOp::Forget { namespace: ns.clone(), id: gone }]).unwrap();
         indexed.retain(|(x, _)| *x != gone);
@@ -777,7 +787,60 @@ fn format_8_and_9_files_read_alike_and_upgrade() {
         }
         let snap = store.snapshot().unwrap();
         check_naive(&snap, &ns, &indexed, &live, &queries, &what("upgraded, merged up"));
-        assert_eq!(snap.table_sizes().unwrap()["segments"], 1);
+        assert_eq!(snap.table_sizes().unwrap()["segments"] as usize, 1 + SEGMENT_FANOUT - 3);
         assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
     }
+}
+
+/// A file written by the previous release (format 10, unstemmed terms; made by the `mnemon`
+/// of commit 35373e9: three records in namespace `fixture`, one revised, then `compact`):
+/// read-only it answers as that release did; opened for writing it is re-indexed with
+/// stemmed terms, and its old and new texts answer as of their times.
+#[test]
+fn a_format_10_file_is_reindexed_with_stemmed_terms() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f10.redb");
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/format10.redb"), &path).unwrap();
+    let ns = Namespace::new("fixture").unwrap();
+    let texts = |snap: &Snapshot, q: &str| -> Vec<String> {
+        snap.lexical_search(&ns, q, &ListQuery::new(), 10)
+            .unwrap()
+            .iter()
+            .map(|h| h.record.body.text())
+            .collect()
+    };
+    let version = |path: &std::path::Path| {
+        let db = redb::Database::open(path).unwrap();
+        let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+        let meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+        let v = redb::ReadableTable::get(&meta, "format_version").unwrap().unwrap();
+        u32::from_le_bytes(v.value().try_into().unwrap())
+    };
+    assert_eq!(version(&path), 10);
+    let ro = Store::open(&path, StoreOptions { read_only: true, ..Default::default() }).unwrap();
+    let snap = ro.snapshot().unwrap();
+    assert_eq!(texts(&snap, "painting"), ["She was painting sunrises at the lake"]);
+    assert!(texts(&snap, "paint").is_empty(), "format 10 did not stem");
+    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
+    drop((snap, ro));
+
+    drop(Store::open(&path, StoreOptions::default()).unwrap());
+    assert_eq!(version(&path), FORMAT_VERSION);
+    let store = Store::open(&path, StoreOptions::default()).unwrap();
+    let snap = store.snapshot().unwrap();
+    assert_eq!(texts(&snap, "paint"), ["She was painting sunrises at the lake"]);
+    assert_eq!(texts(&snap, "sunrise painted"), ["She was painting sunrises at the lake"]);
+    assert_eq!(texts(&snap, "adopting"), ["Adopted redb for storage\nembedded and fast"]);
+    // The revised record: its new text now, its old text only as of before the revision.
+    assert_eq!(texts(&snap, "flush"), ["The caches are flushed hourly now"]);
+    assert!(texts(&snap, "often").is_empty());
+    let revised = snap.lexical_search(&ns, "flush", &ListQuery::new(), 1).unwrap()[0].record.clone();
+    let before = ListQuery::new()
+        .as_of(AsOf::valid_at(revised.valid_from).known_at(revised.recorded_at.plus_micros(-1)));
+    let then = snap.lexical_search(&ns, "often", &before, 10).unwrap();
+    assert_eq!(
+        then.iter().map(|h| h.record.body.text()).collect::<Vec<_>>(),
+        ["The caches were flushing too often"]
+    );
+    assert!(snap.verify().unwrap().is_empty());
 }
