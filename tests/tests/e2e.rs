@@ -241,7 +241,7 @@ fn records_are_embedded_on_write_failures_are_backfilled_and_the_embedder_is_rem
     let all_vector = order(ns.search(query).lexical_share(0.0).run().unwrap());
     assert_eq!(all_lexical[..lexical.len()], lexical[..]);
     assert_eq!(all_vector[..vector.len()], vector[..]);
-    assert_eq!(mnemon::default_lexical_share("mnemon-hash-v1-384"), 0.3);
+    assert_eq!(mnemon::default_lexical_share("mnemon-hash-v1-384"), 0.8);
     drop((ns, db));
     // Reopened without naming an embedder: the recorded one (hash) is used. Hashing is
     // cheaper than a lookup, so it writes no cache rows and reads none.

@@ -38,6 +38,22 @@ pub fn run(out: &mut Out, embedder: Option<&str>, cmd: &BenchCmd) -> Result<()> 
             let e = embedder.map(|n| crate::commands::embedder_named(Some(n))).transpose()?;
             crate::evaluate::run(out, e, *records, *queries, *seed, lexical_share)
         }
+        BenchCmd::Retrieval { dataset, mode, min_score, lexical_share, questions, dump } => {
+            let modes = mode
+                .iter()
+                .map(|m| m.parse::<mnemon::TextMode>().map_err(usage))
+                .collect::<Result<Vec<_>>>()?;
+            let e = embedder.map(|n| crate::commands::embedder_named(Some(n))).transpose()?;
+            let opts = crate::retrieval::Options {
+                dataset,
+                modes: &modes,
+                min_score: *min_score,
+                lexical_share: *lexical_share,
+                limit_questions: *questions,
+                dump: dump.as_deref(),
+            };
+            crate::retrieval::run(out, e, &opts)
+        }
         BenchCmd::Embed { texts, batch, embedders, write_texts } => {
             let names: Vec<&str> = match embedder {
                 Some(n) => vec![n],

@@ -248,9 +248,15 @@ pub enum Command {
         mode: mnemon::TextMode,
         #[command(flatten)]
         as_of: AsOfArgs,
-        /// Queries from a JSON-lines file: {"namespace","query","limit","kinds","mode"} each.
+        /// Queries from a JSON-lines file: {"namespace","query","limit","kinds","mode","min_score"}
+        /// each.
         #[arg(long, value_name = "FILE")]
         batch: Option<PathBuf>,
+        /// Return only results scoring at least this (scores are in [0, 1]; 0 returns every
+        /// result fetched). By default a result must match some of the query's words or be
+        /// close enough in meaning on its own.
+        #[arg(long, value_name = "SCORE")]
+        min_score: Option<f64>,
     },
     /// Embed every record that has no vector for the database's embedder (after a failure, or
     /// with --embedder to switch embedders).
@@ -447,6 +453,29 @@ pub enum BenchCmd {
         /// tune the fusion.
         #[arg(long, value_delimiter = ',')]
         lexical_share: Vec<f64>,
+    },
+    /// Retrieval quality on real conversations in the LoCoMo format (recall@1/5/10/20, MRR,
+    /// nDCG@10 per question category and mode), query latency and what a question asked of
+    /// another conversation returns. `--embedder` picks the embedder.
+    Retrieval {
+        /// The dataset: a JSON list of samples with `conversation` and `qa`.
+        #[arg(long)]
+        dataset: PathBuf,
+        /// Search modes to measure (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "lexical,vector,hybrid")]
+        mode: Vec<String>,
+        /// Results scoring below this are left out (default: each mode's own floor).
+        #[arg(long)]
+        min_score: Option<f64>,
+        /// The lexical share of hybrid scores (default: the embedder's).
+        #[arg(long)]
+        lexical_share: Option<f64>,
+        /// At most this many questions per conversation (default all).
+        #[arg(long)]
+        questions: Option<usize>,
+        /// Also write every question's candidates with both sides' scores as JSON lines.
+        #[arg(long)]
+        dump: Option<PathBuf>,
     },
     /// Embedding throughput (embeddings/s in batches, and the latency of one text) of each
     /// embedder on the search benchmark's texts; `--embedder` picks one.

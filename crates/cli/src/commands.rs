@@ -283,7 +283,19 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Consolidate { older_than } => crate::domain::consolidate(&cli, &mut out, *older_than)?,
         Command::Check => check(&cli, &mut out)?,
         Command::Compact => compact(&cli, &mut out)?,
-        Command::Search { query, kinds, tags, agent, task, also, limit, mode, as_of: a, batch } => {
+        Command::Search {
+            query,
+            kinds,
+            tags,
+            agent,
+            task,
+            also,
+            limit,
+            mode,
+            as_of: a,
+            batch,
+            min_score,
+        } => {
             let filter = crate::search::Filter {
                 kinds: kinds.clone(),
                 tags: tags.clone(),
@@ -291,6 +303,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 task: task.clone(),
                 also: also.clone(),
                 as_of: as_of(*a),
+                min_score: *min_score,
             };
             crate::search::run(&cli, &mut out, query.as_deref(), &filter, *limit, *mode, batch.as_deref())?
         }

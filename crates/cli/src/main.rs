@@ -11,6 +11,7 @@ mod domain;
 mod evaluate;
 mod mcp;
 mod output;
+mod retrieval;
 mod search;
 mod tour;
 mod vectors;

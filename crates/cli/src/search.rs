@@ -20,6 +20,8 @@ pub struct Filter {
     pub task: Option<String>,
     pub also: Vec<String>,
     pub as_of: AsOf,
+    /// Leave out results scoring below this, instead of the default relevance rule.
+    pub min_score: Option<f64>,
 }
 
 fn search(
@@ -44,6 +46,9 @@ fn search(
     for n in &f.also {
         s = s.also_in(n.clone());
     }
+    if let Some(m) = f.min_score {
+        s = s.min_score(m);
+    }
     s.run()
 }
 
@@ -58,6 +63,7 @@ fn hit_json(h: &SearchHit, at: mnemon::Timestamp) -> Value {
         "metadata": h.record.envelope.metadata.value(),
         "lexical_rank": h.lexical.map(|l| l.0),
         "vector_rank": h.vector.map(|v| v.0),
+        "similarity": h.similarity,
         "record": view,
     })
 }
@@ -74,6 +80,8 @@ struct BatchLine {
     kinds: Vec<String>,
     #[serde(default)]
     mode: Option<String>,
+    #[serde(default)]
+    min_score: Option<f64>,
 }
 
 pub fn run(
@@ -113,6 +121,7 @@ pub fn run(
                                 task: f.task.clone(),
                                 also: f.also.clone(),
                                 as_of: f.as_of,
+                                min_score: b.min_score.or(f.min_score),
                             };
                             let ns = b.namespace.unwrap_or_else(|| cli.ns.clone());
                             match search(&db, &ns, &b.query, &filter, b.limit.unwrap_or(limit), m) {

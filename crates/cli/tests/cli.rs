@@ -804,11 +804,18 @@ fn minilm_is_remembered_and_searches_by_meaning() {
     let a =
         env.add("learning", r#"{"text":"The deploy failed because the database migration timed out"}"#, &[]);
     env.add("learning", r#"{"text":"My cat likes to sleep in the sun"}"#, &[]);
-    // No shared words: only the meaning connects the query to the record.
-    let hits = env
-        .run(&["--json", "search", "schema change too slow broke release", "--mode", "vector"])
-        .json_lines();
+    // No shared words: only the meaning connects the query to the record, at a cosine
+    // (about 0.36) below what a result needs on its own by default, so a floor of its own is
+    // asked for; the unrelated record scores 0.
+    let query = "schema change too slow broke release";
+    let hits = env.run(&["--json", "search", query, "--mode", "vector", "--min-score", "0.05"]).json_lines();
+    assert_eq!(hits.len(), 1, "{hits:?}");
     assert_eq!(hits[0]["id"], a.as_str(), "{hits:?}");
+    assert!(env.run(&["--json", "search", query]).json_lines().is_empty());
+    let all = env.run(&["--json", "search", query, "--mode", "vector", "--min-score", "0"]).json_lines();
+    assert_eq!((all.len(), all[0]["id"].as_str()), (2, Some(a.as_str())), "{all:?}");
+    // A query that matches nothing returns nothing.
+    assert!(env.run(&["--json", "search", "kubernetes"]).json_lines().is_empty());
     let stats = env.run(&["--json", "stats"]).json();
     assert!(stats.to_string().contains("all-MiniLM-L6-v2"), "{stats}");
     env.run(&["--embedder", "hash", "search", "x"]).fails(2, "all-MiniLM-L6-v2");

@@ -1,5 +1,7 @@
 //! Hybrid search: BM25 over the lexical index and nearest vectors of the query's embedding,
-//! fused by reciprocal rank, optionally weighted by importance, confidence and recency.
+//! each side's score made comparable across queries (a share of the query's greatest BM25
+//! score; a calibrated cosine), mixed, optionally weighted by importance, confidence and
+//! recency. Only records that match come back (see [`TextSearch::min_score`]).
 
 use mnemon_index::{Mode, Query};
 use mnemon_storage::{AsOf, Kind, ListQuery, Namespace, Record, Timestamp};
@@ -55,19 +57,56 @@ pub struct SearchHit {
     pub record: Record,
     /// The fused (and weighted) score: higher is better.
     pub score: f64,
-    /// Rank (from 1) and BM25 score in the lexical results, if there.
-    pub lexical: Option<(usize, f64)>,
+    /// Rank (from 1), BM25 score and relevance (the BM25 score as a share of the query's
+    /// greatest possible one) in the lexical results, if there.
+    pub lexical: Option<(usize, f64, f64)>,
     /// Rank (from 1) and cosine similarity in the vector results, if there.
     pub vector: Option<(usize, f32)>,
+    /// The cosine similarity of the record's vector with the query's, where known: for every
+    /// vector result, and in hybrid search for lexical results too.
+    pub similarity: Option<f32>,
 }
 
 /// The lexical side's share of a hybrid score when none is asked for, by embedder (the vector
-/// space): 0.3 for the hashing embedder, whose vectors already carry the words and their
-/// pieces, so that the vector side leads; 0.5 for a semantic model (MiniLM, a server's), which
-/// knows meaning but not rare identifiers. Both were chosen on one seed of `mnemon bench
-/// search` and checked on another (docs/search.md).
+/// space): 0.8 for the hashing embedder, whose cosines on real text barely tell the answer
+/// from another conversation's turns, so that it only adds near copies; 0.7 for a semantic
+/// model (MiniLM, a server's). Both chosen on the LoCoMo development split (docs/search.md).
 pub fn default_lexical_share(space: &str) -> f64 {
-    if space.starts_with("mnemon-hash-") { 0.3 } else { 0.5 }
+    if space.starts_with("mnemon-hash-") { 0.8 } else { 0.7 }
+}
+
+/// How an embedder's cosines count in a search: `(cosine - floor) / (strong - floor)`,
+/// clamped to [0, 1], is a vector result's relevance (at `strong` and above as relevant as a
+/// text holding all the query's words); a result that matches none of the query's words is
+/// returned only if its cosine reaches `alone`. Chosen on the LoCoMo development split, where
+/// the cosine of the best turn of another conversation is below `alone` for 97.5 % of the
+/// questions with MiniLM and for all of them with the hashing embedder (docs/search.md).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// The cosine of a text unrelated to the query (relevance 0).
+    pub floor: f32,
+    /// The cosine of a strong match (relevance 1).
+    pub strong: f32,
+    /// The least cosine of a result that matches none of the query's words.
+    pub alone: f32,
+}
+
+impl Calibration {
+    /// The calibration of a vector space (an embedder's model id). Semantic models other
+    /// than MiniLM get MiniLM's; their cosines may run on another scale.
+    pub fn of(space: &str) -> Calibration {
+        if space.starts_with("mnemon-hash-") {
+            // Word and trigram overlap: only near copies reach 0.4.
+            Calibration { floor: 0.4, strong: 0.8, alone: 0.5 }
+        } else {
+            Calibration { floor: 0.3, strong: 0.8, alone: 0.5 }
+        }
+    }
+
+    /// The relevance of a cosine.
+    pub fn relevance(&self, cosine: f32) -> f64 {
+        f64::from(((cosine - self.floor) / (self.strong - self.floor)).clamp(0.0, 1.0))
+    }
 }
 
 /// A text search being described; see [`Ns::search`].
@@ -81,6 +120,7 @@ pub struct TextSearch<'a> {
     weights: Option<Weights>,
     also: Vec<String>,
     lexical_share: Option<f64>,
+    min_score: Option<f64>,
 }
 
 impl<'a> TextSearch<'a> {
@@ -94,6 +134,7 @@ impl<'a> TextSearch<'a> {
             weights: None,
             also: Vec::new(),
             lexical_share: None,
+            min_score: None,
         }
     }
 
@@ -152,6 +193,14 @@ impl<'a> TextSearch<'a> {
         self
     }
 
+    /// Leave out results scoring below this (scores are in [0, 1] before weighting) instead
+    /// of the default rule: a result must match some of the query's words, or have a cosine
+    /// of at least [`Calibration::alone`]. 0 keeps every result fetched.
+    pub fn min_score(mut self, score: f64) -> Self {
+        self.min_score = Some(score);
+        self
+    }
+
     /// Weigh the fused scores.
     pub fn weigh(mut self, w: Weights) -> Self {
         self.weights = Some(w);
@@ -162,13 +211,23 @@ impl<'a> TextSearch<'a> {
     pub fn run(self) -> Result<Vec<SearchHit>> {
         let db = self.ns.db();
         let snap = db.snapshot()?;
-        let fetch = (self.limit * 3).max(30);
+        // Hybrid fuses each side's candidates, so it reads deeper than it returns: a text a
+        // little down one side's list may lead once both scores count. 60 a side is what the
+        // LoCoMo figures were measured with (docs/search.md; 100 gave the same recall). A
+        // single side returns its own order.
+        let fetch = if self.mode == TextMode::Hybrid { (self.limit * 3).max(60) } else { self.limit };
         let mut hits: Vec<SearchHit> = Vec::new();
         fn slot(hits: &mut Vec<SearchHit>, rec: Record) -> usize {
             match hits.iter().position(|h| h.record.id == rec.id && h.record.namespace == rec.namespace) {
                 Some(i) => i,
                 None => {
-                    hits.push(SearchHit { record: rec, score: 0.0, lexical: None, vector: None });
+                    hits.push(SearchHit {
+                        record: rec,
+                        score: 0.0,
+                        lexical: None,
+                        vector: None,
+                        similarity: None,
+                    });
                     hits.len() - 1
                 }
             }
@@ -185,9 +244,9 @@ impl<'a> TextSearch<'a> {
                 for (rank, h) in
                     snap.lexical_search(ns, &self.text, &self.filter, fetch)?.into_iter().enumerate()
                 {
-                    let score = h.score;
+                    let (score, relevance) = (h.score, h.relevance);
                     let i = slot(&mut hits, h.record);
-                    hits[i].lexical = Some((rank + 1, score));
+                    hits[i].lexical = Some((rank + 1, score, relevance));
                 }
             }
         }
@@ -216,34 +275,43 @@ impl<'a> TextSearch<'a> {
                         let score = h.score;
                         let i = slot(&mut hits, h.record);
                         hits[i].vector = Some((rank + 1, score));
+                        hits[i].similarity = Some(score);
+                    }
+                }
+            }
+            // A lexical result beyond the vector side's fetch still has a similarity to weigh:
+            // its stored vector's cosine with the query (a dot product: both are unit vectors).
+            if self.mode == TextMode::Hybrid {
+                for h in hits.iter_mut().filter(|h| h.similarity.is_none()) {
+                    let r = &h.record;
+                    if let Some((_, stored)) = snap.vector_for(db.space(), &r.namespace, r.id, r.rev)? {
+                        h.similarity = Some(mnemon_index::kernel::dot(&v, &stored));
                     }
                 }
             }
         }
         let now = snap.now();
         let share = self.lexical_share.unwrap_or_else(|| default_lexical_share(db.space()));
-        // Score fusion: each side's scores scaled to [0, 1] by its best (cosine from the
-        // lowest cosine fetched, so that the last vector hit counts for nothing), then mixed.
-        let lex_max =
-            hits.iter().filter_map(|h| h.lexical.map(|l| l.1)).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
-        let vecs: Vec<f64> = hits.iter().filter_map(|h| h.vector.map(|v| f64::from(v.1))).collect();
-        let vec_max = vecs.iter().copied().fold(f64::MIN, f64::max);
-        let vec_floor = vecs.iter().copied().fold(f64::MAX, f64::min).min(vec_max - 1e-9);
+        let cal = Calibration::of(db.space());
+        // Nothing unrelated: by default a result must match some of the query's words, or
+        // be near enough to it on its own (`Calibration::alone`).
+        if self.min_score.is_none() {
+            hits.retain(|h| h.lexical.is_some() || h.similarity.is_some_and(|c| c >= cal.alone));
+        }
         for h in &mut hits {
+            let lex = h.lexical.map_or(0.0, |l| l.2);
+            let vec = h.similarity.map_or(0.0, |c| cal.relevance(c));
             h.score = match self.mode {
-                TextMode::Lexical => h.lexical.map_or(0.0, |l| l.1),
-                TextMode::Vector | TextMode::Exact => h.vector.map_or(0.0, |v| f64::from(v.1)),
-                TextMode::Hybrid => {
-                    let lex = h.lexical.map_or(0.0, |(_, s)| s / lex_max);
-                    let vec = h
-                        .vector
-                        .map_or(0.0, |(_, s)| (f64::from(s) - vec_floor).max(0.0) / (vec_max - vec_floor));
-                    share * lex + (1.0 - share) * vec
-                }
+                TextMode::Lexical => lex,
+                TextMode::Vector | TextMode::Exact => vec,
+                TextMode::Hybrid => share * lex + (1.0 - share) * vec,
             };
             if let Some(w) = &self.weights {
                 h.score *= weight(w, &h.record, now);
             }
+        }
+        if let Some(m) = self.min_score {
+            hits.retain(|h| h.score >= m);
         }
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.record.id.cmp(&b.record.id)));
         hits.truncate(self.limit);

@@ -83,6 +83,7 @@ pub fn definitions() -> Vec<Value> {
                     "agent": {"type": "string", "description": "Only memories recorded by this agent (their source)."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "How many (default 10)."},
                     "mode": {"type": "string", "enum": ["hybrid", "lexical", "vector"], "description": "hybrid (default), lexical (exact words, identifiers) or vector (meaning)."},
+                    "min_score": {"type": "number", "description": "Only matches scoring at least this (0 to 1; 0 returns the nearest memories even if unrelated). By default only memories that share words with the query or are close in meaning come back; an empty result means nothing relevant is remembered."},
                     "as_of": {"type": "string", "description": format!("Search what was valid at this time (default: now). {TIME}")},
                     "known_at": {"type": "string", "description": format!("...as it was known at this time (default: now). {TIME}")},
                     "namespace": {"type": "string", "description": NS}
@@ -276,6 +277,7 @@ struct Recall {
     as_of: Option<String>,
     known_at: Option<String>,
     namespace: Option<String>,
+    min_score: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -391,6 +393,9 @@ pub fn call(db: &Db, default_ns: &str, name: &str, a: Value) -> Out {
                 .mode(mode)
                 .kinds(kinds(&p.kinds)?);
             s = s.as_of(as_of);
+            if let Some(m) = p.min_score {
+                s = s.min_score(m);
+            }
             for t in p.tags {
                 s = s.tag(t);
             }
