@@ -18,10 +18,11 @@ pub struct Cli {
     /// Machine output: one JSON document per command, JSON lines for lists.
     #[arg(long, global = true)]
     pub json: bool,
-    /// The embedder: hash (offline, the default), http (an OpenAI-compatible server from
-    /// MNEMON_EMBED_URL, MNEMON_EMBED_MODEL, MNEMON_EMBED_KEY) or minilm[:DIR] (all-MiniLM-L6-v2
-    /// run locally; a build with the local-minilm feature and the model from
-    /// scripts/fetch-minilm.sh). Remembered by the database.
+    /// The embedder: local[:DIR] (the recommended local model, today all-MiniLM-L6-v2, from
+    /// scripts/fetch-minilm.sh; `init` picks it when it is installed), hash (offline, words
+    /// only; what `init` picks otherwise), http (an OpenAI-compatible server from
+    /// MNEMON_EMBED_URL, MNEMON_EMBED_MODEL, MNEMON_EMBED_KEY) or minilm[:DIR] (MiniLM by
+    /// name). Remembered by the database.
     #[arg(long, global = true, env = "MNEMON_EMBEDDER", value_parser = parse_embedder)]
     pub embedder: Option<String>,
     /// What to do.
@@ -35,12 +36,17 @@ const DEFAULT_EMBEDDERS: &str = "hash,minilm";
 #[cfg(not(feature = "local-minilm"))]
 const DEFAULT_EMBEDDERS: &str = "hash";
 
-/// Check an `--embedder` value: `hash`, `http`, `minilm` or `minilm:DIR`.
+/// Check an `--embedder` value: `local`, `local:DIR`, `hash`, `http`, `minilm` or
+/// `minilm:DIR`. `local` is a stable alias of the recommended local model (MiniLM today).
 fn parse_embedder(s: &str) -> Result<String, String> {
-    match s {
-        "hash" | "http" | "minilm" => Ok(s.to_string()),
-        _ if s.strip_prefix("minilm:").is_some_and(|d| !d.is_empty()) => Ok(s.to_string()),
-        _ => Err(format!("unknown embedder {s:?} (hash, http, minilm or minilm:DIR)")),
+    let s = match s.strip_prefix("local") {
+        Some(rest) if rest.is_empty() || rest.starts_with(':') => format!("minilm{rest}"),
+        _ => s.to_string(),
+    };
+    match s.as_str() {
+        "hash" | "http" | "minilm" => Ok(s),
+        _ if s.strip_prefix("minilm:").is_some_and(|d| !d.is_empty()) => Ok(s),
+        _ => Err(format!("unknown embedder {s:?} (local[:DIR], hash, http or minilm[:DIR])")),
     }
 }
 

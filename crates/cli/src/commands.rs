@@ -124,6 +124,32 @@ pub(crate) fn local_minilm(spec: &str) -> Result<std::sync::Arc<dyn mnemon::embe
     Ok(std::sync::Arc::new(LocalMiniLm::open(dir)?))
 }
 
+/// The embedder of a new database: the local model if it is installed, else (`Err`) the
+/// one-line note saying that the hashing embedder is used and how to install the model.
+type Embedder = std::sync::Arc<dyn mnemon::embed::Embedder>;
+
+#[cfg(feature = "local-minilm")]
+fn default_local() -> Result<std::result::Result<Embedder, String>> {
+    let dir = mnemon::embed::LocalMiniLm::default_dir();
+    if !dir.join("model.safetensors").is_file() {
+        return Ok(Err(format!(
+            "no local embedding model in {}: using the offline hashing embedder (words, not \
+             meaning); install the model with scripts/fetch-minilm.sh, then run `mnemon --embedder \
+             local reindex`",
+            dir.display()
+        )));
+    }
+    Ok(Ok(std::sync::Arc::new(mnemon::embed::LocalMiniLm::open(dir)?)))
+}
+
+/// Without the feature: the hashing embedder, with a note.
+#[cfg(not(feature = "local-minilm"))]
+fn default_local() -> Result<std::result::Result<Embedder, String>> {
+    Ok(Err("this mnemon was built without the local embedder: using the offline hashing embedder \
+            (words, not meaning)"
+        .to_string()))
+}
+
 /// Without the feature: a clear error.
 #[cfg(not(feature = "local-minilm"))]
 pub(crate) fn local_minilm(_spec: &str) -> Result<std::sync::Arc<dyn mnemon::embed::Embedder>> {
@@ -320,7 +346,23 @@ pub fn run(cli: Cli) -> Result<()> {
 
 fn init(cli: &Cli, out: &mut Out) -> Result<()> {
     let existed = cli.db.exists();
-    let db = with_embedder(cli, Db::builder(&cli.db).shared(true).create(true))?.open()?;
+    let builder = Db::builder(&cli.db).shared(true).create(true);
+    // A new database without --embedder gets the local model when it is installed.
+    let mut note = None;
+    let builder = match (&cli.embedder, existed) {
+        (None, false) => match default_local()? {
+            Ok(e) => builder.embedder(e),
+            Err(why) => {
+                note = Some(why);
+                builder
+            }
+        },
+        _ => with_embedder(cli, builder)?,
+    };
+    let db = builder.open()?;
+    if let Some(n) = note {
+        eprintln!("note: {n}");
+    }
     let path = db.path().display().to_string();
     let embedder = db.embedder().model_id().to_string();
     drop(db);

@@ -39,9 +39,13 @@ impl Run {
 
 fn run_at(dir: &Path, db: &Path, args: &[&str], stdin: Option<&str>) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mnemon"));
+    // The local model is looked for in `dir/model` (absent unless a test links it there), so
+    // that `init` picks the hashing embedder whatever this machine has installed.
     cmd.current_dir(dir)
         .env_remove("MNEMON_DB")
         .env_remove("MNEMON_NS")
+        .env_remove("MNEMON_EMBEDDER")
+        .env("MNEMON_MINILM_DIR", dir.join("model"))
         .arg("--db")
         .arg(db)
         .args(args)
@@ -83,6 +87,14 @@ impl Env {
 
     fn init(&self) {
         self.run(&["init"]).ok();
+    }
+
+    /// Make the machine's local model (scripts/fetch-minilm.sh) this environment's.
+    #[cfg(feature = "local-minilm")]
+    fn install_model(&self) {
+        let real = mnemon::embed::LocalMiniLm::default_dir();
+        assert!(real.join("model.safetensors").is_file(), "run scripts/fetch-minilm.sh first");
+        std::os::unix::fs::symlink(real, self.dir.path().join("model")).unwrap();
     }
 
     fn add(&self, kind: &str, data: &str, extra: &[&str]) -> String {
@@ -794,12 +806,35 @@ fn minilm_needs_the_feature() {
     env.run(&["--embedder", "bert", "init"]).fails(2, "unknown embedder");
 }
 
+/// `init` picks the local model when it is installed (`local` names it too), and otherwise
+/// the hashing embedder with a note saying how to install the model.
+#[cfg(feature = "local-minilm")]
+#[test]
+fn init_picks_the_local_model_when_installed() {
+    let bare = Env::new();
+    let r = bare.run(&["--json", "init"]);
+    assert_eq!(r.json()["embedder"], "mnemon-hash-v1-384");
+    assert!(r.stderr.contains("scripts/fetch-minilm.sh"), "{}", r.stderr);
+    bare.run(&["--embedder", "local", "search", "x"]).fails(1, "fetch-minilm.sh");
+    let env = Env::new();
+    env.install_model();
+    let r = env.run(&["--json", "init"]);
+    assert_eq!(r.json()["embedder"], "all-MiniLM-L6-v2");
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+    // Remembered: later commands use it without being told, and `local` is the same model.
+    env.add("learning", r#"{"text":"The deploy failed because the database migration timed out"}"#, &[]);
+    env.run(&["--embedder", "local", "search", "deploy"]).ok();
+    let stats = env.run(&["--json", "stats"]).json();
+    assert!(stats.to_string().contains("all-MiniLM-L6-v2"), "{stats}");
+}
+
 /// The local MiniLM end to end: chosen at init, remembered by the database, used by search,
 /// refused when another embedder is asked for, switched with reindex.
 #[cfg(feature = "local-minilm")]
 #[test]
 fn minilm_is_remembered_and_searches_by_meaning() {
     let env = Env::new();
+    env.install_model();
     env.run(&["--embedder", "minilm", "init"]).ok();
     let a =
         env.add("learning", r#"{"text":"The deploy failed because the database migration timed out"}"#, &[]);

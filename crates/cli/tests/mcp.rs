@@ -86,6 +86,8 @@ impl Server {
 fn mnemon(db: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
         .env_remove("MNEMON_DB")
+        // No local model: `init` picks the hashing embedder on any machine.
+        .env("MNEMON_MINILM_DIR", "/nonexistent/mnemon-model")
         .arg("--db")
         .arg(db)
         .args(args)
