@@ -867,10 +867,10 @@ fn check_meta(path: &Path, txn: &redb::ReadTransaction) -> Result<u32, Error> {
     }
 }
 
-/// Upgrade a file of an older format in one transaction: format 1 lacks the vector tables and
-/// the lexical index, format 2 the fresh texts, formats before 5 `mnemon.ended`, formats 5 and
-/// 6 file its rows by their start, formats before 10 lack `mnemon.segment_blocks` (created
-/// empty with the other missing tables), and the segments of formats 8 and 9 move there.
+/// Upgrade a file of an older format in one transaction: format 1 lacks the vector tables (created
+/// empty with the other missing tables), formats before 5 `mnemon.ended`, formats 5 and 6 file
+/// its rows by their start, and every format before 11 has no lexical index or one of unstemmed
+/// words, of any of several layouts: it is dropped and every revision's text indexed again.
 fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
     use redb::ReadableTable;
     if version >= format::FORMAT_VERSION {

@@ -474,6 +474,15 @@ fn revise_text(
     live[at].1 = text;
 }
 
+/// The format version a closed file records.
+fn file_version(path: &std::path::Path) -> u32 {
+    let db = redb::Database::open(path).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+    let meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
+    let v = redb::ReadableTable::get(&meta, "format_version").unwrap().unwrap();
+    u32::from_le_bytes(v.value().try_into().unwrap())
+}
+
 /// Every query of `queries` against the naive BM25 of `indexed` and `live`, now.
 fn check_naive(
     snap: &Snapshot,
@@ -583,14 +592,7 @@ fn a_format_5_file_reads_alike_and_upgrades() {
         }
         txn.commit().unwrap();
     }
-    let version = |path: &std::path::Path| {
-        let db = redb::Database::open(path).unwrap();
-        let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
-        let meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
-        let v = redb::ReadableTable::get(&meta, "format_version").unwrap().unwrap();
-        u32::from_le_bytes(v.value().try_into().unwrap())
-    };
-    assert_eq!(version(&path), 5);
+    assert_eq!(file_version(&path), 5);
     let ro = Store::open(&path, StoreOptions { read_only: true, ..options() }).unwrap();
     let snap = ro.snapshot().unwrap();
     check_naive(&snap, &ns, &indexed, &live, &queries, "format 5, read-only");
@@ -601,7 +603,7 @@ fn a_format_5_file_reads_alike_and_upgrades() {
     // Upgraded: the same answers; then a fresh text with both rows forgotten, another
     // revised, and a merge.
     drop(Store::open(&path, options()).unwrap());
-    assert_eq!(version(&path), FORMAT_VERSION);
+    assert_eq!(file_version(&path), FORMAT_VERSION);
     let store = Store::open(&path, options()).unwrap();
     check_naive(&store.snapshot().unwrap(), &ns, &indexed, &live, &queries, "upgraded");
     let gone = live[limit + 11].0;
@@ -809,14 +811,7 @@ fn a_format_10_file_is_reindexed_with_stemmed_terms() {
             .map(|h| h.record.body.text())
             .collect()
     };
-    let version = |path: &std::path::Path| {
-        let db = redb::Database::open(path).unwrap();
-        let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
-        let meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();
-        let v = redb::ReadableTable::get(&meta, "format_version").unwrap().unwrap();
-        u32::from_le_bytes(v.value().try_into().unwrap())
-    };
-    assert_eq!(version(&path), 10);
+    assert_eq!(file_version(&path), 10);
     let ro = Store::open(&path, StoreOptions { read_only: true, ..Default::default() }).unwrap();
     let snap = ro.snapshot().unwrap();
     assert_eq!(texts(&snap, "painting"), ["She was painting sunrises at the lake"]);
@@ -825,7 +820,7 @@ fn a_format_10_file_is_reindexed_with_stemmed_terms() {
     drop((snap, ro));
 
     drop(Store::open(&path, StoreOptions::default()).unwrap());
-    assert_eq!(version(&path), FORMAT_VERSION);
+    assert_eq!(file_version(&path), FORMAT_VERSION);
     let store = Store::open(&path, StoreOptions::default()).unwrap();
     let snap = store.snapshot().unwrap();
     assert_eq!(texts(&snap, "paint"), ["She was painting sunrises at the lake"]);
