@@ -85,3 +85,32 @@ fn scoped_memory_context_leaves_out_unrelated_learnings() {
     let all = memory.context(&scope, "", 2000).unwrap();
     assert!(all.contains("Zustand") && all.contains("retries"), "{all}");
 }
+
+#[test]
+fn a_time_the_query_names_weighs_up_what_began_then() {
+    let (_dir, db) = db();
+    let ns = db.ns("team").unwrap();
+    let text = "We decided to adopt redb for the memory store";
+    let at = |t: &str| mnemon::Timestamp::parse(t).unwrap();
+    let january = ns
+        .record(Learning { text: text.into(), ..Default::default() })
+        .valid_from(at("2023-01-10"))
+        .insert()
+        .unwrap();
+    let may = ns
+        .record(Learning { text: text.into(), ..Default::default() })
+        .valid_from(at("2023-05-08"))
+        .insert()
+        .unwrap();
+    let ids = |q: &str, named: bool| -> Vec<mnemon::RecordId> {
+        ns.search(q).named_times(named).run().unwrap().iter().map(|h| h.record.id).collect()
+    };
+    // Equal texts tie, and ties go by id: the January record first.
+    assert_eq!(ids("what did we decide about redb", true), [january, may]);
+    assert_eq!(ids("what did we decide about redb in May 2023", true), [may, january]);
+    assert_eq!(ids("what did we decide about redb on 8 May, 2023", true), [may, january]);
+    assert_eq!(ids("what did we decide about redb in January 2023", true), [january, may]);
+    assert_eq!(ids("what did we decide about redb in May 2023", false), [january, may]);
+    // A time alone matches nothing: the boost reorders results, it never adds one.
+    assert!(ids("May 2023", true).is_empty());
+}

@@ -209,7 +209,8 @@ impl Scores {
 }
 
 /// Every question's candidates, as JSON lines: `{"category", "evidence", "own", "other"}`
-/// with `[id, bm25, lexical relevance, cosine]` per candidate (null where a side missed it).
+/// with `[id, bm25, lexical relevance, cosine, valid from]` per candidate (null where a side
+/// missed it).
 fn dump(db: &Db, convs: &[Conversation], path: &Path) -> Result<()> {
     let mut lines = String::new();
     let candidates = |ns: &str, q: &str| -> Result<Value> {
@@ -222,7 +223,8 @@ fn dump(db: &Db, convs: &[Conversation], path: &Path) -> Result<()> {
                     h.record.id.to_string(),
                     h.lexical.map(|l| l.1),
                     h.lexical.map(|l| l.2),
-                    h.vector.map(|v| v.1)
+                    h.similarity,
+                    h.record.valid_from.to_string()
                 ])
             })
             .collect())

@@ -54,6 +54,7 @@ pub mod scoped;
 pub mod search;
 mod stats;
 pub mod transfer;
+pub mod when;
 
 pub use agent::{Access, Agent, EpisodeContext, Episodes, Performance};
 pub use db::{
