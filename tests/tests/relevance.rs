@@ -111,6 +111,13 @@ fn a_time_the_query_names_weighs_up_what_began_then() {
     assert_eq!(ids("what did we decide about redb on 8 May, 2023", true), [may, january]);
     assert_eq!(ids("what did we decide about redb in January 2023", true), [january, may]);
     assert_eq!(ids("what did we decide about redb in May 2023", false), [january, may]);
+    // Relative times count back from the time the search is asked as of.
+    let asked = |q: &str, t: &str| -> Vec<mnemon::RecordId> {
+        ns.search(q).as_of(at(t)).run().unwrap().iter().map(|h| h.record.id).collect()
+    };
+    assert_eq!(asked("what did we decide about redb yesterday", "2023-05-09T12:00:00Z"), [may, january]);
+    assert_eq!(asked("what did we decide about redb yesterday", "2023-01-11T12:00:00Z"), [january]);
+    assert_eq!(asked("what did we decide about redb last week", "2023-05-17T12:00:00Z"), [may, january]);
     // A time alone matches nothing: the boost reorders results, it never adds one.
     assert!(ids("May 2023", true).is_empty());
 }

@@ -210,9 +210,9 @@ impl<'a> TextSearch<'a> {
         self
     }
 
-    /// Whether a time the query names ("on 9 October, 2022", "in May 2023", "in 2021"; see
-    /// [`crate::when`]) weighs up the records that began then (default on): their score is
-    /// multiplied by [`NAMED_TIME_BOOST`].
+    /// Whether a time the query names ("on 9 October, 2022", "in May 2023", "last week",
+    /// counted back from the search's valid time; see [`crate::when`]) weighs up the records
+    /// that began then (default on): their score is multiplied by [`NAMED_TIME_BOOST`].
     pub fn named_times(mut self, on: bool) -> Self {
         self.named_times = on;
         self
@@ -315,7 +315,8 @@ impl<'a> TextSearch<'a> {
         if self.min_score.is_none() {
             hits.retain(|h| h.lexical.is_some() || h.similarity.is_some_and(|c| c >= cal.alone));
         }
-        let period = if self.named_times { crate::when::named_period(&self.text) } else { None };
+        let asked_at = self.filter.as_of.valid.unwrap_or(now);
+        let period = if self.named_times { crate::when::named_period(&self.text, asked_at) } else { None };
         for h in &mut hits {
             let lex = h.lexical.map_or(0.0, |l| l.2);
             let vec = h.similarity.map_or(0.0, |c| cal.relevance(c));

@@ -5,7 +5,10 @@
 //! Recognised, case-insensitively, anywhere in the query (the first match of the most precise
 //! form wins): a day (`9 October 2022`, `9th of October, 2022`, `October 9, 2022`,
 //! `2022-10-09`), a month (`October 2022`, `Oct 2022`), a year after "in", "during" or "of"
-//! (`in 2022`). Relative expressions ("last week") are not recognised yet.
+//! (`in 2022`); and, relative to the time the search is asked as of (its valid time, else
+//! now; days in UTC): `today`, `yesterday`, `N days ago` (that day), `last week` (the previous
+//! calendar week, Monday to Sunday), `N weeks ago` (the calendar week N back), `last month`,
+//! `last year` (the previous calendar month or year).
 
 use mnemon_storage::Timestamp;
 
@@ -78,8 +81,59 @@ fn month_period(y: i32, m: u32) -> Option<Period> {
     Some(Period { from, until })
 }
 
-/// The period a query names, if any.
-pub fn named_period(query: &str) -> Option<Period> {
+const DAY: i64 = 86_400_000_000;
+
+/// The start (UTC) of the day `days` before the day of `now`.
+fn day_start(now: Timestamp, days: i64) -> Timestamp {
+    Timestamp::from_micros((now.as_micros().div_euclid(DAY) - days) * DAY)
+}
+
+/// The calendar period a relative expression names, counted back from `now`.
+fn relative(words: &[&str], now: Timestamp) -> Option<Period> {
+    let at = |i: usize| words.get(i).copied().unwrap_or("");
+    let day_of = |back: i64| Some(Period { from: day_start(now, back), until: day_start(now, back - 1) });
+    // Monday of this week: 1970-01-01 was a Thursday (three days after a Monday).
+    let monday = (now.as_micros().div_euclid(DAY) + 3).rem_euclid(7);
+    let week_of = |back: i64| {
+        Some(Period {
+            from: day_start(now, monday + 7 * back),
+            until: day_start(now, monday + 7 * (back - 1)),
+        })
+    };
+    let (y, m) = {
+        let date = now.to_string();
+        (date.get(..4)?.parse::<i32>().ok()?, date.get(5..7)?.parse::<u32>().ok()?)
+    };
+    for i in 0..words.len() {
+        match (at(i), at(i + 1)) {
+            ("today", _) => return day_of(0),
+            ("yesterday", _) => return day_of(1),
+            ("last", "week") => return week_of(1),
+            ("last", "month") => {
+                return if m == 1 { month_period(y - 1, 12) } else { month_period(y, m - 1) };
+            }
+            ("last", "year") => return Some(Period { from: date(y - 1, 1, 1)?, until: date(y, 1, 1)? }),
+            (n, unit) if at(i + 2) == "ago" => {
+                let n: i64 = match n {
+                    "a" | "one" => 1,
+                    "two" => 2,
+                    "three" => 3,
+                    _ => n.parse().ok().filter(|n| (1..=366).contains(n))?,
+                };
+                match unit {
+                    "day" | "days" => return day_of(n),
+                    "week" | "weeks" => return week_of(n),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The period a query names, if any; relative expressions count back from `now`.
+pub fn named_period(query: &str, now: Timestamp) -> Option<Period> {
     let lower = query.to_lowercase();
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
     let at = |i: usize| words.get(i).copied().unwrap_or("");
@@ -115,7 +169,7 @@ pub fn named_period(query: &str) -> Option<Period> {
             return Some(Period { from, until: date(y + 1, 1, 1)? });
         }
     }
-    None
+    relative(&words, now)
 }
 
 #[cfg(test)]
@@ -123,7 +177,12 @@ mod tests {
     use super::*;
 
     fn period(q: &str) -> Option<(String, String)> {
-        named_period(q).map(|p| (p.from.to_string()[..10].to_string(), p.until.to_string()[..10].to_string()))
+        period_at(q, "2026-11-27T15:00:00Z")
+    }
+
+    fn period_at(q: &str, now: &str) -> Option<(String, String)> {
+        named_period(q, Timestamp::parse(now).unwrap())
+            .map(|p| (p.from.to_string()[..10].to_string(), p.until.to_string()[..10].to_string()))
     }
 
     fn p(a: &str, b: &str) -> Option<(String, String)> {
@@ -143,6 +202,23 @@ mod tests {
     }
 
     #[test]
+    fn relative_to_the_time_asked() {
+        // 2026-11-27 is a Friday.
+        assert_eq!(period("what did we decide today"), p("2026-11-27", "2026-11-28"));
+        assert_eq!(period("the deploy yesterday"), p("2026-11-26", "2026-11-27"));
+        assert_eq!(period("what failed 3 days ago"), p("2026-11-24", "2026-11-25"));
+        assert_eq!(period("what broke last week"), p("2026-11-16", "2026-11-23"));
+        assert_eq!(period("two weeks ago"), p("2026-11-09", "2026-11-16"));
+        assert_eq!(period("the plan from last month"), p("2026-10-01", "2026-11-01"));
+        assert_eq!(period("last year's outage"), p("2025-01-01", "2026-01-01"));
+        assert_eq!(period_at("last month", "2027-01-15T00:00:00Z"), p("2026-12-01", "2027-01-01"));
+        // On a Monday, last week is the seven days before it.
+        assert_eq!(period_at("last week", "2026-11-23T08:00:00Z"), p("2026-11-16", "2026-11-23"));
+        // An explicit date wins over a relative one.
+        assert_eq!(period("last week, on 9 November 2022"), p("2022-11-09", "2022-11-10"));
+    }
+
+    #[test]
     fn no_period() {
         for q in [
             "When did Caroline go to the LGBTQ support group?",
@@ -150,8 +226,10 @@ mod tests {
             "31 February 2022",
             "retry 3 times within 2000 ms",
             "port 8080 on 10.0.0.1",
+            "the last weekend",
+            "ago",
         ] {
-            assert_eq!(named_period(q), None, "{q}");
+            assert_eq!(period(q), None, "{q}");
         }
     }
 }
