@@ -383,7 +383,7 @@ fn text_words() -> usize {
 
 /// A text of `words` words for record `i`: word `k` is `w{r}` with `r = 5000^u - 1` for a
 /// pseudo-random `u` in [0, 1) (log-uniform ranks: the frequency of rank `r` falls as `1/r`).
-fn realistic_text(i: u64, words: usize) -> String {
+pub fn realistic_text(i: u64, words: usize) -> String {
     let mut out = String::with_capacity(words * 6);
     let mut state = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     for k in 0..words {

@@ -1,0 +1,74 @@
+//! Lexical search, top 10, side by side on the same texts and queries: mnemon's BM25 index
+//! (through `Ns::search` in lexical mode, as users call it) and SQLite's FTS5 (`bm25()`
+//! ranking, the query's words joined by OR, as mnemon matches any of them).
+//!
+//! Texts of 30 words from a vocabulary of 5,000 with a Zipf-like law (`realistic_text`),
+//! 100,000 of them (`MNEMON_BENCH_LEXICAL_N` sets another number), loaded in bulk commits;
+//! queries of three words drawn the same way. `cargo bench -p mnemon-bench --bench lexical`.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use mnemon::body::Learning;
+use mnemon::{Db, NewRecord, TextMode, WriteOp};
+use mnemon_bench::realistic_text;
+
+fn lexical(c: &mut Criterion) {
+    let n: u64 = std::env::var("MNEMON_BENCH_LEXICAL_N").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let texts: Vec<String> = (0..n).map(|i| realistic_text(i, 30)).collect();
+    let queries: Vec<String> = (0..200).map(|q| realistic_text(10_000_000 + q, 3)).collect();
+    let dir = tempfile::tempdir().unwrap();
+
+    let db = Db::builder(dir.path().join("lexical.redb")).create(true).open().unwrap();
+    let ns = db.ns("bench").unwrap();
+    for chunk in texts.chunks(10_000) {
+        let ops = chunk
+            .iter()
+            .map(|t| {
+                WriteOp::Insert(NewRecord::new(
+                    ns.name().clone(),
+                    Learning { text: t.clone(), ..Default::default() },
+                ))
+            })
+            .collect();
+        db.write(ops).unwrap();
+    }
+
+    let sqlite = rusqlite::Connection::open(dir.path().join("lexical.sqlite")).unwrap();
+    sqlite.execute_batch("CREATE VIRTUAL TABLE texts USING fts5(body); BEGIN").unwrap();
+    {
+        let mut insert = sqlite.prepare("INSERT INTO texts (body) VALUES (?1)").unwrap();
+        for t in &texts {
+            insert.execute([t]).unwrap();
+        }
+    }
+    sqlite.execute_batch("COMMIT").unwrap();
+    let fts_queries: Vec<String> =
+        queries.iter().map(|q| q.split(' ').collect::<Vec<_>>().join(" OR ")).collect();
+
+    // Both engines find results for the queries (a sanity check, not timed).
+    let hits = ns.search(&queries[0]).mode(TextMode::Lexical).run().unwrap();
+    assert_eq!(hits.len(), 10);
+
+    let mut g = c.benchmark_group(format!("lexical_top10_{n}"));
+    g.sample_size(30);
+    let mut i = 0;
+    g.bench_function("mnemon", |b| {
+        b.iter(|| {
+            i = (i + 1) % queries.len();
+            ns.search(&queries[i]).mode(TextMode::Lexical).limit(10).run().unwrap()
+        })
+    });
+    let mut stmt =
+        sqlite.prepare("SELECT rowid FROM texts WHERE texts MATCH ?1 ORDER BY rank LIMIT 10").unwrap();
+    let mut j = 0;
+    g.bench_function("sqlite_fts5", |b| {
+        b.iter(|| {
+            j = (j + 1) % fts_queries.len();
+            stmt.query_map([&fts_queries[j]], |r| r.get::<_, i64>(0)).unwrap().count()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, lexical);
+criterion_main!(benches);
