@@ -69,26 +69,11 @@ fn session_time(s: &str) -> Option<Timestamp> {
         "am" | "pm" => {}
         _ => return None,
     }
-    let mut parts = date.split([' ', ',']).filter(|p| !p.is_empty());
-    let day: u32 = parts.next()?.parse().ok()?;
-    let month = parts.next()?.to_ascii_lowercase();
-    let year: i32 = parts.next()?.parse().ok()?;
-    const MONTHS: [&str; 12] = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
-    let mo = MONTHS.iter().position(|x| *x == month)? + 1;
-    Timestamp::parse(&format!("{year:04}-{mo:02}-{day:02}T{h:02}:{m:02}:00Z")).ok()
+    // The date by the search's own reading of dates, so that a question naming it means the
+    // same day.
+    let day = mnemon::when::named_period(date, Timestamp::from_micros(0))?;
+    let within = i64::from(h * 60 + m) * 60_000_000;
+    (day.until.as_micros() - day.from.as_micros() == 86_400_000_000).then(|| day.from.plus_micros(within))
 }
 
 /// Load every conversation of the file into `db`, each into namespace `locomo:<sample id>`.
