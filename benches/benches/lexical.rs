@@ -1,6 +1,7 @@
 //! Lexical search, top 10, side by side on the same texts and queries: mnemon's BM25 index
-//! (through `Ns::search` in lexical mode, as users call it) and SQLite's FTS5 (`bm25()`
-//! ranking, the query's words joined by OR, as mnemon matches any of them).
+//! (through `Ns::search` in lexical mode, as users call it), SQLite's FTS5 (`bm25()`
+//! ranking, the query's words joined by OR, as mnemon matches any of them) and tantivy (an
+//! index in RAM, one segment after a merge, the query parser's default OR, BM25 top 10).
 //!
 //! Texts of 30 words from a vocabulary of 5,000 with a Zipf-like law (`realistic_text`),
 //! 100,000 of them (`MNEMON_BENCH_LEXICAL_N` sets another number), loaded in bulk commits;
@@ -65,6 +66,33 @@ fn lexical(c: &mut Criterion) {
         b.iter(|| {
             j = (j + 1) % fts_queries.len();
             stmt.query_map([&fts_queries[j]], |r| r.get::<_, i64>(0)).unwrap().count()
+        })
+    });
+    let mut schema = tantivy::schema::Schema::builder();
+    let body = schema.add_text_field("body", tantivy::schema::TEXT);
+    let index = tantivy::Index::create_in_ram(schema.build());
+    {
+        let mut writer: tantivy::IndexWriter = index.writer(200_000_000).unwrap();
+        for t in &texts {
+            writer.add_document(tantivy::doc!(body => t.as_str())).unwrap();
+        }
+        writer.commit().unwrap();
+        let segments = index.searchable_segment_ids().unwrap();
+        if segments.len() > 1 {
+            writer.merge(&segments).wait().unwrap();
+        }
+        writer.wait_merging_threads().unwrap();
+    }
+    let reader = index.reader().unwrap();
+    let searcher = reader.searcher();
+    let parser = tantivy::query::QueryParser::for_index(&index, vec![body]);
+    let parsed: Vec<Box<dyn tantivy::query::Query>> =
+        queries.iter().map(|q| parser.parse_query(q).unwrap()).collect();
+    let mut k = 0;
+    g.bench_function("tantivy", |b| {
+        b.iter(|| {
+            k = (k + 1) % parsed.len();
+            searcher.search(&parsed[k], &tantivy::collector::TopDocs::with_limit(10)).unwrap().len()
         })
     });
     g.finish();
