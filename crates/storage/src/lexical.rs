@@ -274,8 +274,13 @@ impl<'b> Block<'b> {
 
     /// Add entry `i`'s postings to `out` (`None` if malformed).
     fn postings_into(&self, i: usize, out: &mut Vec<SegmentPosting>) -> Option<()> {
+        self.each_posting(i, |p| out.push(p))
+    }
+
+    /// Call `f` with each of entry `i`'s postings (`None` if malformed).
+    fn each_posting(&self, i: usize, mut f: impl FnMut(SegmentPosting)) -> Option<()> {
         for c in self.posting_bytes(i)?.chunks_exact(SEGMENT_POSTING_BYTES) {
-            out.push(segment_posting(c)?);
+            f(segment_posting(c)?);
         }
         Some(())
     }
@@ -1036,9 +1041,10 @@ pub(crate) fn segment_list(
 }
 
 /// Call `f` with `(first term, part, bytes)` of each block of a segment that may hold
-/// postings of `term`, last first, until it returns `false`: the blocks keyed by `term` and
-/// the one before them (where `term` may start), found from one descent. A block's key is at
-/// most its first term, and the terms of successive blocks increase.
+/// postings of `term`, in key order (so their postings come in order), until it returns
+/// `false`: the blocks keyed by `term`, and the one before them when they do not start with
+/// part 0 (`term` then starts inside it). A block's key is at most its first term, and the
+/// terms of successive blocks increase.
 fn term_blocks(
     segments: &impl ReadableTable<SegmentKey, &'static [u8]>,
     ns: &str,
@@ -1046,10 +1052,21 @@ fn term_blocks(
     term: &str,
     mut f: impl FnMut(&str, u32, &[u8]) -> Result<bool, Error>,
 ) -> Result<(), Error> {
-    for r in segments.range((ns, seg, "", 0u32)..=(ns, seg, term, u32::MAX))?.rev() {
+    let mut keyed = segments.range((ns, seg, term, 0u32)..=(ns, seg, term, u32::MAX))?;
+    let first = keyed.next().transpose()?;
+    if first.as_ref().is_none_or(|(k, _)| k.value().3 != 0)
+        && let Some(r) = segments.range((ns, seg, "", 0u32)..(ns, seg, term, 0u32))?.next_back()
+    {
         let (k, v) = r?;
-        let (_, _, first, part) = k.value();
-        if !f(first, part, v.value())? || first != term || part == 0 {
+        let (_, _, before, part) = k.value();
+        if !f(before, part, v.value())? {
+            return Ok(());
+        }
+    }
+    for r in first.into_iter().map(Ok).chain(keyed) {
+        let (k, v) = r?;
+        let (_, _, _, part) = k.value();
+        if !f(term, part, v.value())? {
             break;
         }
     }
@@ -1104,42 +1121,40 @@ impl Segments {
         }
     }
 
-    /// Every posting of `term` in the namespace's segments `segs` (from [`Self::list`]),
-    /// added to `out`.
+    /// Call `f` with every posting of `term` in the namespace's segment `seg` (from
+    /// [`Self::list`]), in `(id, from_rev)` order.
     pub(crate) fn postings(
         &self,
         ns: &str,
-        segs: &[u64],
+        seg: u64,
         term: &str,
-        out: &mut Vec<SegmentPosting>,
+        mut f: impl FnMut(SegmentPosting),
     ) -> Result<(), Error> {
-        for &seg in segs {
-            match self {
-                Segments::Blocks(t) => term_blocks(t, ns, seg, term, |first, _, bytes| {
-                    let malformed = || malformed_segment(ns, seg, first);
-                    let block = Block::parse(bytes).ok_or_else(malformed)?;
-                    if let Some(i) = block.find(term).ok_or_else(malformed)? {
-                        block.postings_into(i, out).ok_or_else(malformed)?;
-                    }
-                    Ok(true)
-                })?,
-                Segments::Rows(t) => {
-                    for r in t.range((ns, seg, term, 0u32)..=(ns, seg, term, u32::MAX))? {
-                        let (_, v) = r?;
-                        out.extend(decode_segment_row_at(ns, seg, term, v.value())?);
-                    }
+        match self {
+            Segments::Blocks(t) => term_blocks(t, ns, seg, term, |first, _, bytes| {
+                let malformed = || malformed_segment(ns, seg, first);
+                let block = Block::parse(bytes).ok_or_else(malformed)?;
+                if let Some(i) = block.find(term).ok_or_else(malformed)? {
+                    block.each_posting(i, &mut f).ok_or_else(malformed)?;
                 }
-                Segments::Legacy(t) => {
-                    for r in t.range((ns, seg, term, 0u128, 0u32)..=(ns, seg, term, u128::MAX, u32::MAX))? {
-                        let (k, v) = r?;
-                        let (_, _, _, id, rev) = k.value();
-                        if let Some((tf, len)) = decode_posting(v.value()) {
-                            out.push((id, rev, tf, len));
-                        }
-                    }
+                Ok(true)
+            })?,
+            Segments::Rows(t) => {
+                for r in t.range((ns, seg, term, 0u32)..=(ns, seg, term, u32::MAX))? {
+                    let (_, v) = r?;
+                    decode_segment_row_at(ns, seg, term, v.value())?.into_iter().for_each(&mut f);
                 }
-                Segments::None => {}
             }
+            Segments::Legacy(t) => {
+                for r in t.range((ns, seg, term, 0u128, 0u32)..=(ns, seg, term, u128::MAX, u32::MAX))? {
+                    let (k, v) = r?;
+                    let (_, _, _, id, rev) = k.value();
+                    if let Some((tf, len)) = decode_posting(v.value()) {
+                        f((id, rev, tf, len));
+                    }
+                }
+            }
+            Segments::None => {}
         }
         Ok(())
     }
@@ -1325,8 +1340,17 @@ pub(crate) fn fresh_rows(
     Ok(out)
 }
 
-/// Score the posting lists and the fresh rows of the query's terms in a namespace, resolve
-/// each record at `as_of` through `resolve` (which applies the filters), and keep the best `k`.
+/// Score the posting lists, segments and fresh rows of the query's terms in a namespace,
+/// resolve each record at `as_of` through `resolve` (which applies the filters), and keep the
+/// best `k`.
+///
+/// Each term's postings become one list in `(id, from_rev)` order, weighted by BM25 (its IDF
+/// counts the records holding it), and [`crate::maxscore::top`] finds the best records by
+/// their best text, pruning those that cannot be among them. Those are then resolved, best
+/// first: a record may be hidden at the asked time or by the filters, or its visible revision
+/// served by a text that scores less. The answer is exact once the `k`-th visible score
+/// beats every record the pruning left out; otherwise the search asks again for eight times
+/// as many candidates, and at last for all of them (filters that hide most records).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn search(
     postings: &impl ReadableTable<PostingKey, &'static [u8]>,
@@ -1340,109 +1364,176 @@ pub(crate) fn search(
     k: usize,
     resolve: &dyn Fn(RecordId) -> Result<Option<Record>, Error>,
 ) -> Result<Vec<LexicalHit>, Error> {
+    if k == 0 {
+        return Ok(Vec::new());
+    }
     let terms = analyzer.query_terms(query);
-    let n = stats.docs.max(1) as f64;
-    let avgdl = if stats.docs == 0 { 1.0 } else { stats.total as f64 / stats.docs as f64 };
     // The fresh rows' terms that the query asks for: per query term, (id, rev, tf, len).
     let (fresh, fresh_hits) = match fresh {
         Some(t) => fresh_hits(t, ns.as_str(), &terms)?,
         None => (Vec::new(), vec![Vec::new(); terms.len()]),
     };
+    let (lists, ceiling) = term_lists(postings, segments, stats, ns, &terms, &fresh_hits)?;
+    let place = TextPlace { texts, fresh: &fresh, ns };
+    // Records found hidden, not resolved again when the search asks for more.
+    let mut hidden = std::collections::HashSet::new();
+    let mut want = k;
+    loop {
+        let top = crate::maxscore::top(&lists, want);
+        let mut hits: Vec<LexicalHit> = Vec::new();
+        // The least score among `hits`: once `k` are found and no candidate left can beat
+        // it, the rest cannot enter.
+        let mut least = f64::MAX;
+        for c in &top.best {
+            if hits.len() >= k && least >= c.bound {
+                break;
+            }
+            if hidden.contains(&c.id) {
+                continue;
+            }
+            let Some(rec) = resolve(RecordId::from_u128(c.id))? else {
+                hidden.insert(c.id);
+                continue;
+            };
+            let Some(serving) = place.serving(c.id, rec.rev)? else { continue };
+            if let Some(&(_, s)) = c.texts.iter().find(|(r, _)| *r == serving) {
+                least = least.min(s);
+                hits.push(LexicalHit { record: rec, score: s, relevance: s / ceiling });
+            }
+        }
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.record.id.cmp(&b.record.id)));
+        let exact = top.threshold.is_none_or(|t| hits.get(k - 1).is_some_and(|h| h.score > t));
+        if exact || want == usize::MAX {
+            hits.truncate(k);
+            return Ok(hits);
+        }
+        want = if want >= k.saturating_mul(8) { usize::MAX } else { want.saturating_mul(8) };
+    }
+}
+
+/// One weighted list per query term (see [`search`]), and the greatest score a text can have:
+/// every query term, as often as can be (a term no text holds counts with the IDF of a
+/// document frequency of zero).
+fn term_lists(
+    postings: &impl ReadableTable<PostingKey, &'static [u8]>,
+    segments: &Segments,
+    stats: LexStats,
+    ns: &Namespace,
+    terms: &[String],
+    fresh_hits: &[Vec<SegmentPosting>],
+) -> Result<(Vec<crate::maxscore::TermList>, f64), Error> {
+    let n = stats.docs.max(1) as f64;
+    let avgdl = if stats.docs == 0 { 1.0 } else { stats.total as f64 / stats.docs as f64 };
     let weight = |tf: u32, len: u32| {
         let tf = f64::from(tf);
         tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * f64::from(len) / avgdl))
     };
-    // The greatest score a text can have: every query term, as often as can be (a term no
-    // text holds counts with the IDF of a document frequency of zero).
-    let mut ceiling = 0.0;
-    // (id, from_rev) -> score
-    // Every posting's contribution, then summed per (record, text revision) by sorting: no
-    // hashing in the loop.
-    let mut contributions: Vec<(u128, u32, f64)> = Vec::new();
     let segs = segments.list(ns.as_str())?;
-    let mut in_segments = Vec::new();
-    for (term, fresh_hits) in terms.iter().zip(&fresh_hits) {
-        let start = contributions.len();
-        // The records holding the term, for its document frequency.
-        let mut holders: Vec<u128> = Vec::new();
+    let mut ceiling = 0.0;
+    let mut lists = Vec::with_capacity(terms.len());
+    for (term, fresh_hits) in terms.iter().zip(fresh_hits) {
+        // The term's postings with their weights (IDF to come), from each place in turn,
+        // each in `(id, from_rev)` order: `runs` holds where each place's end.
+        let mut found: Vec<(u128, u32, f64)> = Vec::new();
+        let mut runs = Vec::with_capacity(segs.len() + 2);
         for r in postings.range(
             (ns.as_str(), term.as_str(), 0u128, 0u32)..=(ns.as_str(), term.as_str(), u128::MAX, u32::MAX),
         )? {
             let (key, v) = r?;
             let (_, _, id, rev) = key.value();
             if let Some((tf, len)) = decode_posting(v.value()) {
-                holders.push(id);
-                // The term's weight without its IDF (known once the list is read).
-                contributions.push((id, rev, weight(tf, len)));
+                found.push((id, rev, weight(tf, len)));
             }
         }
-        in_segments.clear();
-        segments.postings(ns.as_str(), &segs, term, &mut in_segments)?;
-        for &(id, rev, tf, len) in &in_segments {
-            holders.push(id);
-            contributions.push((id, rev, weight(tf, len)));
+        runs.push(found.len());
+        for &seg in &segs {
+            segments.postings(ns.as_str(), seg, term, |(id, rev, tf, len)| {
+                found.push((id, rev, weight(tf, len)))
+            })?;
+            runs.push(found.len());
         }
-        for &(id, rev, tf, len) in fresh_hits {
-            holders.push(id);
-            contributions.push((id, rev, weight(tf, len)));
-        }
-        holders.sort_unstable();
-        holders.dedup();
-        let df = holders.len() as f64;
+        found.extend(fresh_hits.iter().map(|&(id, rev, tf, len)| (id, rev, weight(tf, len))));
+        runs.push(found.len());
+        let mut found = in_order(found, &runs);
+        // The records holding the term, for its document frequency.
+        let df = found.chunk_by(|a, b| a.0 == b.0).count() as f64;
         let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
         ceiling += idf * (K1 + 1.0);
-        for c in &mut contributions[start..] {
-            c.2 *= idf;
+        // The weight times the IDF, in that order, as every format has computed it.
+        for p in &mut found {
+            p.2 *= idf;
         }
+        lists.push(crate::maxscore::TermList::new(found));
     }
-    // Stable: a text's contributions are summed in the order of the query's terms, whatever
-    // the order its postings came in (posting lists, segments, fresh rows), so its score does
-    // not depend on where the index keeps them, to the last bit.
-    contributions.sort_by_key(|c| (c.0, c.1));
-    let mut scored: Vec<(u128, u32, f64)> = Vec::with_capacity(contributions.len());
-    for (id, rev, s) in contributions {
-        match scored.last_mut() {
-            Some(l) if l.0 == id && l.1 == rev => l.2 += s,
-            _ => scored.push((id, rev, s)),
+    Ok((lists, ceiling))
+}
+
+/// `list`, made of runs each in `(id, from_rev)` order (ending at `ends`), in that order as a
+/// whole. The places of an index mostly hold ranges of ids one after another (ids are
+/// time-ordered and a segment gathers texts of a stretch of time), so the runs are put in
+/// order of their first ids and joined; runs that overlap (a record revised long after its
+/// text was merged) are merged in pairs.
+fn in_order(list: Vec<(u128, u32, f64)>, ends: &[usize]) -> Vec<(u128, u32, f64)> {
+    let key = |p: &(u128, u32, f64)| (p.0, p.1);
+    let mut runs: Vec<&[(u128, u32, f64)]> = Vec::with_capacity(ends.len());
+    let mut start = 0;
+    for &end in ends {
+        if let Some(run) = list.get(start..end).filter(|r| !r.is_empty()) {
+            runs.push(run);
         }
+        start = end;
     }
-    // Per record: its text revisions' scores (a run of `scored`) and the best of them, an
-    // upper bound of the score it can have as of the asked time. Resolve records best-first
-    // and stop once k are found and no bound can beat them.
-    let mut runs: Vec<(f64, usize, usize)> = Vec::new();
-    let mut i = 0;
-    while i < scored.len() {
-        let mut j = i;
-        let mut best = f64::MIN;
-        while j < scored.len() && scored[j].0 == scored[i].0 {
-            best = best.max(scored[j].2);
-            j += 1;
-        }
-        runs.push((best, i, j));
-        i = j;
+    if runs.len() <= 1 {
+        return list;
     }
-    runs.sort_by(|a, b| b.0.total_cmp(&a.0).then(scored[a.1].0.cmp(&scored[b.1].0)));
-    let mut hits: Vec<LexicalHit> = Vec::new();
-    for (bound, from, to) in runs {
-        if hits.len() >= k && hits.iter().map(|h| h.score).fold(f64::MAX, f64::min) >= bound {
-            break;
+    runs.sort_by_key(|r| key(&r[0]));
+    let mut out: Vec<(u128, u32, f64)> = Vec::with_capacity(list.len());
+    let apart = runs.windows(2).all(|w| w[0].last().map(key) < Some(key(&w[1][0])));
+    if apart {
+        for run in runs {
+            out.extend_from_slice(run);
         }
-        let id = scored[from].0;
-        let Some(rec) = resolve(RecordId::from_u128(id))? else { continue };
-        // The text serving the visible revision: the latest text at or below it, merged or
-        // fresh (`fresh` is in key order).
-        let mut cursor = texts.range((ns.as_str(), id, 0u32)..=(ns.as_str(), id, rec.rev))?;
+        return out;
+    }
+    // Merge each run into what came before: the overlapping runs are few and short.
+    for run in runs {
+        let split = out.partition_point(|p| key(p) < key(&run[0]));
+        let tail = out.split_off(split);
+        let (mut a, mut b) = (tail.as_slice(), run);
+        while let (Some(x), Some(y)) = (a.first(), b.first()) {
+            if key(x) <= key(y) {
+                out.push(*x);
+                a = &a[1..];
+            } else {
+                out.push(*y);
+                b = &b[1..];
+            }
+        }
+        out.extend_from_slice(a);
+        out.extend_from_slice(b);
+    }
+    out
+}
+
+/// Where a namespace's texts start (see [`TextPlace::serving`]).
+struct TextPlace<'a, T> {
+    texts: &'a T,
+    /// The fresh texts' keys, in key order.
+    fresh: &'a [(u128, u32)],
+    ns: &'a Namespace,
+}
+
+impl<T: ReadableTable<TextKey, &'static [u8]>> TextPlace<'_, T> {
+    /// The text serving revision `rev` of record `id`: the latest text starting at or below
+    /// it, merged or fresh.
+    fn serving(&self, id: u128, rev: u32) -> Result<Option<u32>, Error> {
+        let ns = self.ns.as_str();
+        let mut cursor = self.texts.range((ns, id, 0u32)..=(ns, id, rev))?;
         let merged = cursor.next_back().transpose()?.map(|row| row.0.value().2);
-        let at = fresh.partition_point(|&(i, r)| (i, r) <= (id, rec.rev));
-        let fresh_rev = at.checked_sub(1).and_then(|i| fresh.get(i)).filter(|f| f.0 == id).map(|f| f.1);
-        let Some(serving) = merged.max(fresh_rev) else { continue };
-        if let Some(&(_, _, s)) = scored[from..to].iter().find(|(_, r, _)| *r == serving) {
-            hits.push(LexicalHit { record: rec, score: s, relevance: s / ceiling });
-        }
+        let at = self.fresh.partition_point(|&(i, r)| (i, r) <= (id, rev));
+        let fresh = at.checked_sub(1).and_then(|i| self.fresh.get(i)).filter(|f| f.0 == id).map(|f| f.1);
+        Ok(merged.max(fresh))
     }
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.record.id.cmp(&b.record.id)));
-    hits.truncate(k);
-    Ok(hits)
 }
 
 /// What [`crate::Snapshot::lexical_search`] filters by, besides the time.
@@ -1579,6 +1670,20 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_are_put_in_order_whether_apart_or_overlapping() {
+        let p = |id: u128, rev: u32| (id, rev, f64::from(rev));
+        // Apart, given newest first (levels list their segments by level, then age).
+        let list = vec![p(7, 0), p(9, 1), p(1, 0), p(2, 0), p(5, 3)];
+        let got = in_order(list, &[0, 2, 5, 5]);
+        assert_eq!(got, vec![p(1, 0), p(2, 0), p(5, 3), p(7, 0), p(9, 1)]);
+        // Overlapping: a record revised after its first text was merged.
+        let list = vec![p(3, 2), p(8, 0), p(1, 0), p(3, 0), p(4, 0), p(2, 1), p(3, 1)];
+        let got = in_order(list, &[2, 5, 7]);
+        assert_eq!(got, vec![p(1, 0), p(2, 1), p(3, 0), p(3, 1), p(3, 2), p(4, 0), p(8, 0)]);
+        assert!(in_order(Vec::new(), &[0, 0]).is_empty());
+    }
 
     /// Every term's postings through [`term_blocks`], as a search reads them.
     fn lookup(table: &impl ReadableTable<SegmentKey, &'static [u8]>, term: &str) -> Vec<SegmentPosting> {

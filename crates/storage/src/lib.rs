@@ -54,6 +54,7 @@ mod id;
 mod json;
 mod kind;
 mod lexical;
+mod maxscore;
 mod read;
 mod record;
 mod store;
