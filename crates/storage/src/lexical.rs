@@ -57,6 +57,7 @@ use redb::{ReadableTable, Table};
 use crate::analyzer::Analyzer;
 use crate::error::Error;
 use crate::id::{Namespace, RecordId};
+use crate::posting::Chunk;
 use crate::record::Record;
 
 /// The analysis of the texts this build indexes: the current format's (see `analyzer.rs`).
@@ -84,12 +85,12 @@ pub(crate) type SegmentKey = (&'static str, u64, &'static str, u32);
 /// `(namespace, segment, term, id, from_rev)`: a posting of format 8's segments.
 pub(crate) type LegacySegmentKey = (&'static str, u64, &'static str, u128, u32);
 /// A posting as a segment holds it: `(id, from_rev, tf, doc length)`.
-pub(crate) type SegmentPosting = (u128, u32, u32, u32);
+pub(crate) use crate::posting::Posting as SegmentPosting;
 /// Every posting of a namespace's segments: `(term, id, from_rev) -> (tf, doc length)`.
 pub(crate) type SegmentMap = BTreeMap<(String, u128, u32), (u32, u32)>;
 
 /// Bytes of a posting in a segment: id, from_rev, tf, doc length.
-const SEGMENT_POSTING_BYTES: usize = 28;
+use crate::posting::POSTING_BYTES as SEGMENT_POSTING_BYTES;
 /// Format 9's segment rows.
 const SEGMENT_ROW_VERSION: u8 = 1;
 /// Format 10's segment blocks.
@@ -160,26 +161,13 @@ fn decode_posting(b: &[u8]) -> Option<(u32, u32)> {
     Some((tf, len))
 }
 
-fn put_segment_posting(out: &mut Vec<u8>, (id, rev, tf, len): SegmentPosting) {
-    out.extend_from_slice(&id.to_le_bytes());
-    out.extend_from_slice(&rev.to_le_bytes());
-    out.extend_from_slice(&tf.to_le_bytes());
-    out.extend_from_slice(&len.to_le_bytes());
-}
-
-/// A posting of a segment from its 28 bytes.
-fn segment_posting(c: &[u8]) -> Option<SegmentPosting> {
-    let u32_at = |i: usize| c.get(i..i + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes);
-    Some((u128::from_le_bytes(c.get(..16)?.try_into().ok()?), u32_at(16)?, u32_at(20)?, u32_at(24)?))
-}
-
 /// The postings of a format-9 segment row (`None` if malformed).
 fn decode_segment_row(b: &[u8]) -> Option<Vec<SegmentPosting>> {
     let body = b.strip_prefix(&[SEGMENT_ROW_VERSION])?;
     if body.len() % SEGMENT_POSTING_BYTES != 0 {
         return None;
     }
-    body.chunks_exact(SEGMENT_POSTING_BYTES).map(segment_posting).collect()
+    body.chunks_exact(SEGMENT_POSTING_BYTES).map(crate::posting::decode).collect()
 }
 
 /// [`decode_segment_row`], with the row named in the error.
@@ -280,7 +268,7 @@ impl<'b> Block<'b> {
     /// Call `f` with each of entry `i`'s postings (`None` if malformed).
     fn each_posting(&self, i: usize, mut f: impl FnMut(SegmentPosting)) -> Option<()> {
         for c in self.posting_bytes(i)?.chunks_exact(SEGMENT_POSTING_BYTES) {
-            f(segment_posting(c)?);
+            f(crate::posting::decode(c)?);
         }
         Some(())
     }
@@ -289,7 +277,7 @@ impl<'b> Block<'b> {
     /// postings within a term in strictly increasing `(id, from_rev)` order. Checked in place,
     /// without copying the postings out.
     fn check(&self) -> bool {
-        let key = |c: &[u8]| segment_posting(c).map(|p| (p.0, p.1));
+        let key = |c: &[u8]| crate::posting::decode(c).map(|p| (p.0, p.1));
         let mut previous: Option<&str> = None;
         for i in 0..self.entries {
             let (Some(term), Some(bytes)) = (self.term(i), self.posting_bytes(i)) else { return false };
@@ -350,7 +338,7 @@ impl BlockBuf {
     fn push(&mut self, term: &str, postings: &[SegmentPosting]) {
         self.terms.extend_from_slice(term.as_bytes());
         for p in postings {
-            put_segment_posting(&mut self.postings, *p);
+            crate::posting::put(&mut self.postings, *p);
         }
         for end in [self.terms.len(), self.postings.len() / SEGMENT_POSTING_BYTES] {
             self.dir.extend_from_slice(&u32::try_from(end).unwrap_or(u32::MAX).to_le_bytes());
@@ -975,7 +963,8 @@ impl LexicalWriter<'_> {
     /// first term, which [`term_blocks`] allows); a block left empty is removed.
     fn forget_in_segment(&mut self, ns: &str, seg: u64, term: &str, id: u128, rev: u32) -> Result<(), Error> {
         let mut found: Option<((String, u32), Vec<u8>)> = None;
-        term_blocks(self.segments.get()?, ns, seg, term, |first, part, bytes| {
+        term_blocks(self.segments.get()?, ns, seg, term, |first, part, guard| {
+            let bytes = guard.value();
             let block = Block::parse(bytes).ok_or_else(|| malformed_segment(ns, seg, first))?;
             if let Some(i) = block.find(term).ok_or_else(|| malformed_segment(ns, seg, first))?
                 && block
@@ -1045,12 +1034,12 @@ pub(crate) fn segment_list(
 /// `false`: the blocks keyed by `term`, and the one before them when they do not start with
 /// part 0 (`term` then starts inside it). A block's key is at most its first term, and the
 /// terms of successive blocks increase.
-fn term_blocks(
-    segments: &impl ReadableTable<SegmentKey, &'static [u8]>,
+fn term_blocks<'t>(
+    segments: &'t impl ReadableTable<SegmentKey, &'static [u8]>,
     ns: &str,
     seg: u64,
     term: &str,
-    mut f: impl FnMut(&str, u32, &[u8]) -> Result<bool, Error>,
+    mut f: impl FnMut(&str, u32, redb::AccessGuard<'t, &'static [u8]>) -> Result<bool, Error>,
 ) -> Result<(), Error> {
     let mut keyed = segments.range((ns, seg, term, 0u32)..=(ns, seg, term, u32::MAX))?;
     let first = keyed.next().transpose()?;
@@ -1059,14 +1048,14 @@ fn term_blocks(
     {
         let (k, v) = r?;
         let (_, _, before, part) = k.value();
-        if !f(before, part, v.value())? {
+        if !f(before, part, v)? {
             return Ok(());
         }
     }
     for r in first.into_iter().map(Ok).chain(keyed) {
         let (k, v) = r?;
         let (_, _, _, part) = k.value();
-        if !f(term, part, v.value())? {
+        if !f(term, part, v)? {
             break;
         }
     }
@@ -1131,9 +1120,9 @@ impl Segments {
         mut f: impl FnMut(SegmentPosting),
     ) -> Result<(), Error> {
         match self {
-            Segments::Blocks(t) => term_blocks(t, ns, seg, term, |first, _, bytes| {
+            Segments::Blocks(t) => term_blocks(t, ns, seg, term, |first, _, guard| {
                 let malformed = || malformed_segment(ns, seg, first);
-                let block = Block::parse(bytes).ok_or_else(malformed)?;
+                let block = Block::parse(guard.value()).ok_or_else(malformed)?;
                 if let Some(i) = block.find(term).ok_or_else(malformed)? {
                     block.each_posting(i, &mut f).ok_or_else(malformed)?;
                 }
@@ -1157,6 +1146,26 @@ impl Segments {
             Segments::None => {}
         }
         Ok(())
+    }
+
+    /// What a search holds of `term`'s postings in segment `seg`: its blocks, read in place
+    /// (see [`Held::chunks`]), or (older formats) its postings decoded.
+    fn hold(&self, ns: &str, seg: u64, term: &str) -> Result<Held<'_>, Error> {
+        match self {
+            Segments::Blocks(t) => {
+                let mut blocks = Vec::new();
+                term_blocks(t, ns, seg, term, |_, _, guard| {
+                    blocks.push(guard);
+                    Ok(true)
+                })?;
+                Ok(Held::Blocks { seg, blocks })
+            }
+            _ => {
+                let mut out = Vec::new();
+                self.postings(ns, seg, term, |p| out.push(p))?;
+                Ok(Held::Decoded(out))
+            }
+        }
     }
 
     /// How many postings a namespace's segments hold (a malformed block or row counts for
@@ -1373,19 +1382,52 @@ pub(crate) fn search(
         Some(t) => fresh_hits(t, ns.as_str(), &terms)?,
         None => (Vec::new(), vec![Vec::new(); terms.len()]),
     };
-    let (lists, ceiling) = term_lists(postings, segments, stats, ns, &terms, &fresh_hits)?;
+    // What the lists read in place: per term, its posting-list rows (decoded) and its
+    // blocks in each segment.
+    let segs = segments.list(ns.as_str())?;
+    let mut held: Vec<(Vec<SegmentPosting>, Vec<Held<'_>>)> = Vec::with_capacity(terms.len());
+    for term in &terms {
+        let listed = listed_postings(postings, ns, term)?;
+        let in_segments =
+            segs.iter().map(|&seg| segments.hold(ns.as_str(), seg, term)).collect::<Result<_, _>>()?;
+        held.push((listed, in_segments));
+    }
+    let n = stats.docs.max(1) as f64;
+    let avgdl = if stats.docs == 0 { 1.0 } else { stats.total as f64 / stats.docs as f64 };
+    // The greatest score a text can have: every query term, as often as can be (a term no
+    // text holds counts with the IDF of a document frequency of zero).
+    let mut ceiling = 0.0;
+    let mut lists = Vec::with_capacity(terms.len());
+    for ((term, (listed, in_segments)), fresh_hits) in terms.iter().zip(&held).zip(&fresh_hits) {
+        let mut runs = vec![vec![Chunk::Decoded(listed)], vec![Chunk::Decoded(fresh_hits)]];
+        for h in in_segments {
+            runs.push(h.chunks(ns.as_str(), term)?);
+        }
+        // The texts holding the term, for its document frequency (the namespace's totals
+        // count texts too).
+        let df = runs.iter().flatten().map(Chunk::len).sum::<usize>() as f64;
+        let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+        ceiling += idf * (K1 + 1.0);
+        // A posting's weight is below `K1 + 1` (times the IDF).
+        lists.push(crate::maxscore::TermList::new(runs, idf, idf * (K1 + 1.0)));
+    }
+    let weight = |tf: u32, len: u32| {
+        let tf = f64::from(tf);
+        tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * f64::from(len) / avgdl))
+    };
     let place = TextPlace { texts, fresh: &fresh, ns };
     // Records found hidden, not resolved again when the search asks for more.
     let mut hidden = std::collections::HashSet::new();
     let mut want = k;
     loop {
-        let top = crate::maxscore::top(&lists, want);
-        let mut hits: Vec<LexicalHit> = Vec::new();
-        // The least score among `hits`: once `k` are found and no candidate left can beat
-        // it, the rest cannot enter.
+        let top = crate::maxscore::top(&lists, want, weight);
+        // Each hit with its record's bound.
+        let mut hits: Vec<(LexicalHit, f64)> = Vec::new();
+        // The least score among `hits`: once `k` are found and no candidate left can reach
+        // it (a tie may still win by its id), the rest cannot enter.
         let mut least = f64::MAX;
         for c in &top.best {
-            if hits.len() >= k && least >= c.bound {
+            if hits.len() >= k && least > c.bound {
                 break;
             }
             if hidden.contains(&c.id) {
@@ -1398,121 +1440,65 @@ pub(crate) fn search(
             let Some(serving) = place.serving(c.id, rec.rev)? else { continue };
             if let Some(&(_, s)) = c.texts.iter().find(|(r, _)| *r == serving) {
                 least = least.min(s);
-                hits.push(LexicalHit { record: rec, score: s, relevance: s / ceiling });
+                hits.push((LexicalHit { record: rec, score: s, relevance: s / ceiling }, c.bound));
             }
         }
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.record.id.cmp(&b.record.id)));
-        let exact = top.threshold.is_none_or(|t| hits.get(k - 1).is_some_and(|h| h.score > t));
+        hits.sort_by(|a, b| b.0.score.total_cmp(&a.0.score).then(a.0.record.id.cmp(&b.0.record.id)));
+        // A record left out scores at most the threshold, and if it reaches it, it comes
+        // after every candidate of that bound (by id): it cannot rank above the `k`-th hit
+        // if that one scores more, or as much at its best text.
+        let exact = top.threshold.is_none_or(|t| {
+            hits.get(k - 1).is_some_and(|(h, bound)| h.score > t || (h.score == t && *bound == t))
+        });
         if exact || want == usize::MAX {
             hits.truncate(k);
-            return Ok(hits);
+            return Ok(hits.into_iter().map(|h| h.0).collect());
         }
         want = if want >= k.saturating_mul(8) { usize::MAX } else { want.saturating_mul(8) };
     }
 }
 
-/// One weighted list per query term (see [`search`]), and the greatest score a text can have:
-/// every query term, as often as can be (a term no text holds counts with the IDF of a
-/// document frequency of zero).
-fn term_lists(
+/// The postings of `term` in the namespace's posting lists, in `(id, from_rev)` order.
+fn listed_postings(
     postings: &impl ReadableTable<PostingKey, &'static [u8]>,
-    segments: &Segments,
-    stats: LexStats,
     ns: &Namespace,
-    terms: &[String],
-    fresh_hits: &[Vec<SegmentPosting>],
-) -> Result<(Vec<crate::maxscore::TermList>, f64), Error> {
-    let n = stats.docs.max(1) as f64;
-    let avgdl = if stats.docs == 0 { 1.0 } else { stats.total as f64 / stats.docs as f64 };
-    let weight = |tf: u32, len: u32| {
-        let tf = f64::from(tf);
-        tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * f64::from(len) / avgdl))
-    };
-    let segs = segments.list(ns.as_str())?;
-    let mut ceiling = 0.0;
-    let mut lists = Vec::with_capacity(terms.len());
-    for (term, fresh_hits) in terms.iter().zip(fresh_hits) {
-        // The term's postings with their weights (IDF to come), from each place in turn,
-        // each in `(id, from_rev)` order: `runs` holds where each place's end.
-        let mut found: Vec<(u128, u32, f64)> = Vec::new();
-        let mut runs = Vec::with_capacity(segs.len() + 2);
-        for r in postings.range(
-            (ns.as_str(), term.as_str(), 0u128, 0u32)..=(ns.as_str(), term.as_str(), u128::MAX, u32::MAX),
-        )? {
-            let (key, v) = r?;
-            let (_, _, id, rev) = key.value();
-            if let Some((tf, len)) = decode_posting(v.value()) {
-                found.push((id, rev, weight(tf, len)));
-            }
+    term: &str,
+) -> Result<Vec<SegmentPosting>, Error> {
+    let mut out = Vec::new();
+    for r in postings.range((ns.as_str(), term, 0u128, 0u32)..=(ns.as_str(), term, u128::MAX, u32::MAX))? {
+        let (key, v) = r?;
+        let (_, _, id, rev) = key.value();
+        if let Some((tf, len)) = decode_posting(v.value()) {
+            out.push((id, rev, tf, len));
         }
-        runs.push(found.len());
-        for &seg in &segs {
-            segments.postings(ns.as_str(), seg, term, |(id, rev, tf, len)| {
-                found.push((id, rev, weight(tf, len)))
-            })?;
-            runs.push(found.len());
-        }
-        found.extend(fresh_hits.iter().map(|&(id, rev, tf, len)| (id, rev, weight(tf, len))));
-        runs.push(found.len());
-        let mut found = in_order(found, &runs);
-        // The records holding the term, for its document frequency.
-        let df = found.chunk_by(|a, b| a.0 == b.0).count() as f64;
-        let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-        ceiling += idf * (K1 + 1.0);
-        // The weight times the IDF, in that order, as every format has computed it.
-        for p in &mut found {
-            p.2 *= idf;
-        }
-        lists.push(crate::maxscore::TermList::new(found));
     }
-    Ok((lists, ceiling))
+    Ok(out)
 }
 
-/// `list`, made of runs each in `(id, from_rev)` order (ending at `ends`), in that order as a
-/// whole. The places of an index mostly hold ranges of ids one after another (ids are
-/// time-ordered and a segment gathers texts of a stretch of time), so the runs are put in
-/// order of their first ids and joined; runs that overlap (a record revised long after its
-/// text was merged) are merged in pairs.
-fn in_order(list: Vec<(u128, u32, f64)>, ends: &[usize]) -> Vec<(u128, u32, f64)> {
-    let key = |p: &(u128, u32, f64)| (p.0, p.1);
-    let mut runs: Vec<&[(u128, u32, f64)]> = Vec::with_capacity(ends.len());
-    let mut start = 0;
-    for &end in ends {
-        if let Some(run) = list.get(start..end).filter(|r| !r.is_empty()) {
-            runs.push(run);
-        }
-        start = end;
-    }
-    if runs.len() <= 1 {
-        return list;
-    }
-    runs.sort_by_key(|r| key(&r[0]));
-    let mut out: Vec<(u128, u32, f64)> = Vec::with_capacity(list.len());
-    let apart = runs.windows(2).all(|w| w[0].last().map(key) < Some(key(&w[1][0])));
-    if apart {
-        for run in runs {
-            out.extend_from_slice(run);
-        }
-        return out;
-    }
-    // Merge each run into what came before: the overlapping runs are few and short.
-    for run in runs {
-        let split = out.partition_point(|p| key(p) < key(&run[0]));
-        let tail = out.split_off(split);
-        let (mut a, mut b) = (tail.as_slice(), run);
-        while let (Some(x), Some(y)) = (a.first(), b.first()) {
-            if key(x) <= key(y) {
-                out.push(*x);
-                a = &a[1..];
-            } else {
-                out.push(*y);
-                b = &b[1..];
+/// A term's postings in one segment, as a search holds them (see [`Segments::hold`]).
+enum Held<'t> {
+    Blocks { seg: u64, blocks: Vec<redb::AccessGuard<'t, &'static [u8]>> },
+    Decoded(Vec<SegmentPosting>),
+}
+
+impl Held<'_> {
+    /// The postings of `term`, in order: in each block, its entry's postings as stored.
+    fn chunks(&self, ns: &str, term: &str) -> Result<Vec<Chunk<'_>>, Error> {
+        match self {
+            Held::Blocks { seg, blocks } => {
+                let mut out = Vec::with_capacity(blocks.len());
+                for guard in blocks {
+                    let malformed = || malformed_segment(ns, *seg, term);
+                    let block = Block::parse(guard.value()).ok_or_else(malformed)?;
+                    if let Some(i) = block.find(term).ok_or_else(malformed)? {
+                        out.push(Chunk::Stored(block.posting_bytes(i).ok_or_else(malformed)?));
+                    }
+                }
+                Ok(out)
             }
+            Held::Decoded(p) => Ok(vec![Chunk::Decoded(p)]),
         }
-        out.extend_from_slice(a);
-        out.extend_from_slice(b);
     }
-    out
 }
 
 /// Where a namespace's texts start (see [`TextPlace::serving`]).
@@ -1671,25 +1657,11 @@ where
 mod tests {
     use super::*;
 
-    #[test]
-    fn runs_are_put_in_order_whether_apart_or_overlapping() {
-        let p = |id: u128, rev: u32| (id, rev, f64::from(rev));
-        // Apart, given newest first (levels list their segments by level, then age).
-        let list = vec![p(7, 0), p(9, 1), p(1, 0), p(2, 0), p(5, 3)];
-        let got = in_order(list, &[0, 2, 5, 5]);
-        assert_eq!(got, vec![p(1, 0), p(2, 0), p(5, 3), p(7, 0), p(9, 1)]);
-        // Overlapping: a record revised after its first text was merged.
-        let list = vec![p(3, 2), p(8, 0), p(1, 0), p(3, 0), p(4, 0), p(2, 1), p(3, 1)];
-        let got = in_order(list, &[2, 5, 7]);
-        assert_eq!(got, vec![p(1, 0), p(2, 1), p(3, 0), p(3, 1), p(3, 2), p(4, 0), p(8, 0)]);
-        assert!(in_order(Vec::new(), &[0, 0]).is_empty());
-    }
-
     /// Every term's postings through [`term_blocks`], as a search reads them.
     fn lookup(table: &impl ReadableTable<SegmentKey, &'static [u8]>, term: &str) -> Vec<SegmentPosting> {
         let mut out = Vec::new();
-        term_blocks(table, "n", 5, term, |_, _, bytes| {
-            let block = Block::parse(bytes).ok_or_else(|| malformed_segment("n", 5, term))?;
+        term_blocks(table, "n", 5, term, |_, _, guard| {
+            let block = Block::parse(guard.value()).ok_or_else(|| malformed_segment("n", 5, term))?;
             if let Some(i) = block.find(term).ok_or_else(|| malformed_segment("n", 5, term))? {
                 out.extend(block.postings(i).ok_or_else(|| malformed_segment("n", 5, term))?);
             }

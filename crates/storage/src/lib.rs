@@ -55,6 +55,7 @@ mod json;
 mod kind;
 mod lexical;
 mod maxscore;
+mod posting;
 mod read;
 mod record;
 mod store;

@@ -5,6 +5,12 @@
 //! only for a record that could still enter the best `k`. On a query that mixes rare and
 //! common words, the common words' long lists are then mostly skipped instead of summed.
 //!
+//! A term's postings come in runs, one per place that holds them (posting lists, each
+//! segment, the fresh texts), each in `(id, from_rev)` order and made of [`Chunk`]s read in
+//! place: a term's cursor stands in each run, and a posting is decoded and weighed only when
+//! visited. A non-essential term is sought by galloping over the fixed-width postings, so
+//! most of a common term's postings are never decoded.
+//!
 //! A record may hold several texts (one per text revision, see `lexical.rs`); it is ranked by
 //! the best of them, an upper bound of the score it has at the time a search asks about,
 //! which only resolving it tells (see [`crate::lexical`]'s search, which checks that the
@@ -17,19 +23,23 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// One query term's postings over a namespace: `(id, from_rev, weight)` in `(id, from_rev)`
-/// order, the weight being the term's whole BM25 contribution (IDF included).
-pub(crate) struct TermList {
-    postings: Vec<(u128, u32, f64)>,
-    /// The greatest weight in the list.
+use crate::posting::{Chunk, Posting};
+
+/// One query term's postings over a namespace, in runs (see the module documentation).
+pub(crate) struct TermList<'a> {
+    runs: Vec<Vec<Chunk<'a>>>,
+    /// The term's IDF: a posting weighs `weigh(tf, doc length) * idf`.
+    idf: f64,
+    /// The greatest weight a posting can have.
     max: f64,
 }
 
-impl TermList {
-    /// A list over `postings`, which must be in `(id, from_rev)` order.
-    pub(crate) fn new(postings: Vec<(u128, u32, f64)>) -> Self {
-        let max = postings.iter().map(|p| p.2).fold(0.0, f64::max);
-        TermList { postings, max }
+impl<'a> TermList<'a> {
+    /// A term of IDF `idf` whose postings weigh at most `max`, in `runs` (each in `(id,
+    /// from_rev)` order, chunk after chunk).
+    pub(crate) fn new(runs: Vec<Vec<Chunk<'a>>>, idf: f64, max: f64) -> Self {
+        let runs = runs.into_iter().map(|r| r.into_iter().filter(|c| c.len() > 0).collect::<Vec<_>>());
+        TermList { runs: runs.filter(|r| !r.is_empty()).collect(), idf, max }
     }
 }
 
@@ -71,46 +81,135 @@ pub(crate) struct Top {
     pub(crate) threshold: Option<f64>,
 }
 
-/// Where a term's cursor stands.
-struct Cursor<'l> {
-    list: &'l [(u128, u32, f64)],
+/// Where a cursor stands in a run: a chunk and a posting in it (past the last chunk at the
+/// end).
+struct RunCursor<'r, 'a> {
+    chunks: &'r [Chunk<'a>],
+    chunk: usize,
     at: usize,
 }
 
-impl Cursor<'_> {
-    fn id(&self) -> Option<u128> {
-        self.list.get(self.at).map(|p| p.0)
+impl RunCursor<'_, '_> {
+    /// The posting at the cursor (`None` at the end).
+    fn head(&self) -> Option<Posting> {
+        self.chunks.get(self.chunk)?.get(self.at)
     }
 
-    /// Move to the first posting of a record `>= id`, by galloping: cheap for a near
-    /// target, logarithmic for a far one.
-    fn seek(&mut self, id: u128) {
-        let rest = &self.list[self.at.min(self.list.len())..];
-        let mut step = 1;
-        while step < rest.len() && rest[step].0 < id {
-            step *= 2;
+    fn head_id(&self) -> Option<u128> {
+        self.chunks.get(self.chunk)?.id(self.at)
+    }
+
+    /// Step past the posting at the cursor.
+    fn advance(&mut self) {
+        self.at += 1;
+        if self.chunks.get(self.chunk).is_some_and(|c| self.at >= c.len()) {
+            self.chunk += 1;
+            self.at = 0;
         }
-        let window = &rest[..rest.len().min(step + 1)];
-        self.at += window.partition_point(|p| p.0 < id);
     }
 
-    /// Take the postings of record `id` at the cursor (the cursor at or before them), with
-    /// the term's index, into `out`.
-    fn take(&mut self, id: u128, term: usize, out: &mut Vec<(u32, usize, f64)>) {
-        while let Some(&(i, rev, w)) = self.list.get(self.at) {
-            if i != id {
+    /// Move to the first posting of a record `>= id`: past whole chunks by their last id,
+    /// then by galloping within the chunk (cheap for a near target, logarithmic for a far
+    /// one).
+    fn seek(&mut self, id: u128) {
+        while let Some(c) = self.chunks.get(self.chunk) {
+            if c.len().checked_sub(1).and_then(|l| c.id(l)).is_some_and(|last| last >= id) {
                 break;
             }
-            out.push((rev, term, w));
-            self.at += 1;
+            self.chunk += 1;
+            self.at = 0;
         }
+        let Some(c) = self.chunks.get(self.chunk) else { return };
+        let below = |i: usize| c.id(i).is_some_and(|x| x < id);
+        if !below(self.at) {
+            return;
+        }
+        // `below(lo)`, and `hi` is past the target or the end.
+        let (mut lo, mut step) = (self.at, 1);
+        let mut hi = loop {
+            let probe = lo + step;
+            if probe >= c.len() || !below(probe) {
+                break probe.min(c.len());
+            }
+            lo = probe;
+            step *= 2;
+        };
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if below(mid) { lo = mid } else { hi = mid }
+        }
+        self.at = hi;
+        self.advance_past_end();
+    }
+
+    /// Move to the next chunk if the cursor is past this one's end.
+    fn advance_past_end(&mut self) {
+        if self.chunks.get(self.chunk).is_some_and(|c| self.at >= c.len()) {
+            self.chunk += 1;
+            self.at = 0;
+        }
+    }
+}
+
+/// A term's cursor: one per run, and the least id at their heads.
+struct Cursor<'r, 'a> {
+    runs: Vec<RunCursor<'r, 'a>>,
+    idf: f64,
+    head: Option<u128>,
+}
+
+impl<'r, 'a> Cursor<'r, 'a> {
+    fn new(list: &'r TermList<'a>) -> Self {
+        let runs = list.runs.iter().map(|r| RunCursor { chunks: r, chunk: 0, at: 0 }).collect();
+        let mut c = Cursor { runs, idf: list.idf, head: None };
+        c.settle();
+        c
+    }
+
+    fn settle(&mut self) {
+        self.head = self.runs.iter().filter_map(RunCursor::head_id).min();
+    }
+
+    /// Move every run to the first posting of a record `>= id`.
+    fn seek(&mut self, id: u128) {
+        if self.head.is_some_and(|h| h < id) {
+            for r in &mut self.runs {
+                r.seek(id);
+            }
+            self.settle();
+        }
+    }
+
+    /// Take the postings of record `id` at the cursor (the cursor at or before them), weighed,
+    /// with the term's index, into `out`.
+    fn take(
+        &mut self,
+        id: u128,
+        term: usize,
+        weigh: &impl Fn(u32, u32) -> f64,
+        out: &mut Vec<(u32, usize, f64)>,
+    ) {
+        if self.head != Some(id) {
+            return;
+        }
+        for r in &mut self.runs {
+            while let Some((i, rev, tf, len)) = r.head() {
+                if i != id {
+                    break;
+                }
+                out.push((rev, term, weigh(tf, len) * self.idf));
+                r.advance();
+            }
+        }
+        self.settle();
     }
 }
 
 /// The best `k` records holding any of the terms of `lists` (one list per query term, in the
-/// query's order); `k == usize::MAX` keeps every record, pruning nothing.
-pub(crate) fn top(lists: &[TermList], k: usize) -> Top {
-    let mut cursors: Vec<Cursor<'_>> = lists.iter().map(|l| Cursor { list: &l.postings, at: 0 }).collect();
+/// query's order), a posting weighing `weigh(tf, doc length)` times its term's IDF;
+/// `k == usize::MAX` keeps every record, pruning nothing.
+pub(crate) fn top(lists: &[TermList<'_>], k: usize, weigh: impl Fn(u32, u32) -> f64) -> Top {
+    let mut cursors: Vec<Cursor<'_, '_>> = lists.iter().map(Cursor::new).collect();
     // Terms by their greatest weight, smallest first; `below[i]`: the sum of the greatest
     // weights of the terms before `i` in that order.
     let mut order: Vec<usize> = (0..lists.len()).collect();
@@ -128,23 +227,30 @@ pub(crate) fn top(lists: &[TermList], k: usize) -> Top {
     // the threshold.
     let mut essential = 0;
     let mut found: Vec<(u32, usize, f64)> = Vec::new();
-    while let Some(id) = order[essential..].iter().filter_map(|&t| cursors[t].id()).min() {
+    while let Some(id) = order[essential..].iter().filter_map(|&t| cursors[t].head).min() {
         found.clear();
         for &t in &order[essential..] {
-            cursors[t].take(id, t, &mut found);
+            cursors[t].take(id, t, &weigh, &mut found);
         }
-        if let Some(theta) = threshold {
-            // The best a text of this record can still reach: its essential terms' sum (by
-            // revision) and every non-essential term at its greatest.
-            let partial = best_text(&mut found);
-            let ceiling = partial + below[essential];
-            if ceiling + ceiling.abs() * 1e-9 <= theta {
-                continue;
+        // The non-essential terms, the greatest first, while this record can still enter:
+        // the best text so far with every term not yet looked up at its greatest.
+        let mut partial = best_text(&mut found);
+        let mut out = false;
+        for j in (0..essential).rev() {
+            if threshold.is_some_and(|theta| below_threshold(partial + below[j + 1], theta)) {
+                out = true;
+                break;
+            }
+            let t = order[j];
+            let before = found.len();
+            cursors[t].seek(id);
+            cursors[t].take(id, t, &weigh, &mut found);
+            if found.len() > before {
+                partial = best_text(&mut found);
             }
         }
-        for &t in &order[..essential] {
-            cursors[t].seek(id);
-            cursors[t].take(id, t, &mut found);
+        if out || threshold.is_some_and(|theta| below_threshold(partial, theta)) {
+            continue;
         }
         let texts = text_scores(&mut found);
         let bound = texts.iter().map(|t| t.1).fold(f64::MIN, f64::max);
@@ -171,20 +277,19 @@ pub(crate) fn top(lists: &[TermList], k: usize) -> Top {
     Top { best, threshold }
 }
 
+/// Whether a record that can reach `ceiling` at most cannot enter the best for `theta`
+/// (with a margin for sums taken in another order, which may round differently).
+fn below_threshold(ceiling: f64, theta: f64) -> bool {
+    ceiling + ceiling.abs() * 1e-9 <= theta
+}
+
 /// The greatest of the per-text sums of `found` (`(from_rev, term, weight)`; sorts it by
 /// text).
 fn best_text(found: &mut [(u32, usize, f64)]) -> f64 {
     found.sort_by_key(|f| (f.0, f.1));
     let mut best = f64::MIN;
-    let mut i = 0;
-    while i < found.len() {
-        let rev = found[i].0;
-        let mut s = 0.0;
-        while i < found.len() && found[i].0 == rev {
-            s += found[i].2;
-            i += 1;
-        }
-        best = best.max(s);
+    for text in found.chunk_by(|a, b| a.0 == b.0) {
+        best = best.max(text.iter().map(|f| f.2).sum());
     }
     best
 }
@@ -206,11 +311,18 @@ fn text_scores(found: &mut [(u32, usize, f64)]) -> Vec<(u32, f64)> {
 mod tests {
     use super::*;
 
+    /// The weight of a test posting: its tf, scaled by its length (any function will do).
+    fn weigh(tf: u32, len: u32) -> f64 {
+        f64::from(tf) / f64::from(len)
+    }
+
     /// Every record's texts scored without pruning, best first (the reference).
-    fn exhaustive(lists: &[TermList]) -> Vec<(u128, f64)> {
+    fn exhaustive(terms: &[(Vec<Vec<Posting>>, f64)]) -> Vec<(u128, f64)> {
         let mut all: Vec<(u128, u32, usize, f64)> = Vec::new();
-        for (t, l) in lists.iter().enumerate() {
-            all.extend(l.postings.iter().map(|&(id, rev, w)| (id, rev, t, w)));
+        for (t, (runs, idf)) in terms.iter().enumerate() {
+            for run in runs {
+                all.extend(run.iter().map(|&(id, rev, tf, len)| (id, rev, t, weigh(tf, len) * idf)));
+            }
         }
         all.sort_by_key(|a| (a.0, a.1, a.2));
         let mut texts: Vec<(u128, u32, f64)> = Vec::new();
@@ -240,24 +352,69 @@ mod tests {
         }
     }
 
-    fn random_lists(seed: u64, terms: usize, records: u64) -> Vec<TermList> {
+    /// Terms held by about one record in 2^t, in up to three runs of interleaved ids, some
+    /// records with two texts.
+    fn random_terms(seed: u64, terms: usize, records: u64) -> Vec<(Vec<Vec<Posting>>, f64)> {
         let mut r = Lcg(seed);
         (0..terms)
             .map(|t| {
-                // Term t is held by about one record in 2^t, with weights growing with rarity.
-                let mut p = Vec::new();
+                let mut runs = vec![Vec::new(); 1 + (r.next() % 3) as usize];
                 for id in 0..records {
                     if r.next().is_multiple_of(1 << t.min(6)) {
                         let revs = 1 + u32::from(r.next().is_multiple_of(5));
                         for rev in 0..revs {
                             if rev == 0 || r.next().is_multiple_of(2) {
-                                let w = (t as f64 + 1.0) * (r.next() % 1000) as f64 / 1000.0;
-                                p.push((u128::from(id), rev, w));
+                                let run = (r.next() % runs.len() as u64) as usize;
+                                let p = (
+                                    u128::from(id),
+                                    rev,
+                                    1 + (r.next() % 4) as u32,
+                                    1 + (r.next() % 30) as u32,
+                                );
+                                runs[run].push(p);
                             }
                         }
                     }
                 }
-                TermList::new(p)
+                (runs, 1.0 + t as f64)
+            })
+            .collect()
+    }
+
+    /// A term's lists as a search builds them: each run cut into chunks, stored or decoded.
+    fn lists<'a>(terms: &'a [(Vec<Vec<Posting>>, f64)], stored: &'a [Vec<Vec<u8>>]) -> Vec<TermList<'a>> {
+        terms
+            .iter()
+            .zip(stored)
+            .map(|((runs, idf), stored)| {
+                let chunks = runs
+                    .iter()
+                    .zip(stored)
+                    .enumerate()
+                    .map(|(i, (run, bytes))| {
+                        if i % 2 == 0 {
+                            bytes.chunks(5 * crate::posting::POSTING_BYTES).map(Chunk::Stored).collect()
+                        } else {
+                            run.chunks(7).map(Chunk::Decoded).collect()
+                        }
+                    })
+                    .collect();
+                TermList::new(chunks, *idf, *idf * 4.0)
+            })
+            .collect()
+    }
+
+    fn stored(terms: &[(Vec<Vec<Posting>>, f64)]) -> Vec<Vec<Vec<u8>>> {
+        terms
+            .iter()
+            .map(|(runs, _)| {
+                runs.iter()
+                    .map(|run| {
+                        let mut b = Vec::new();
+                        run.iter().for_each(|&p| crate::posting::put(&mut b, p));
+                        b
+                    })
+                    .collect()
             })
             .collect()
     }
@@ -265,10 +422,12 @@ mod tests {
     #[test]
     fn pruning_finds_the_same_best_as_scoring_everything() {
         for seed in 0..40 {
-            let lists = random_lists(seed, 1 + (seed as usize % 6), 300);
-            let want = exhaustive(&lists);
+            let terms = random_terms(seed, 1 + (seed as usize % 6), 300);
+            let bytes = stored(&terms);
+            let lists = lists(&terms, &bytes);
+            let want = exhaustive(&terms);
             for k in [1, 3, 10, 50, 1000] {
-                let top = top(&lists, k);
+                let top = top(&lists, k, weigh);
                 let got: Vec<(u128, f64)> = top.best.iter().map(|c| (c.id, c.bound)).collect();
                 let n = k.min(want.len());
                 assert_eq!(got, want[..n].to_vec(), "seed {seed}, k {k}");
@@ -282,9 +441,14 @@ mod tests {
 
     #[test]
     fn every_text_of_a_candidate_is_scored() {
-        let a = TermList::new(vec![(1, 0, 1.0), (1, 3, 0.5), (2, 0, 0.25)]);
-        let b = TermList::new(vec![(1, 3, 2.0), (3, 1, 0.1)]);
-        let top = top(&[a, b], 2);
+        let a = [(1, 0, 4, 4), (1, 3, 2, 4), (2, 0, 1, 4)];
+        let b = [(1, 3, 8, 4)];
+        let c = [(3, 1, 1, 10)];
+        let lists = [
+            TermList::new(vec![vec![Chunk::Decoded(&a)]], 1.0, 1.0),
+            TermList::new(vec![vec![Chunk::Decoded(&c)], vec![Chunk::Decoded(&b)]], 1.0, 2.0),
+        ];
+        let top = top(&lists, 2, weigh);
         assert_eq!(top.best[0].id, 1);
         assert_eq!(top.best[0].texts, vec![(0, 1.0), (3, 2.5)]);
         assert_eq!(top.best[0].bound, 2.5);
@@ -294,8 +458,9 @@ mod tests {
 
     #[test]
     fn no_terms_or_no_postings_give_nothing() {
-        assert!(top(&[], 10).best.is_empty());
-        assert!(top(&[TermList::new(Vec::new())], 10).best.is_empty());
-        assert!(top(&[TermList::new(vec![(1, 0, 1.0)])], 0).best.is_empty());
+        assert!(top(&[], 10, weigh).best.is_empty());
+        assert!(top(&[TermList::new(vec![vec![Chunk::Decoded(&[])]], 1.0, 1.0)], 10, weigh).best.is_empty());
+        let one = [(1, 0, 1, 1)];
+        assert!(top(&[TermList::new(vec![vec![Chunk::Decoded(&one)]], 1.0, 1.0)], 0, weigh).best.is_empty());
     }
 }

@@ -91,8 +91,8 @@ fn bm25_identifiers_time_travel_filters_and_forget() {
 
 /// BM25 as the index defines it, computed naively: every indexed text (each revision that
 /// changed a record's text) counts toward the totals, a term's document frequency is the
-/// number of records with a text holding it, and a record scores by the text serving its
-/// latest revision.
+/// number of those texts holding it, and a record scores by the text serving its latest
+/// revision.
 fn naive_bm25(
     texts: &[(RecordId, String)],
     current: &[(RecordId, String)],
@@ -112,15 +112,9 @@ fn naive_bm25(
     let mut q: Vec<String> = terms_of(query);
     q.sort();
     q.dedup();
-    // Each query term's document frequency, once.
-    let df_of: Vec<f64> = q
-        .iter()
-        .map(|term| {
-            let holders: std::collections::BTreeSet<RecordId> =
-                all_terms.iter().filter(|(_, t)| t.contains(term)).map(|(i, _)| *i).collect();
-            holders.len() as f64
-        })
-        .collect();
+    // Each query term's document frequency, once: the texts holding it.
+    let df_of: Vec<f64> =
+        q.iter().map(|term| all_terms.iter().filter(|(_, t)| t.contains(term)).count() as f64).collect();
     let mut out = Vec::new();
     for (id, text) in current {
         let words = terms_of(text);
@@ -838,4 +832,77 @@ fn a_format_10_file_is_reindexed_with_stemmed_terms() {
         ["The caches were flushing too often"]
     );
     assert!(snap.verify().unwrap().is_empty());
+}
+
+/// The pruned search (the best `k`) answers exactly what scoring every record answers, cut to
+/// `k`, whatever hides records from it: filters that keep few, a time when most did not
+/// exist, revised texts that score less than the old ones (a record's best text is not the
+/// one it shows). Hundreds of records over a small vocabulary, so that every term is common.
+#[test]
+fn the_best_k_are_the_first_k_of_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(Timestamp::parse("2026-01-01").unwrap()));
+    let store = Store::open(
+        dir.path().join("k.redb"),
+        StoreOptions { create: true, clock: clock.clone(), ..Default::default() },
+    )
+    .unwrap();
+    let ns = Namespace::new("k").unwrap();
+    let words = [
+        "cache", "retry", "queue", "deploy", "schema", "index", "token", "batch", "shard", "lease", "merge",
+        "crash", "timer", "route", "quota", "audit",
+    ];
+    let mut seed = 7u64;
+    let mut next = move || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (seed >> 33) as usize
+    };
+    let text = |next: &mut dyn FnMut() -> usize| {
+        let n = 3 + next() % 10;
+        (0..n).map(|_| words[(next() % 16) * (next() % 16) / 16]).collect::<Vec<_>>().join(" ")
+    };
+    let mut ids = Vec::new();
+    let mut middle = None;
+    for round in 0..6 {
+        let mut ops = Vec::new();
+        for i in 0..150 {
+            let mut n = NewRecord::new(ns.clone(), learning(&text(&mut next)));
+            if i % 9 == 0 {
+                n.envelope.tags.push("rare".into());
+            }
+            ids.push(n.id);
+            ops.push(WriteOp::Insert(n));
+        }
+        store.write(ops).unwrap();
+        clock.advance(1_000_000);
+        if round == 2 {
+            middle = Some(clock.now());
+        }
+    }
+    // Revise a fifth of them to short texts of one common word.
+    for (i, id) in ids.iter().enumerate().filter(|(i, _)| i % 5 == 0) {
+        let body = learning(words[i % 3]);
+        store
+            .write(vec![WriteOp::Revise(Revise { body: Some(body), ..Revise::new(ns.clone(), *id) })])
+            .unwrap();
+    }
+    let snap = store.snapshot().unwrap();
+    let filters = [
+        ListQuery::new(),
+        ListQuery::new().tag("rare"),
+        ListQuery::new().as_of(AsOf::valid_at(middle.unwrap())),
+        ListQuery::new().tag("rare").as_of(AsOf::valid_at(middle.unwrap())),
+    ];
+    for query in ["cache retry", "audit quota route", "cache", "deploy timer crash lease", "merge index"] {
+        for (f, filter) in filters.iter().enumerate() {
+            let all = snap.lexical_search(&ns, query, filter, 100_000).unwrap();
+            assert!(all.len() > 3, "{query}, filter {f}: {}", all.len());
+            for k in [1, 3, 10, 40] {
+                let got = snap.lexical_search(&ns, query, filter, k).unwrap();
+                let want = &all[..k.min(all.len())];
+                let pairs = |h: &[LexicalHit]| h.iter().map(|h| (h.record.id, h.score)).collect::<Vec<_>>();
+                assert_eq!(pairs(&got), pairs(want), "{query}, filter {f}, k {k}");
+            }
+        }
+    }
 }
