@@ -515,6 +515,31 @@ impl VectorIndexes {
         }
     }
 
+    /// The dot product of `query` (a unit vector of the space's dimension) with the vector
+    /// serving each of `records` (`(id, revision)`) in the space and namespace, read from the
+    /// segment in memory: `None` where the segment holds no vector for it (the caller may
+    /// look in the store). Hybrid search weighs its lexical candidates with it, where a read
+    /// of each stored vector costs a B-tree lookup.
+    pub fn dots(
+        &self,
+        snap: &Snapshot,
+        space: &str,
+        ns: &Namespace,
+        query: &[f32],
+        records: &[(mnemon_storage::RecordId, u32)],
+    ) -> Result<Vec<Option<f32>>, IndexError> {
+        let Some(seg) = self.segment(snap, space, ns)? else { return Ok(vec![None; records.len()]) };
+        let s = read(&seg);
+        Ok(records
+            .iter()
+            .map(|&(id, rev)| {
+                let slot = s.serving(id, rev)?;
+                let row = s.row(slot);
+                (s.has_vector(slot) && row.len() == query.len()).then(|| kernel::dot(query, row))
+            })
+            .collect())
+    }
+
     /// Search. See the crate documentation for the plan.
     pub fn search(&self, snap: &Snapshot, q: &Query<'_>) -> Result<Found, IndexError> {
         let Some(space) = snap.vector_space(q.space)? else {

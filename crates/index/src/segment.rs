@@ -99,6 +99,11 @@ impl Segment {
         self.data.get(s..s + self.dim).unwrap_or(&[])
     }
 
+    /// Whether the slot holds its vector (not one left out, or still to be read).
+    pub(crate) fn has_vector(&self, slot: u32) -> bool {
+        matches!(self.state.get(slot as usize), Some(&st) if st != GONE && st != PENDING)
+    }
+
     fn set_state(&mut self, slot: u32, st: u8) {
         let Some(cur) = self.state.get_mut(slot as usize) else { return };
         if *cur == st || *cur == GONE {

@@ -4,7 +4,7 @@
 //! recency. Only records that match come back (see [`TextSearch::min_score`]).
 
 use mnemon_index::{Mode, Query};
-use mnemon_storage::{AsOf, Kind, ListQuery, Namespace, Record, Timestamp};
+use mnemon_storage::{AsOf, Kind, ListQuery, Namespace, Record, RecordId, Timestamp};
 use serde::Serialize;
 
 use crate::db::Ns;
@@ -299,10 +299,23 @@ impl<'a> TextSearch<'a> {
             // A lexical result beyond the vector side's fetch still has a similarity to weigh:
             // its stored vector's cosine with the query (a dot product: both are unit vectors).
             if self.mode == TextMode::Hybrid {
-                for h in hits.iter_mut().filter(|h| h.similarity.is_none()) {
-                    let r = &h.record;
-                    if let Some((_, stored)) = snap.vector_for(db.space(), &r.namespace, r.id, r.rev)? {
-                        h.similarity = Some(mnemon_index::kernel::dot(&v, &stored));
+                for ns in &namespaces {
+                    let (wanting, records): (Vec<usize>, Vec<(RecordId, u32)>) = hits
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, h)| h.similarity.is_none() && h.record.namespace == *ns)
+                        .map(|(i, h)| (i, (h.record.id, h.record.rev)))
+                        .unzip();
+                    let dots = db.index().dots(&snap, db.space(), ns, &v, &records)?;
+                    // The segment in memory holds them; the store is read for any it lacks.
+                    let missing: Vec<(RecordId, u32)> =
+                        records.iter().zip(&dots).filter(|(_, d)| d.is_none()).map(|(r, _)| *r).collect();
+                    let mut stored = snap.vectors_for(db.space(), ns, &missing)?.into_iter();
+                    for (i, dot) in wanting.into_iter().zip(dots) {
+                        hits[i].similarity = match dot {
+                            Some(d) => Some(d),
+                            None => stored.next().flatten().map(|(_, s)| mnemon_index::kernel::dot(&v, &s)),
+                        };
                     }
                 }
             }

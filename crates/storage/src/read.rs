@@ -17,6 +17,9 @@ use crate::timeline::{self, Spans};
 use crate::vector::{self, VectorSpace};
 use crate::write::{self, NamespaceCounters};
 
+/// A stored vector and the revision it starts at.
+pub type StoredVector = (u32, Vec<f32>);
+
 /// A point on both time axes: "what was valid at `valid`, as the database knew it at `known`".
 /// `None` means now (for `known`: everything committed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -770,16 +773,35 @@ impl Snapshot {
         id: RecordId,
         rev: u32,
     ) -> Result<Option<(u32, Vec<f32>)>, Error> {
+        Ok(self.vectors_for(space, ns, &[(id, rev)])?.pop().flatten())
+    }
+
+    /// The vectors of many records, as [`Self::vector_for`] finds each (`None` where a
+    /// record has none): the table is opened once, where a call per record opens it each
+    /// time.
+    pub fn vectors_for(
+        &self,
+        space: &str,
+        ns: &Namespace,
+        records: &[(RecordId, u32)],
+    ) -> Result<Vec<Option<StoredVector>>, Error> {
         self.ctx((|| {
-            let Some(t) = self.open_optional(tables::VECTORS)? else { return Ok(None) };
-            let key = id.as_u128();
-            let mut cursor = t.range((space, ns.as_str(), key, 0u32)..=(space, ns.as_str(), key, rev))?;
-            let Some(r) = cursor.next_back() else { return Ok(None) };
-            let (k, v) = r?;
-            let mut vec = Vec::new();
-            vector::decode_into(v.value(), &mut vec)
-                .map_err(|e| Error::Codec { table: names::VECTORS, source: e })?;
-            Ok(Some((k.value().3, vec)))
+            let Some(t) = self.open_optional(tables::VECTORS)? else { return Ok(vec![None; records.len()]) };
+            let mut out = Vec::with_capacity(records.len());
+            for &(id, rev) in records {
+                let key = id.as_u128();
+                let mut cursor = t.range((space, ns.as_str(), key, 0u32)..=(space, ns.as_str(), key, rev))?;
+                let Some(r) = cursor.next_back() else {
+                    out.push(None);
+                    continue;
+                };
+                let (k, v) = r?;
+                let mut vec = Vec::new();
+                vector::decode_into(v.value(), &mut vec)
+                    .map_err(|e| Error::Codec { table: names::VECTORS, source: e })?;
+                out.push(Some((k.value().3, vec)));
+            }
+            Ok(out)
         })())
     }
 

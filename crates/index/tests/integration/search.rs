@@ -217,3 +217,38 @@ fn bad_queries_are_clear_errors() {
     let bad = mnemon_index::HnswParams { m: 300, ..Default::default() };
     assert!(mnemon_index::HnswIndex::new(bad, 10).is_err());
 }
+
+/// `dots` reads each record's vector from the segment in memory, serving the asked revision:
+/// the same products as the stored vectors give, `None` for a record without one.
+#[test]
+fn dots_match_the_stored_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("d.redb"));
+    let ns = Namespace::new("dots").unwrap();
+    let data = clustered(300, 16, 4, 3);
+    let ids = load(&store, &ns, &data, |_| Vec::new());
+    // A record without a vector, and one whose vector changes at its second revision.
+    let bare = NewRecord::new(ns.clone(), Learning { text: "no vector".into(), ..Default::default() });
+    let bare_id = bare.id;
+    store.write(vec![WriteOp::Insert(bare)]).unwrap();
+    let mut r = Revise::new(ns.clone(), ids[0]);
+    r.body = Some(Learning { text: "revised".into(), ..Default::default() }.into());
+    store.write(vec![WriteOp::Revise(r)]).unwrap();
+    let changed = data[1].clone();
+    let put = WriteOp::PutVector { namespace: ns.clone(), id: ids[0], space: SPACE.into(), vector: changed };
+    store.write(vec![put]).unwrap();
+    let index = index(&store, None);
+    let snap = store.snapshot().unwrap();
+    let query = normalise(&data[7]).unwrap();
+    let latest = snap.latest(&ns, ids[0]).unwrap().unwrap().rev;
+    let asked: Vec<(RecordId, u32)> =
+        vec![(ids[0], 0), (ids[0], latest), (ids[5], 0), (ids[299], 0), (bare_id, 0)];
+    let dots = index.dots(&snap, SPACE, &ns, &query, &asked).unwrap();
+    for (&(id, rev), dot) in asked.iter().zip(&dots) {
+        let stored = snap.vector_for(SPACE, &ns, id, rev).unwrap();
+        let want = stored.map(|(_, v)| mnemon_index::kernel::dot(&query, &normalise(&v).unwrap()));
+        assert_eq!(dot.map(|d| (d * 1e5).round()), want.map(|d| (d * 1e5).round()), "{id} at {rev}");
+    }
+    assert!(dots[4].is_none());
+    assert_ne!(dots[0], dots[1]);
+}
