@@ -1394,6 +1394,10 @@ pub(crate) fn search(
     }
     let n = stats.docs.max(1) as f64;
     let avgdl = if stats.docs == 0 { 1.0 } else { stats.total as f64 / stats.docs as f64 };
+    let weight = |tf: u32, len: u32| {
+        let tf = f64::from(tf);
+        tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * f64::from(len) / avgdl))
+    };
     // The greatest score a text can have: every query term, as often as can be (a term no
     // text holds counts with the IDF of a document frequency of zero).
     let mut ceiling = 0.0;
@@ -1408,13 +1412,15 @@ pub(crate) fn search(
         let df = runs.iter().flatten().map(Chunk::len).sum::<usize>() as f64;
         let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
         ceiling += idf * (K1 + 1.0);
-        // A posting's weight is below `K1 + 1` (times the IDF).
-        lists.push(crate::maxscore::TermList::new(runs, idf, idf * (K1 + 1.0)));
+        // No posting weighs more than the greatest frequency in the shortest text would.
+        let (tf, len) = runs
+            .iter()
+            .flatten()
+            .map(Chunk::extremes)
+            .fold((0, u32::MAX), |a, b| (a.0.max(b.0), a.1.min(b.1)));
+        let max = if tf == 0 { 0.0 } else { weight(tf, len) * idf };
+        lists.push(crate::maxscore::TermList::new(runs, idf, max));
     }
-    let weight = |tf: u32, len: u32| {
-        let tf = f64::from(tf);
-        tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * f64::from(len) / avgdl))
-    };
     let place = TextPlace { texts, fresh: &fresh, ns };
     // Records found hidden, not resolved again when the search asks for more.
     let mut hidden = std::collections::HashSet::new();
@@ -1491,7 +1497,7 @@ impl Held<'_> {
                     let malformed = || malformed_segment(ns, *seg, term);
                     let block = Block::parse(guard.value()).ok_or_else(malformed)?;
                     if let Some(i) = block.find(term).ok_or_else(malformed)? {
-                        out.push(Chunk::Stored(block.posting_bytes(i).ok_or_else(malformed)?));
+                        out.push(Chunk::stored(block.posting_bytes(i).ok_or_else(malformed)?));
                     }
                 }
                 Ok(out)

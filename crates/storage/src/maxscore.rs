@@ -82,36 +82,48 @@ pub(crate) struct Top {
 }
 
 /// Where a cursor stands in a run: a chunk and a posting in it (past the last chunk at the
-/// end).
+/// end), and the id there.
 struct RunCursor<'r, 'a> {
     chunks: &'r [Chunk<'a>],
     chunk: usize,
     at: usize,
+    id: Option<u128>,
 }
 
-impl RunCursor<'_, '_> {
+impl<'r, 'a> RunCursor<'r, 'a> {
+    fn new(chunks: &'r [Chunk<'a>]) -> Self {
+        let mut c = RunCursor { chunks, chunk: 0, at: 0, id: None };
+        c.settle();
+        c
+    }
+
     /// The posting at the cursor (`None` at the end).
     fn head(&self) -> Option<Posting> {
         self.chunks.get(self.chunk)?.get(self.at)
     }
 
-    fn head_id(&self) -> Option<u128> {
-        self.chunks.get(self.chunk)?.id(self.at)
+    /// Move to the next chunk if the cursor is past this one's end, and read the id there.
+    fn settle(&mut self) {
+        if self.chunks.get(self.chunk).is_some_and(|c| self.at >= c.len()) {
+            self.chunk += 1;
+            self.at = 0;
+        }
+        self.id = self.chunks.get(self.chunk).and_then(|c| c.id(self.at));
     }
 
     /// Step past the posting at the cursor.
     fn advance(&mut self) {
         self.at += 1;
-        if self.chunks.get(self.chunk).is_some_and(|c| self.at >= c.len()) {
-            self.chunk += 1;
-            self.at = 0;
-        }
+        self.settle();
     }
 
     /// Move to the first posting of a record `>= id`: past whole chunks by their last id,
     /// then by galloping within the chunk (cheap for a near target, logarithmic for a far
     /// one).
     fn seek(&mut self, id: u128) {
+        if self.id.is_none_or(|h| h >= id) {
+            return;
+        }
         while let Some(c) = self.chunks.get(self.chunk) {
             if c.len().checked_sub(1).and_then(|l| c.id(l)).is_some_and(|last| last >= id) {
                 break;
@@ -119,35 +131,27 @@ impl RunCursor<'_, '_> {
             self.chunk += 1;
             self.at = 0;
         }
-        let Some(c) = self.chunks.get(self.chunk) else { return };
-        let below = |i: usize| c.id(i).is_some_and(|x| x < id);
-        if !below(self.at) {
-            return;
-        }
-        // `below(lo)`, and `hi` is past the target or the end.
-        let (mut lo, mut step) = (self.at, 1);
-        let mut hi = loop {
-            let probe = lo + step;
-            if probe >= c.len() || !below(probe) {
-                break probe.min(c.len());
+        if let Some(c) = self.chunks.get(self.chunk) {
+            let below = |i: usize| c.id(i).is_some_and(|x| x < id);
+            if below(self.at) {
+                // `below(lo)`, and `hi` is past the target or the end.
+                let (mut lo, mut step) = (self.at, 1);
+                let mut hi = loop {
+                    let probe = lo + step;
+                    if probe >= c.len() || !below(probe) {
+                        break probe.min(c.len());
+                    }
+                    lo = probe;
+                    step *= 2;
+                };
+                while hi - lo > 1 {
+                    let mid = lo + (hi - lo) / 2;
+                    if below(mid) { lo = mid } else { hi = mid }
+                }
+                self.at = hi;
             }
-            lo = probe;
-            step *= 2;
-        };
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if below(mid) { lo = mid } else { hi = mid }
         }
-        self.at = hi;
-        self.advance_past_end();
-    }
-
-    /// Move to the next chunk if the cursor is past this one's end.
-    fn advance_past_end(&mut self) {
-        if self.chunks.get(self.chunk).is_some_and(|c| self.at >= c.len()) {
-            self.chunk += 1;
-            self.at = 0;
-        }
+        self.settle();
     }
 }
 
@@ -160,14 +164,14 @@ struct Cursor<'r, 'a> {
 
 impl<'r, 'a> Cursor<'r, 'a> {
     fn new(list: &'r TermList<'a>) -> Self {
-        let runs = list.runs.iter().map(|r| RunCursor { chunks: r, chunk: 0, at: 0 }).collect();
+        let runs = list.runs.iter().map(|r| RunCursor::new(r)).collect();
         let mut c = Cursor { runs, idf: list.idf, head: None };
         c.settle();
         c
     }
 
     fn settle(&mut self) {
-        self.head = self.runs.iter().filter_map(RunCursor::head_id).min();
+        self.head = self.runs.iter().filter_map(|r| r.id).min();
     }
 
     /// Move every run to the first posting of a record `>= id`.
@@ -193,11 +197,10 @@ impl<'r, 'a> Cursor<'r, 'a> {
             return;
         }
         for r in &mut self.runs {
-            while let Some((i, rev, tf, len)) = r.head() {
-                if i != id {
-                    break;
+            while r.id == Some(id) {
+                if let Some((_, rev, tf, len)) = r.head() {
+                    out.push((rev, term, weigh(tf, len) * self.idf));
                 }
-                out.push((rev, term, weigh(tf, len) * self.idf));
                 r.advance();
             }
         }
@@ -393,7 +396,7 @@ mod tests {
                     .enumerate()
                     .map(|(i, (run, bytes))| {
                         if i % 2 == 0 {
-                            bytes.chunks(5 * crate::posting::POSTING_BYTES).map(Chunk::Stored).collect()
+                            bytes.chunks(5 * crate::posting::POSTING_BYTES).map(Chunk::stored).collect()
                         } else {
                             run.chunks(7).map(Chunk::Decoded).collect()
                         }

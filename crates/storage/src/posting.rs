@@ -31,15 +31,21 @@ fn id_of(c: &[u8]) -> Option<u128> {
 /// postings never decodes them), or decoded (posting lists, fresh texts, older formats).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Chunk<'a> {
-    Stored(&'a [u8]),
+    Stored(&'a [[u8; POSTING_BYTES]]),
     Decoded(&'a [Posting]),
 }
 
-impl Chunk<'_> {
+impl<'a> Chunk<'a> {
+    /// The stored postings of `bytes` (a trailing piece shorter than a posting is left out:
+    /// a block's parser checks the length).
+    pub(crate) fn stored(bytes: &'a [u8]) -> Self {
+        Chunk::Stored(bytes.as_chunks().0)
+    }
+
     /// How many postings it holds.
     pub(crate) fn len(&self) -> usize {
         match self {
-            Chunk::Stored(b) => b.len() / POSTING_BYTES,
+            Chunk::Stored(b) => b.len(),
             Chunk::Decoded(p) => p.len(),
         }
     }
@@ -47,15 +53,29 @@ impl Chunk<'_> {
     /// Posting `i` (`None` past the end).
     pub(crate) fn get(&self, i: usize) -> Option<Posting> {
         match self {
-            Chunk::Stored(b) => decode(b.get(i.checked_mul(POSTING_BYTES)?..)?),
+            Chunk::Stored(b) => b.get(i).and_then(|c| decode(c)),
             Chunk::Decoded(p) => p.get(i).copied(),
+        }
+    }
+
+    /// The greatest term frequency and the least text length among its postings (`(0,
+    /// u32::MAX)` if none): a BM25 weight grows with the one and falls with the other, so
+    /// the two bound every posting's weight.
+    pub(crate) fn extremes(&self) -> (u32, u32) {
+        let u32_at =
+            |c: &[u8; POSTING_BYTES], at: usize| u32::from_le_bytes([c[at], c[at + 1], c[at + 2], c[at + 3]]);
+        match self {
+            Chunk::Stored(b) => {
+                b.iter().fold((0, u32::MAX), |(tf, len), c| (tf.max(u32_at(c, 20)), len.min(u32_at(c, 24))))
+            }
+            Chunk::Decoded(p) => p.iter().fold((0, u32::MAX), |(tf, len), p| (tf.max(p.2), len.min(p.3))),
         }
     }
 
     /// The id of posting `i` (`None` past the end).
     pub(crate) fn id(&self, i: usize) -> Option<u128> {
         match self {
-            Chunk::Stored(b) => id_of(b.get(i.checked_mul(POSTING_BYTES)?..)?),
+            Chunk::Stored(b) => b.get(i).and_then(|c| id_of(c)),
             Chunk::Decoded(p) => p.get(i).map(|p| p.0),
         }
     }
@@ -74,16 +94,18 @@ mod tests {
             put(&mut bytes, p);
         }
         assert_eq!(bytes.len(), postings.len() * POSTING_BYTES);
-        for chunk in [Chunk::Stored(&bytes), Chunk::Decoded(&postings)] {
+        for chunk in [Chunk::stored(&bytes), Chunk::Decoded(&postings)] {
             assert_eq!(chunk.len(), 3);
             for (i, &p) in postings.iter().enumerate() {
                 assert_eq!(chunk.get(i), Some(p));
                 assert_eq!(chunk.id(i), Some(p.0));
             }
             assert_eq!(chunk.get(3), None);
+            assert_eq!(chunk.extremes(), (9, 1));
             assert_eq!(chunk.id(usize::MAX), None);
         }
+        assert_eq!(Chunk::Decoded(&[]).extremes(), (0, u32::MAX));
         // A torn last posting is not read.
-        assert_eq!(Chunk::Stored(&bytes[..bytes.len() - 1]).get(2), None);
+        assert_eq!(Chunk::stored(&bytes[..bytes.len() - 1]).get(2), None);
     }
 }
