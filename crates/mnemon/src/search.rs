@@ -3,6 +3,8 @@
 //! score; a calibrated cosine), mixed, optionally weighted by importance, confidence and
 //! recency. Only records that match come back (see [`TextSearch::min_score`]).
 
+use std::collections::HashMap;
+
 use mnemon_index::{Mode, Query};
 use mnemon_storage::{AsOf, Kind, ListQuery, Namespace, Record, RecordId, Timestamp};
 use serde::Serialize;
@@ -234,21 +236,20 @@ impl<'a> TextSearch<'a> {
         // single side returns its own order.
         let fetch = if self.mode == TextMode::Hybrid { (self.limit * 3).max(60) } else { self.limit };
         let mut hits: Vec<SearchHit> = Vec::new();
-        fn slot(hits: &mut Vec<SearchHit>, rec: Record) -> usize {
-            match hits.iter().position(|h| h.record.id == rec.id && h.record.namespace == rec.namespace) {
-                Some(i) => i,
-                None => {
-                    hits.push(SearchHit {
-                        record: rec,
-                        score: 0.0,
-                        lexical: None,
-                        vector: None,
-                        similarity: None,
-                    });
-                    hits.len() - 1
-                }
-            }
-        }
+        // Where each record's hit is in `hits`, by namespace and id.
+        let mut at: HashMap<(Namespace, RecordId), usize> = HashMap::new();
+        let mut slot = |hits: &mut Vec<SearchHit>, rec: Record| -> usize {
+            *at.entry((rec.namespace.clone(), rec.id)).or_insert_with(|| {
+                hits.push(SearchHit {
+                    record: rec,
+                    score: 0.0,
+                    lexical: None,
+                    vector: None,
+                    similarity: None,
+                });
+                hits.len() - 1
+            })
+        };
         let mut namespaces = vec![self.ns.name().clone()];
         for n in &self.also {
             let n = Namespace::new(n.as_str())?;
