@@ -54,8 +54,6 @@ mod id;
 mod json;
 mod kind;
 mod lexical;
-mod maxscore;
-mod posting;
 mod read;
 mod record;
 mod store;

@@ -100,6 +100,13 @@ impl ListQuery {
         self
     }
 
+    /// Whether a record passes every filter besides the time: kinds, tags, source, task.
+    pub(crate) fn matches(&self, r: &Record) -> bool {
+        (self.kinds.is_empty() || self.kinds.contains(&r.kind())) && self.accepts(r)
+    }
+
+    /// Whether a record passes the filters besides the time and its kind (which listings
+    /// apply through their access paths).
     fn accepts(&self, r: &Record) -> bool {
         self.tags.iter().all(|t| r.envelope.tags.iter().any(|x| x.as_str() == t.as_str()))
             && self.source.as_ref().is_none_or(|s| r.envelope.source.as_deref() == Some(s.as_str()))
@@ -878,7 +885,7 @@ impl Snapshot {
             };
             let fresh = self.open_optional(tables::FRESH)?;
             let resolve = |id: RecordId| -> Result<Option<Record>, Error> {
-                Ok(self.get(ns, id, filter.as_of)?.filter(|r| crate::lexical::matches(r, filter)))
+                Ok(self.get(ns, id, filter.as_of)?.filter(|r| filter.matches(r)))
             };
             let segments = self.segments()?;
             crate::lexical::search(

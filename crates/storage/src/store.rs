@@ -423,7 +423,7 @@ impl Writer {
         let work: Vec<Work> = jobs
             .into_iter()
             .map(|(ops, durability)| {
-                let prepared = crate::lexical::prepare(&ops, budget);
+                let prepared = crate::lexical::prepare(crate::write::new_texts(&ops), budget);
                 budget -= prepared.len();
                 Work { ops, durability, prepared }
             })

@@ -1201,3 +1201,13 @@ pub(crate) fn log_commit(
     log.insert(seq, bytes.as_slice())?;
     Ok(())
 }
+
+/// The texts of the records a job creates (`(id, text)`: inserts and supersessions' new
+/// records), which its caller can tokenize before queueing it (see
+/// [`crate::lexical::prepare`]).
+pub(crate) fn new_texts(ops: &[WriteOp]) -> impl Iterator<Item = (u128, String)> + '_ {
+    ops.iter().filter_map(|op| match op {
+        WriteOp::Insert(n) | WriteOp::Supersede { new: n, .. } => Some((n.id.as_u128(), n.body.text())),
+        _ => None,
+    })
+}

@@ -23,7 +23,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use crate::posting::{Chunk, Posting};
+use super::posting::{Chunk, Posting};
 
 /// One query term's postings over a namespace, in runs (see the module documentation).
 pub(crate) struct TermList<'a> {
@@ -396,7 +396,10 @@ mod tests {
                     .enumerate()
                     .map(|(i, (run, bytes))| {
                         if i % 2 == 0 {
-                            bytes.chunks(5 * crate::posting::POSTING_BYTES).map(Chunk::stored).collect()
+                            bytes
+                                .chunks(5 * super::super::posting::POSTING_BYTES)
+                                .map(Chunk::stored)
+                                .collect()
                         } else {
                             run.chunks(7).map(Chunk::Decoded).collect()
                         }
@@ -414,7 +417,7 @@ mod tests {
                 runs.iter()
                     .map(|run| {
                         let mut b = Vec::new();
-                        run.iter().for_each(|&p| crate::posting::put(&mut b, p));
+                        run.iter().for_each(|&p| super::super::posting::put(&mut b, p));
                         b
                     })
                     .collect()

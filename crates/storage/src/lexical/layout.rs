@@ -1,0 +1,85 @@
+//! The lexical index's layout: table keys, versions of its rows, sizes, and the terms of a
+//! text (the analysis of the format this build writes).
+
+use std::collections::BTreeMap;
+
+use crate::analyzer::Analyzer;
+
+/// The analysis of the texts this build indexes: the current format's (see `analyzer.rs`).
+pub(crate) const WRITE_ANALYZER: Analyzer = Analyzer::Stemmed;
+
+pub(super) const POSTING_VERSION: u8 = 1;
+pub(super) const FRESH_VERSION: u8 = 1;
+/// Namespace totals without the fresh count (format 2).
+pub(super) const STATS_VERSION_1: u8 = 1;
+pub(super) const STATS_VERSION: u8 = 2;
+
+/// A namespace's fresh texts are merged into the posting lists once a commit would leave this
+/// many (see the module documentation).
+pub const FRESH_LIMIT: u64 = 256;
+
+pub(crate) type PostingKey = (&'static str, &'static str, u128, u32);
+/// `(namespace, segment, first term, part)`: a block of a segment (format 10), or a row of
+/// format 9's segments (`(namespace, segment, term, part)`).
+pub(crate) type SegmentKey = (&'static str, u64, &'static str, u32);
+/// `(namespace, segment, term, id, from_rev)`: a posting of format 8's segments.
+pub(crate) type LegacySegmentKey = (&'static str, u64, &'static str, u128, u32);
+/// A posting as a segment holds it: `(id, from_rev, tf, doc length)`.
+pub(crate) use super::posting::Posting as SegmentPosting;
+/// Every posting of a namespace's segments: `(term, id, from_rev) -> (tf, doc length)`.
+pub(crate) type SegmentMap = BTreeMap<(String, u128, u32), (u32, u32)>;
+
+/// Bytes of a posting in a segment: id, from_rev, tf, doc length.
+pub(super) use super::posting::POSTING_BYTES as SEGMENT_POSTING_BYTES;
+/// Format 9's segment rows.
+pub(super) const SEGMENT_ROW_VERSION: u8 = 1;
+/// Format 10's segment blocks.
+pub(super) const BLOCK_VERSION: u8 = 1;
+/// A segment block is closed once it holds this many bytes: a search reads one block (two
+/// when a term's postings cross a boundary) per term and segment. A block, its key (at most
+/// 280 bytes: a namespace of 200, a term of 64, their lengths, the segment and the part) and
+/// redb's leaf header (12 bytes for one entry) fit one 16 KiB page; a block of 16 KiB took a
+/// 32 KiB page of its own, half of it empty, so a merge wrote twice the bytes it needed.
+pub(super) const BLOCK_BYTES: usize = 16 * 1024 - 320;
+
+/// A level's segments are merged into one segment of the next level once it would hold this
+/// many (see the module documentation).
+pub const SEGMENT_FANOUT: usize = 8;
+/// A segment's number holds its level in the bits above these (segments of a level are one
+/// run of keys) and its sequence number below.
+pub(super) const LEVEL_SHIFT: u32 = 56;
+/// A text's distinct terms with their counts, and its length in tokens.
+pub(crate) type TermCounts = (BTreeMap<String, u32>, u32);
+/// A text a commit indexes: `((id, from_rev), terms)`.
+pub(super) type NewText = ((u128, u32), TermCounts);
+pub(crate) type TextKey = (&'static str, u128, u32);
+
+/// Term frequencies and length of a text.
+pub(crate) fn term_counts(text: &str) -> TermCounts {
+    term_counts_by(WRITE_ANALYZER, text)
+}
+
+/// [`term_counts`] by the given analysis (a read-only handle on an older file checks its
+/// index against that format's).
+pub(crate) fn term_counts_by(analyzer: Analyzer, text: &str) -> TermCounts {
+    let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+    let len = analyzer.terms(text, |t| *counts.entry(t.into_owned()).or_insert(0) += 1);
+    (counts, len)
+}
+
+/// [`term_counts`] as a list in term order, its terms borrowed from the text where they can
+/// be (a plain lower-case word): what a fresh row is encoded from, without a copy per term.
+/// Terms are those of [`WRITE_ANALYZER`].
+pub(crate) fn term_list(text: &str) -> (Vec<(std::borrow::Cow<'_, str>, u32)>, u32) {
+    let mut tokens: Vec<std::borrow::Cow<'_, str>> = Vec::new();
+    let len = WRITE_ANALYZER.terms(text, |t| tokens.push(t));
+    tokens.sort_unstable();
+    let mut out: Vec<(std::borrow::Cow<'_, str>, u32)> = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        match out.last_mut() {
+            Some((last, tf)) if *last == t => *tf += 1,
+            _ => out.push((t, 1)),
+        }
+    }
+    (out, len)
+}
