@@ -23,7 +23,7 @@
 //!   filed by the length of its visible interval; see `ended.rs`); older files are upgraded by
 //!   filling it from the revisions.
 //! - 6: a text not yet merged into the posting lists has its row in `mnemon.fresh` only, no
-//!   longer also one in `mnemon.texts` (see `lexical.rs`). A format-5 file is a valid format-6
+//!   longer also one in `mnemon.texts` (see `lexical/`). A format-5 file is a valid format-6
 //!   file (its extra rows agree with its fresh ones), so the upgrade only records the version;
 //!   the version keeps builds that expect every text in `mnemon.texts` from misreading files
 //!   written since.
@@ -32,7 +32,7 @@
 //!   the rows it returns. Older files are upgraded by filling the table again; a format-5 or
 //!   -6 file opened read-only is listed through the timeline instead.
 //! - 8: adds `mnemon.segments`, the postings of merged texts gathered in segments before they
-//!   move into the posting lists (see `lexical.rs`); older files get it empty.
+//!   move into the posting lists (see `lexical/`); older files get it empty.
 //! - 9: a segment holds its postings in one row per term (`mnemon.segment_terms`) instead of
 //!   one row per posting: a merge writes and a move reads a quarter of the rows or fewer. A
 //!   format-8 file is upgraded by moving its segments' postings there and dropping

@@ -111,7 +111,7 @@ pub(crate) const VECTOR_SPACES: TableDefinition<&str, &[u8]> = TableDefinition::
 pub(crate) const AUX: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemon.aux");
 
 /// `(namespace, term, id, from_rev) -> [1][tf u32][doc length u32]`: the lexical index's
-/// postings (see `lexical.rs`).
+/// postings (see `lexical/`).
 pub(crate) const POSTINGS: TableDefinition<(&str, &str, u128, u32), &[u8]> =
     TableDefinition::new("mnemon.postings");
 
@@ -119,7 +119,7 @@ pub(crate) const POSTINGS: TableDefinition<(&str, &str, u128, u32), &[u8]> =
 /// `POSTINGS`, one segment per merge, each in blocks of about 16 KiB holding many terms'
 /// postings; a segment's number holds its level above bit 56, and a level's
 /// [`crate::lexical::SEGMENT_FANOUT`] segments are merged into one of the next level (format
-/// 10; see `lexical.rs`).
+/// 10; see `lexical/`).
 pub(crate) const SEGMENTS: TableDefinition<(&str, u64, &str, u32), &[u8]> =
     TableDefinition::new("mnemon.segment_blocks");
 
@@ -138,11 +138,11 @@ pub(crate) const SEGMENTS_V8: TableDefinition<(&str, u64, &str, u128, u32), &[u8
 
 /// `(namespace, id, from_rev) -> [1][0 u32][doc length u32]`: the revisions that start a new
 /// text of a record, once the text is merged into `POSTINGS` (until then its row is in
-/// `FRESH` only; see `lexical.rs`).
+/// `FRESH` only; see `lexical/`).
 pub(crate) const TEXTS: TableDefinition<(&str, u128, u32), &[u8]> = TableDefinition::new("mnemon.texts");
 
 /// `(namespace, id, from_rev) -> [1][doc length u32][terms u32]([tf u32][length u16][term])*`:
-/// texts not yet merged into `POSTINGS` (see `lexical.rs`).
+/// texts not yet merged into `POSTINGS` (see `lexical/`).
 pub(crate) const FRESH: TableDefinition<(&str, u128, u32), &[u8]> = TableDefinition::new("mnemon.fresh");
 
 /// `namespace -> [2][texts u64][total length u64][fresh texts u64]`: BM25's collection

@@ -200,7 +200,7 @@ pub enum WriteOp {
         /// The value.
         value: Option<Vec<u8>>,
     },
-    /// Move the namespace's fresh texts into its posting lists now (see `lexical.rs`), rather
+    /// Move the namespace's fresh texts into its posting lists now (see `lexical/`), rather
     /// than in the commit that brings it to [`crate::FRESH_LIMIT`] fresh texts: maintenance
     /// for a quiet moment, so that no caller's write pays for the merge. Changes no record and
     /// nothing any query returns.

@@ -11,7 +11,7 @@
 //! visited. A non-essential term is sought by galloping over the fixed-width postings, so
 //! most of a common term's postings are never decoded.
 //!
-//! A record may hold several texts (one per text revision, see `lexical.rs`); it is ranked by
+//! A record may hold several texts (one per text revision, see the module `lexical`); it is ranked by
 //! the best of them, an upper bound of the score it has at the time a search asks about,
 //! which only resolving it tells (see [`crate::lexical`]'s search, which checks that the
 //! pruning did not cost it a visible record and asks again for more if it did).
