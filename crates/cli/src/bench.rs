@@ -12,7 +12,7 @@ use mnemon::index::{Engine, HnswParams, VectorIndex};
 use serde_json::json;
 
 use crate::cli::BenchCmd;
-use crate::commands::usage;
+use crate::open::usage;
 use crate::output::{Out, table};
 
 pub fn run(out: &mut Out, embedder: Option<&str>, cmd: &BenchCmd) -> Result<()> {
@@ -35,7 +35,7 @@ pub fn run(out: &mut Out, embedder: Option<&str>, cmd: &BenchCmd) -> Result<()> 
             reference.as_deref(),
         ),
         BenchCmd::Search { records, queries, seed, lexical_share } => {
-            let e = embedder.map(|n| crate::commands::embedder_named(Some(n))).transpose()?;
+            let e = embedder.map(|n| crate::open::embedder_named(Some(n))).transpose()?;
             crate::evaluate::run(out, e, *records, *queries, *seed, lexical_share)
         }
         BenchCmd::Retrieval { dataset, mode, min_score, lexical_share, questions, dump } => {
@@ -43,7 +43,7 @@ pub fn run(out: &mut Out, embedder: Option<&str>, cmd: &BenchCmd) -> Result<()> 
                 .iter()
                 .map(|m| m.parse::<mnemon::TextMode>().map_err(usage))
                 .collect::<Result<Vec<_>>>()?;
-            let e = embedder.map(|n| crate::commands::embedder_named(Some(n))).transpose()?;
+            let e = embedder.map(|n| crate::open::embedder_named(Some(n))).transpose()?;
             let opts = crate::retrieval::Options {
                 dataset,
                 modes: &modes,

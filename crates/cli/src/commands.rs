@@ -1,176 +1,21 @@
 //! What each command does.
 
-use std::io::Read;
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
 use mnemon::json::{RecordView, parse_input};
 use mnemon::transfer::{self, ImportOptions};
-use mnemon::{AsOf, Db, ListQuery, Namespace, Ns, Outcome, RecordId, Timestamp};
-use serde_json::{Value, json};
+use mnemon::{Db, ListQuery, Timestamp};
+use serde_json::json;
 
-use crate::UsageError;
 use crate::cli::{AsOfArgs, Cli, Command, NewArgs};
-use crate::output::{Out, chain_table, history_table, record_detail, records_table, table, when};
-
-pub(crate) fn usage(msg: impl Into<String>) -> anyhow::Error {
-    UsageError(msg.into()).into()
-}
-
-/// Read `--data`: literal JSON, `-` for standard input, `@FILE` for a file.
-pub(crate) fn read_data(data: &str) -> Result<Value> {
-    read_json(data, "--data")
-}
-
-/// Read a JSON argument: literal JSON, `-` for standard input, `@FILE` for a file.
-pub(crate) fn read_json(data: &str, flag: &str) -> Result<Value> {
-    let text = if data == "-" {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).context("cannot read standard input")?;
-        s
-    } else if let Some(path) = data.strip_prefix('@') {
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?
-    } else {
-        data.to_string()
-    };
-    serde_json::from_str(&text).map_err(|e| usage(format!("{flag} is not valid JSON: {e}")))
-}
-
-/// A full id, or a unique suffix of one (at least 6 hex digits) in the namespace.
-fn resolve_id(db: &Db, ns: &Namespace, s: &str) -> Result<RecordId> {
-    Ok(db.ns(ns.as_str())?.resolve_id(s)?)
-}
-
-/// Check the id's form, open the database for writing, and resolve the id in the namespace.
-pub(crate) fn open_with_id(cli: &Cli, id: &str) -> Result<(Db, Ns, RecordId)> {
-    check_id_form(id)?;
-    let db = open(cli)?;
-    let id = resolve_id(&db, &namespace(cli)?, id)?;
-    let ns = ns_handle(&db, cli)?;
-    Ok((db, ns, id))
-}
-
-/// Validate an id argument's form before opening anything.
-/// A record id (or a unique prefix of one) in namespace `ns`.
-pub(crate) fn resolve_in(db: &Db, ns: &Namespace, s: &str) -> Result<RecordId> {
-    check_id_form(s)?;
-    resolve_id(db, ns, s)
-}
-
-/// A record id (or a unique prefix of one) named on the command line, in `--ns`.
-pub(crate) fn resolve(db: &Db, cli: &Cli, s: &str) -> Result<RecordId> {
-    check_id_form(s)?;
-    resolve_id(db, &namespace(cli)?, s)
-}
-
-fn check_id_form(s: &str) -> Result<()> {
-    let hex: String = s.chars().filter(|c| *c != '-').collect();
-    if RecordId::parse(s).is_ok() || (hex.len() >= 6 && hex.chars().all(|c| c.is_ascii_hexdigit())) {
-        Ok(())
-    } else {
-        Err(RecordId::parse(s).err().map_or_else(|| usage("invalid id"), Into::into))
-    }
-}
-
-pub(crate) fn open(cli: &Cli) -> Result<Db> {
-    Ok(with_embedder(cli, Db::builder(&cli.db).shared(true))?.open()?)
-}
-
-/// Open for reading: several readers (other `mnemon` calls) may share the file.
-pub(crate) fn open_read(cli: &Cli) -> Result<Db> {
-    Ok(with_embedder(cli, Db::builder(&cli.db).shared(true).read_only(true))?.open()?)
-}
-
-/// The embedder asked for with `--embedder` (else the database's recorded one).
-pub(crate) fn with_embedder(cli: &Cli, b: mnemon::DbBuilder) -> Result<mnemon::DbBuilder> {
-    Ok(match cli.embedder.as_deref() {
-        Some(name) => b.embedder(embedder_named(Some(name))?),
-        None => b,
-    })
-}
-
-/// A progress bar on stderr for `len` steps (hidden for `--json` runs).
-pub(crate) fn progress_bar(len: u64, what: &str, hidden: bool) -> indicatif::ProgressBar {
-    if hidden {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(len);
-    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(&format!(
-            "{what} [{{bar:40}}] {{pos}}/{{len}} ({{per_sec}}, eta {{eta}})"
-        ))
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    bar
-}
-
-/// The embedder `--embedder` names, built (the hashing default when none is named).
-pub(crate) fn embedder_named(name: Option<&str>) -> Result<std::sync::Arc<dyn mnemon::embed::Embedder>> {
-    Ok(match name {
-        Some("http") => {
-            std::sync::Arc::new(mnemon::embed::HttpEmbedder::new(mnemon::embed::HttpConfig::from_env())?)
-        }
-        Some(m) if m == "minilm" || m.starts_with("minilm:") => local_minilm(m)?,
-        _ => std::sync::Arc::new(mnemon::embed::HashEmbedder::default()),
-    })
-}
-
-/// `minilm[:DIR]`: the local all-MiniLM-L6-v2 from DIR (else its default directory).
-#[cfg(feature = "local-minilm")]
-pub(crate) fn local_minilm(spec: &str) -> Result<std::sync::Arc<dyn mnemon::embed::Embedder>> {
-    use mnemon::embed::LocalMiniLm;
-    let dir = spec.strip_prefix("minilm:").map_or_else(LocalMiniLm::default_dir, std::path::PathBuf::from);
-    Ok(std::sync::Arc::new(LocalMiniLm::open(dir)?))
-}
-
-/// The embedder of a new database: the local model if it is installed, else (`Err`) the
-/// one-line note saying that the hashing embedder is used and how to install the model.
-type Embedder = std::sync::Arc<dyn mnemon::embed::Embedder>;
-
-#[cfg(feature = "local-minilm")]
-fn default_local() -> Result<std::result::Result<Embedder, String>> {
-    let dir = mnemon::embed::LocalMiniLm::default_dir();
-    if !dir.join("model.safetensors").is_file() {
-        return Ok(Err(format!(
-            "no local embedding model in {}: using the offline hashing embedder (words, not \
-             meaning); install the model with scripts/fetch-minilm.sh, then run `mnemon --embedder \
-             local reindex`",
-            dir.display()
-        )));
-    }
-    Ok(Ok(std::sync::Arc::new(mnemon::embed::LocalMiniLm::open(dir)?)))
-}
-
-/// Without the feature: the hashing embedder, with a note.
-#[cfg(not(feature = "local-minilm"))]
-fn default_local() -> Result<std::result::Result<Embedder, String>> {
-    Ok(Err("this mnemon was built without the local embedder: using the offline hashing embedder \
-            (words, not meaning)"
-        .to_string()))
-}
-
-/// Without the feature: a clear error.
-#[cfg(not(feature = "local-minilm"))]
-pub(crate) fn local_minilm(_spec: &str) -> Result<std::sync::Arc<dyn mnemon::embed::Embedder>> {
-    Err(usage(
-        "this mnemon was built without the local MiniLM embedder: build it with \
-         `cargo build --release -p mnemon-cli --features local-minilm` and fetch the model \
-         with scripts/fetch-minilm.sh",
-    ))
-}
-
-fn namespace(cli: &Cli) -> Result<Namespace> {
-    Ok(Namespace::new(cli.ns.as_str())?)
-}
-
-fn ns_handle(db: &Db, cli: &Cli) -> Result<Ns> {
-    Ok(db.ns(&cli.ns)?)
-}
-
-fn as_of(a: AsOfArgs) -> AsOf {
-    AsOf { valid: a.as_of, known: a.known_at }
-}
+use crate::open::{
+    check_id_form, default_local, namespace, ns_handle, open, open_read, open_with_id, read_data, resolve_id,
+    usage, with_embedder,
+};
+use crate::output::{
+    Out, chain_table, history_table, print_outcome, record_detail, records_table, table, when,
+};
 
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
@@ -188,7 +33,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 tags: tags.clone(),
                 source: agent.clone(),
                 task: task.clone(),
-                as_of: self::as_of(*as_of),
+                as_of: crate::open::as_of(*as_of),
                 limit: *limit,
             };
             list(&cli, &mut out, &q, *explain)?;
@@ -328,7 +173,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 agent: agent.clone(),
                 task: task.clone(),
                 also: also.clone(),
-                as_of: as_of(*a),
+                as_of: crate::open::as_of(*a),
                 min_score: *min_score,
             };
             crate::search::run(&cli, &mut out, query.as_deref(), &filter, *limit, *mode, batch.as_deref())?
@@ -407,26 +252,6 @@ fn add(cli: &Cli, out: &mut Out, kind: mnemon::Kind, new: &NewArgs) -> Result<()
     print_outcome(out, &o, false)
 }
 
-/// Print what a write did: the id (and, for corrections, the new revision number).
-pub(crate) fn print_outcome(out: &mut Out, o: &Outcome, show_rev: bool) -> Result<()> {
-    let (doc, text) = match *o {
-        Outcome::Existing { id } => (json!({"id": id, "existing": true}), id.to_string()),
-        Outcome::Written { id, rev } if show_rev => {
-            (json!({"id": id, "rev": rev}), format!("{id} is now at revision {rev}"))
-        }
-        Outcome::VectorStored { id, rev } => {
-            (json!({"id": id, "rev": rev}), format!("stored the vector of {id} (serving revision {rev} on)"))
-        }
-        ref other => (json!({"id": other.id()}), other.id().to_string()),
-    };
-    if out.json {
-        out.json_line(&doc)?;
-    } else {
-        out.line(text)?;
-    }
-    Ok(())
-}
-
 fn get(cli: &Cli, out: &mut Out, id: &str, a: AsOfArgs) -> Result<()> {
     check_id_form(id)?;
     let db = open_read(cli)?;
@@ -434,7 +259,7 @@ fn get(cli: &Cli, out: &mut Out, id: &str, a: AsOfArgs) -> Result<()> {
     let id = resolve_id(&db, &ns, id)?;
     let snap = db.snapshot()?;
     let at = a.as_of.unwrap_or_else(|| db.now());
-    let q = as_of(a);
+    let q = crate::open::as_of(a);
     match snap.get(&ns, id, q)? {
         Some(r) => {
             if out.json {

@@ -176,7 +176,7 @@ pub fn run(
             .collect();
         db.write(ops)?;
     }
-    let bar = crate::commands::progress_bar(records as u64, "embedding", out.json);
+    let bar = crate::open::progress_bar(records as u64, "embedding", out.json);
     let stats = db.reindex(Some("eval"), 64, |done, _| bar.set_position(done as u64))?;
     bar.finish_and_clear();
     if stats.failures > 0 {
@@ -264,7 +264,7 @@ pub fn embed_speed(
     }
     let mut rows = Vec::new();
     for name in names {
-        let e = crate::commands::embedder_named(Some(name))?;
+        let e = crate::open::embedder_named(Some(name))?;
         e.embed(&all[..all.len().min(8)])?; // warm up
         let t = Instant::now();
         for chunk in all.chunks(batch.max(1)) {

@@ -10,6 +10,7 @@ mod commands;
 mod domain;
 mod evaluate;
 mod mcp;
+mod open;
 mod output;
 mod retrieval;
 mod search;

@@ -249,7 +249,7 @@ pub fn run(out: &mut Out, embedder: Option<Arc<dyn Embedder>>, opts: &Options<'_
     let t = Instant::now();
     let (convs, dropped) = load(&db, &data, opts.limit_questions)?;
     let turns: usize = convs.iter().map(|c| c.turns.len()).sum();
-    let bar = crate::commands::progress_bar(turns as u64, "embedding", out.json);
+    let bar = crate::open::progress_bar(turns as u64, "embedding", out.json);
     let stats = db.reindex(None, 64, |done, _| bar.set_position(done as u64))?;
     bar.finish_and_clear();
     if stats.failures > 0 {

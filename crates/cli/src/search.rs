@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::cli::Cli;
-use crate::commands::{open, open_read, usage};
+use crate::open::{open, open_read, usage};
 use crate::output::{Out, hits_table};
 
 pub struct Filter {
@@ -156,8 +156,7 @@ pub fn run(
 
 pub fn reindex(cli: &Cli, out: &mut Out, only: Option<&str>, batch: usize) -> Result<()> {
     let db = if cli.embedder.is_some() {
-        crate::commands::with_embedder(cli, mnemon::Db::builder(&cli.db).shared(true).reembed(true))?
-            .open()?
+        crate::open::with_embedder(cli, mnemon::Db::builder(&cli.db).shared(true).reembed(true))?.open()?
     } else {
         open(cli)?
     };

@@ -6,7 +6,8 @@ use mnemon::{AsOf, Found, Kind};
 use serde_json::json;
 
 use crate::cli::{AsOfArgs, Cli, IndexCmd, VectorCmd};
-use crate::commands::{open, open_read, open_with_id, print_outcome, read_json, usage};
+use crate::open::{open, open_read, open_with_id, read_json, usage};
+use crate::output::print_outcome;
 use crate::output::{Out, cut, short, table};
 
 /// Parse a JSON array of numbers (NaN and infinities cannot be written in JSON; the storage

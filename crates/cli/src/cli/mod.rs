@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use mnemon::{Kind, Timestamp};
 
+pub mod domain;
+
 /// mnemon: an embedded, bitemporal memory database for AI agents.
 #[derive(Debug, Parser)]
 #[command(name = "mnemon", version, about, long_about = None, propagate_version = true)]
@@ -284,33 +286,33 @@ pub enum Command {
     Bench(BenchCmd),
     /// Task transitions (with their history), dependencies, overdue tasks, the ordered list.
     #[command(subcommand)]
-    Task(crate::domain::TaskCmd),
+    Task(domain::TaskCmd),
     /// Decision statuses, supersession with its history chain, links to tasks.
     #[command(subcommand)]
-    Decision(crate::domain::DecisionCmd),
+    Decision(domain::DecisionCmd),
     /// Entities found or created by name, mentions, properties, links, merges.
     #[command(subcommand)]
-    Entity(crate::domain::EntityCmd),
+    Entity(domain::EntityCmd),
     /// Conversations: start, add messages, end with a summary, recent ones.
     #[command(subcommand)]
-    Conversation(crate::domain::ConversationCmd),
+    Conversation(domain::ConversationCmd),
     /// Scoped markdown memory: global / project / agent entries with importance TTLs, briefs,
     /// the markdown entry format, the knowledge-graph JSONL import, the memory block.
     #[command(subcommand)]
-    Memory(crate::domain::MemoryCmd),
+    Memory(domain::MemoryCmd),
     /// A project's knowledge (use `--ns project:...`): patterns, gotchas, relationships, the
     /// learnings log, search, the context block.
     #[command(subcommand)]
-    Project(crate::domain::ProjectCmd),
+    Project(domain::ProjectCmd),
     /// An agent's role knowledge (use `--ns agent:NAME`): learn, reinforce, list, prune.
     #[command(subcommand)]
-    Knowledge(crate::domain::KnowledgeCmd),
+    Knowledge(domain::KnowledgeCmd),
     /// An agent's preferences, task metrics, error patterns, performance and context block.
     #[command(subcommand)]
-    Agent(crate::domain::AgentCmd),
+    Agent(domain::AgentCmd),
     /// Episodes: store, query by similarity, a task's context within a token budget, prune.
     #[command(subcommand)]
-    Episode(crate::domain::EpisodeCmd),
+    Episode(domain::EpisodeCmd),
     /// The context block for a prompt: critical gotchas, the brief, active decisions and
     /// tasks, relevant records, preferences, role knowledge; never over --budget tokens
     /// (o200k_base). The token count goes to stderr (or `tokens` in --json).
