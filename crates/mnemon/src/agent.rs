@@ -414,8 +414,13 @@ impl Drop for AccessLog {
 impl crate::db::Db {
     /// Write the buffered access counts of episode queries now.
     pub fn flush_access(&self) -> Result<()> {
-        self.access.flush()
+        access_log(self).flush()
     }
+}
+
+/// The database's access log (made on first use; flushed when the database closes).
+fn access_log(db: &crate::db::Db) -> std::sync::Arc<AccessLog> {
+    db.extension(|db| AccessLog::new(db.store().clone(), db.is_read_only()))
 }
 
 /// Episodes of one namespace; see [`Ns::episodes`].
@@ -466,7 +471,7 @@ impl Episodes<'_> {
         let hits = self.ns.search(query).kinds([Kind::Episode]).limit(limit).mode(TextMode::Hybrid).run()?;
         let recs: Vec<Record> = hits.into_iter().map(|h| h.record).collect();
         let ids: Vec<RecordId> = recs.iter().map(|r| r.id).collect();
-        self.ns.db().access.note(self.ns.name(), &ids, self.ns.db().now())?;
+        access_log(self.ns.db()).note(self.ns.name(), &ids, self.ns.db().now())?;
         Ok(recs)
     }
 
@@ -474,7 +479,7 @@ impl Episodes<'_> {
     /// body's own counts included).
     pub fn access(&self, id: RecordId) -> Result<Access> {
         let r = self.ns.latest(id)?.ok_or_else(|| not_found(self.ns, id))?;
-        let mut a = self.ns.db().access.get(self.ns.name(), id)?;
+        let mut a = access_log(self.ns.db()).get(self.ns.name(), id)?;
         if let Body::Episode(e) = &r.body {
             a.count += e.access_count;
             a.last = a.last.max(e.last_accessed_at);

@@ -16,7 +16,6 @@ use crate::embedding::{EmbedStats, EmbedderRecord, Embedding, MODEL_KEY};
 
 use crate::error::{Error, Result};
 use crate::json;
-use crate::search::TextSearch;
 
 /// Configure, then open, a database.
 #[derive(Clone)]
@@ -154,8 +153,7 @@ impl DbBuilder {
                 store.write(vec![WriteOp::PutAux { key: MODEL_KEY.into(), value: Some(value) }])?;
             }
         }
-        let access = Arc::new(crate::agent::AccessLog::new(store.clone(), read_only));
-        Ok(Db { store, index, embedding, access, graphs: Arc::default() })
+        Ok(Db { store, index, embedding, read_only, extensions: Arc::default() })
     }
 }
 
@@ -166,11 +164,43 @@ pub struct Db {
     store: Store,
     index: Arc<VectorIndexes>,
     embedding: Arc<Embedding>,
-    pub(crate) access: Arc<crate::agent::AccessLog>,
-    pub(crate) graphs: Arc<crate::graph::GraphCache>,
+    read_only: bool,
+    extensions: Arc<Extensions>,
+}
+
+/// The state that modules above [`Db`] keep per database (the buffered access counts of
+/// episodes, the entity graphs), by type: each is made on first use by its module and lives
+/// as long as the database, which holds them without knowing them.
+#[derive(Default)]
+struct Extensions(
+    std::sync::Mutex<std::collections::HashMap<std::any::TypeId, Arc<dyn std::any::Any + Send + Sync>>>,
+);
+
+impl std::fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Extensions").finish_non_exhaustive()
+    }
 }
 
 impl Db {
+    /// The database's `T` (see [`Extensions`]), made by `make` on first use. `make` must not
+    /// ask for another extension.
+    pub(crate) fn extension<T: std::any::Any + Send + Sync>(&self, make: impl FnOnce(&Db) -> T) -> Arc<T> {
+        let mut map = self.extensions.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let key = std::any::TypeId::of::<T>();
+        if let Some(found) = map.get(&key).and_then(|e| Arc::clone(e).downcast::<T>().ok()) {
+            return found;
+        }
+        let made = Arc::new(make(self));
+        map.insert(key, made.clone());
+        made
+    }
+
+    /// Whether the database was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
     /// A builder for the database at `path`.
     pub fn builder(path: impl AsRef<Path>) -> DbBuilder {
         DbBuilder {
@@ -644,12 +674,6 @@ impl Ns {
     /// The records nearest to `vector` in space `space`; refine, then [`VectorSearch::run`].
     pub fn vector_search<'a>(&'a self, space: &'a str, vector: &'a [f32], k: usize) -> VectorSearch<'a> {
         VectorSearch { ns: self, query: Query::new(space, &self.ns, vector, k) }
-    }
-
-    /// Search the namespace's records by text: hybrid (lexical and vector, fused) by default;
-    /// refine, then [`TextSearch::run`].
-    pub fn search(&self, text: &str) -> TextSearch<'_> {
-        TextSearch::new(self, text)
     }
 
     /// The supersession chain through the record, oldest first.

@@ -288,7 +288,7 @@ impl Graph<'_> {
     /// namespace are serialised in this process, so a call's read and its write see no other
     /// call of this process in between.
     fn with<T>(&self, f: impl FnOnce(&Model) -> Result<T>) -> Result<T> {
-        let model = self.ns.db().graphs.model(self.ns.name());
+        let model = self.ns.db().extension(|_| GraphCache::default()).model(self.ns.name());
         let mut m = model.lock().unwrap_or_else(PoisonError::into_inner);
         let snap = self.ns.db().snapshot()?;
         if let Err(e) = m.refresh(&snap, self.ns.name()) {

@@ -12,6 +12,14 @@ use serde::Serialize;
 use crate::db::Ns;
 use crate::error::{Error, Result};
 
+impl Ns {
+    /// Search the namespace's records by text: hybrid (lexical and vector, fused) by default;
+    /// refine, then [`TextSearch::run`].
+    pub fn search(&self, text: &str) -> TextSearch<'_> {
+        TextSearch::new(self, text)
+    }
+}
+
 /// Which evidence a search uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
