@@ -70,6 +70,25 @@ fn one_line(e: &anyhow::Error) -> String {
     msg.replace('\n', " ")
 }
 
+/// clap's message in one line: its first line with the indented lines under it (the
+/// arguments it names, e.g. the missing ones), and the command's usage.
+fn clap_one_line(text: &str) -> String {
+    let mut lines = text.lines().skip_while(|l| l.trim().is_empty());
+    let mut out = lines.next().unwrap_or("error: invalid arguments").trim_end().to_string();
+    let named: Vec<&str> = lines
+        .by_ref()
+        .take_while(|l| l.starts_with(char::is_whitespace) && !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    if !named.is_empty() {
+        out = format!("{} {}", out.trim_end_matches(':').to_string() + ":", named.join(", "));
+    }
+    match text.lines().find_map(|l| l.strip_prefix("Usage: ")) {
+        Some(usage) => format!("{out} (usage: {})", usage.trim()),
+        None => format!("{out} (see `mnemon --help`)"),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match cli::Cli::try_parse() {
         Ok(c) => c,
@@ -85,10 +104,7 @@ fn main() -> ExitCode {
                     ExitCode::from(2)
                 }
                 _ => {
-                    let text = e.render().to_string();
-                    let first =
-                        text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: invalid arguments");
-                    eprintln!("{first} (see `mnemon --help`)");
+                    eprintln!("{}", clap_one_line(&e.render().to_string()));
                     ExitCode::from(2)
                 }
             };
@@ -101,5 +117,25 @@ fn main() -> ExitCode {
             eprintln!("error: {}", one_line(&e));
             ExitCode::from(exit_code(&e))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clap_one_line;
+
+    #[test]
+    fn clap_errors_keep_the_arguments_they_name() {
+        let missing = "error: the following required arguments were not provided:\n  <ID>\n\nUsage: mnemon get <ID>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            clap_one_line(missing),
+            "error: the following required arguments were not provided: <ID> (usage: mnemon get <ID>)"
+        );
+        let plain = "error: unexpected argument '--bogus' found\n\nUsage: mnemon list [OPTIONS]\n";
+        assert_eq!(
+            clap_one_line(plain),
+            "error: unexpected argument '--bogus' found (usage: mnemon list [OPTIONS])"
+        );
+        assert_eq!(clap_one_line(""), "error: invalid arguments (see `mnemon --help`)");
     }
 }

@@ -926,6 +926,10 @@ fn task_decision_entity_conversation_groups() {
     assert_eq!(shown[0]["body"]["summary"], "chose redb");
     assert_eq!(shown[2]["body"]["role"], "assistant");
     env.run(&["conversation", "add", &c, "late"]).fails(1, "ended");
+    // A message's title keeps its case; only the role is spelled as in JSON.
+    let listed = env.run(&["list", "message"]).ok().to_string();
+    assert!(listed.contains("user: Should we use redb?"), "{listed}");
+    assert!(listed.contains("assistant: Yes."), "{listed}");
 
     let tagged = env.run(&["--json", "tagged", "storage"]).json_lines();
     assert_eq!(tagged.len(), 1);
@@ -1025,7 +1029,10 @@ fn project_group() {
     ])
     .ok();
     assert_eq!(pj(&["project", "gotchas", "--severity", "high"]).json_lines().len(), 1);
-    pj(&["project", "relate", "api", "depends_on", "storage"]).ok();
+    let back =
+        pj(&["project", "relate", "api", "depends_on", "storage"]).json()["id"].as_str().unwrap().to_string();
+    // The refusal names the relationship that closes the path, never a nil id.
+    pj(&["project", "relate", "storage", "depends_on", "api"]).fails(1, &format!("record {back}: "));
     pj(&["project", "relate", "storage", "depends_on", "api"]).fails(1, "cycle");
     assert_eq!(pj(&["project", "relations", "api"]).json_lines().len(), 1);
     pj(&["project", "learn", "Index files live beside the db", "--agent", "dev-2", "--type", "note"]).ok();
@@ -1425,4 +1432,14 @@ fn mcp_server_survives_bad_requests() {
     let entity: Value = serde_json::from_str(graph.lines().next().unwrap()).unwrap();
     assert_eq!(entity["name"], "Nul\u{0}Name");
     assert_eq!(entity["observations"][1].as_str().unwrap().len(), 2_000_000);
+}
+
+/// A missing argument is named in the one-line error, with the command's usage.
+#[test]
+fn a_missing_argument_is_named() {
+    let env = Env::new();
+    env.init();
+    env.run(&["get"]).fails(2, "<ID>");
+    env.run(&["get"]).fails(2, "usage: mnemon get");
+    env.run(&["task", "block", "0123456789ab"]).fails(2, "--reason");
 }

@@ -158,26 +158,32 @@ impl Project<'_> {
             if f == t {
                 return Err(crate::error::invalid(format!("{from} cannot {rel} itself")));
             }
-            // Is there already a path to -> ... -> from over this type?
-            let mut edges: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            // Is there already a path to -> ... -> from over this type? Each edge keeps its
+            // relationship's id: the error names the one that leads back to `from`.
+            let mut edges: BTreeMap<String, Vec<(String, RecordId)>> = BTreeMap::new();
             for r in self.ns.list_of::<Relation>(AsOf::now())? {
                 if let Body::Relation(x) = &r.body
                     && normalise_key(&x.relation_type).replace(' ', "_") == rel
                 {
-                    edges.entry(normalise_key(&x.from)).or_default().push(normalise_key(&x.to));
+                    edges.entry(normalise_key(&x.from)).or_default().push((normalise_key(&x.to), r.id));
                 }
             }
-            let mut stack = vec![t.clone()];
+            let mut stack: Vec<(String, Option<RecordId>)> = vec![(t.clone(), None)];
             let mut seen = BTreeSet::new();
-            while let Some(n) = stack.pop() {
-                if n == f {
+            while let Some((n, via)) = stack.pop() {
+                if n == f
+                    && let Some(id) = via
+                {
                     return Err(Error::Rule {
-                        id: RecordId::from_u128(0),
-                        reason: format!("{from} {rel} {to} would close a {rel} cycle through {to}"),
+                        id,
+                        reason: format!(
+                            "{from} {rel} {to} would close a {rel} cycle: {to} already leads back to {from} \
+                             (this relationship closes the path)"
+                        ),
                     });
                 }
                 if seen.insert(n.clone()) {
-                    stack.extend(edges.get(&n).into_iter().flatten().cloned());
+                    stack.extend(edges.get(&n).into_iter().flatten().map(|(to, id)| (to.clone(), Some(*id))));
                 }
             }
         }

@@ -368,6 +368,18 @@ pub enum Role {
     Tool,
 }
 
+impl Role {
+    /// The role as its JSON form spells it (`user`, `assistant`, `system`, `tool`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::System => "system",
+            Role::Tool => "tool",
+        }
+    }
+}
+
 /// One message of a conversation.
 #[derive(Clone, PartialEq, Debug, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -639,7 +651,7 @@ impl Body {
                     b.title.clone()
                 }
             }
-            Body::Message(b) => format!("{:?}: {}", b.role, b.content).to_lowercase(),
+            Body::Message(b) => format!("{}: {}", b.role.as_str(), b.content),
             Body::Metrics(b) => format!("{} ({} iterations)", b.task, b.iterations),
         }
     }
