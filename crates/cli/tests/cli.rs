@@ -1103,12 +1103,24 @@ fn memory_group() {
     let graph = env.dir.path().join("memory.jsonl");
     std::fs::write(&graph, "{\"type\":\"entity\",\"name\":\"user\",\"entityType\":\"person\",\"observations\":[\"Likes dark mode\"]}\n").unwrap();
     assert_eq!(env.run(&["--json", "memory", "import-graph", graph.to_str().unwrap()]).json()["imported"], 1);
+    // Importing it again adds nothing: the preference is listed once.
+    assert_eq!(env.run(&["--json", "memory", "import-graph", graph.to_str().unwrap()]).json()["imported"], 0);
+    let prefs = env.run(&["memory", "show", "--section", "preferences"]).ok().to_string();
+    assert_eq!(prefs.matches("Likes dark mode").count(), 1, "{prefs}");
     let ctx = env.run(&["--json", "memory", "context", "--scope", p, "--query", "why does emit fail"]).json();
     let text = ctx["context"].as_str().unwrap();
     assert!(
         text.contains("## brief") && text.contains("## recent errors") && text.contains("## preferences"),
         "{text}"
     );
+    // A budget smaller than the block's frame gets nothing; a larger one is kept to.
+    for budget in ["0", "5", "12"] {
+        let small = env.run(&["--json", "memory", "context", "--scope", p, "--budget", budget]).json();
+        assert_eq!(small["context"], "", "budget {budget}");
+    }
+    let some = env.run(&["--json", "memory", "context", "--scope", p, "--budget", "40"]).json();
+    let some = some["context"].as_str().unwrap();
+    assert!(some.starts_with("<mnemon-memory") && some.chars().count() <= 40 * 4, "{some}");
     let id = a["id"].as_str().unwrap();
     env.run(&["memory", "delete", id, "--scope", p]).ok();
     assert!(!env.run(&["memory", "show", "--scope", p, "--section", "learnings"]).ok().contains("Zustand"));

@@ -45,7 +45,7 @@ pub fn project_id(path: &str) -> String {
 }
 
 /// Where an entry lives.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Scope {
     /// Across all projects (namespace `global`).
     Global,
@@ -89,7 +89,7 @@ impl Scope {
 }
 
 /// A section of a scope: a markdown file in the design document.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Section {
     /// `learnings.md` (learning records).
     Learnings,
@@ -397,8 +397,9 @@ impl Memory<'_> {
     /// the global scope; its observations become entries of importance 3 in `errors` if the
     /// entity name or type mentions an error, `patterns` if a pattern, else `learnings`
     /// (project) or `preferences` (global). Relations become learnings
-    /// ("from relationType to"). Returns how many entries were written. A bad line is an
-    /// error naming it, and nothing is written.
+    /// ("from relationType to"). An observation its section already holds (the same text) is
+    /// skipped, so importing a file again adds nothing. Returns how many entries were
+    /// written. A bad line is an error naming it, and nothing is written.
     pub fn import_graph_jsonl(&self, text: &str) -> Result<usize> {
         let mut plan: Vec<(Scope, Section, String)> = Vec::new();
         for (i, line) in text.lines().enumerate() {
@@ -452,9 +453,23 @@ impl Memory<'_> {
                 }
             }
         }
-        let n = plan.len();
+        // An observation already held in its section (from an earlier import of the same
+        // file, or twice in this one) is not added again.
+        let mut held: std::collections::HashMap<(Scope, Section), std::collections::HashSet<String>> =
+            std::collections::HashMap::new();
+        let mut n = 0;
         for (scope, section, content) in plan {
-            self.add(&scope, section, &content, 3)?;
+            let texts = match held.entry((scope.clone(), section)) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let current = self.entries(&scope, section)?;
+                    e.insert(current.iter().map(|r| entry_text(r).trim().to_string()).collect())
+                }
+            };
+            if texts.insert(content.trim().to_string()) {
+                self.add(&scope, section, &content, 3)?;
+                n += 1;
+            }
         }
         Ok(n)
     }
@@ -463,6 +478,7 @@ impl Memory<'_> {
     /// 4): the project brief (up to 200 tokens), the learnings relevant to `query` (all when
     /// it is empty) by importance, at most 5; the project's recent errors (at most 3) when the
     /// query speaks of errors (or is empty); the global preferences by importance, at most 3.
+    /// A budget smaller than the block's frame gives an empty string.
     pub fn context(&self, scope: &Scope, query: &str, token_budget: usize) -> Result<String> {
         use crate::agent::estimate_tokens;
         let label = match scope {
@@ -522,6 +538,10 @@ impl Memory<'_> {
         let close = "</mnemon-memory>";
         let mut out = open.clone();
         let mut used = estimate_tokens(&open) + estimate_tokens(close);
+        // A budget too small for the frame itself gets nothing, not a frame over it.
+        if used > token_budget {
+            return Ok(String::new());
+        }
         for (head, lines) in parts {
             let mut block = format!("## {head}\n");
             for l in lines {
