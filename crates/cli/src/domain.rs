@@ -653,11 +653,26 @@ pub fn memory(cli: &Cli, out: &mut Out, cmd: &MemoryCmd) -> Result<()> {
     match cmd {
         MemoryCmd::Add { section: s, content, scope: sc, importance } => {
             let sc = scope(sc)?;
-            show_id(
-                out,
-                mem.add(&sc, section(s)?, content, *importance)?,
-                json!({ "namespace": sc.namespace() }),
-            )
+            let o = mem.add_entry(&sc, section(s)?, content, *importance)?;
+            // Say when the entry was already there, or replaced one of the same title.
+            let (extra, note) = match o {
+                mnemon::Outcome::Existing { .. } => {
+                    (json!({ "existing": true }), Some("already there".to_string()))
+                }
+                mnemon::Outcome::Superseded { old, .. } => {
+                    (json!({ "superseded": old }), Some(format!("supersedes {old}, which said otherwise")))
+                }
+                _ => (json!({}), None),
+            };
+            let mut extra = extra;
+            if let Some(e) = extra.as_object_mut() {
+                e.insert("namespace".into(), json!(sc.namespace()));
+            }
+            if let (false, Some(n)) = (out.json, &note) {
+                out.line(format!("{} ({n})", o.id()))?;
+                return Ok(());
+            }
+            show_id(out, o.id(), extra)
         }
         MemoryCmd::Brief { scope: sc, text } => show_id(out, mem.set_brief(&scope(sc)?, text)?, json!({})),
         MemoryCmd::Show { scope: sc, section: s } => {

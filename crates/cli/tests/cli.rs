@@ -1077,6 +1077,33 @@ fn memory_group() {
     env.run(&["memory", "add", "errors", "emit fails → create the window first", "--scope", p]).ok();
     env.run(&["memory", "add", "preferences", "Prefers strict mode", "--importance", "5"]).ok();
     env.run(&["memory", "add", "learnings", "x", "--importance", "9"]).fails(2, "importance");
+    // A pattern of an existing title: the same again is reported as existing; another
+    // description or importance supersedes it.
+    let add_pattern = |text: &str, importance: &str| {
+        env.run(&["--json", "memory", "add", "patterns", text, "--scope", p, "--importance", importance])
+            .json()
+    };
+    let first = add_pattern("Store slices: one slice per feature", "3");
+    let same = add_pattern("Store slices: one slice per feature", "3");
+    assert_eq!((same["id"].clone(), same["existing"].clone()), (first["id"].clone(), Value::Bool(true)));
+    let changed = add_pattern("Store slices: a different description now", "5");
+    assert_eq!(changed["superseded"], first["id"]);
+    let shown = env.run(&["memory", "show", "--scope", p, "--section", "patterns"]).ok().to_string();
+    assert!(
+        shown.contains("a different description now") && !shown.contains("one slice per feature"),
+        "{shown}"
+    );
+    let plain = env.run(&[
+        "memory",
+        "add",
+        "patterns",
+        "Store slices: a different description now",
+        "--scope",
+        p,
+        "--importance",
+        "5",
+    ]);
+    assert!(plain.ok().contains("already there"));
     env.run(&["memory", "add", "notes", "x"]).fails(2, "unknown section");
     env.run(&["memory", "add", "learnings", "x", "--scope", "team:x"]).fails(2, "unknown scope");
     env.run(&["memory", "brief", "--scope", p, "Tauri 2 with React 19"]).ok();
@@ -1124,7 +1151,7 @@ fn memory_group() {
     let id = a["id"].as_str().unwrap();
     env.run(&["memory", "delete", id, "--scope", p]).ok();
     assert!(!env.run(&["memory", "show", "--scope", p, "--section", "learnings"]).ok().contains("Zustand"));
-    assert_eq!(env.run(&["--json", "memory", "clear", "--scope", p]).json()["cleared"], 2);
+    assert_eq!(env.run(&["--json", "memory", "clear", "--scope", p]).json()["cleared"], 3);
     env.run(&["memory", "prune"]).ok();
 }
 

@@ -25,7 +25,9 @@
 use std::collections::BTreeMap;
 
 use mnemon_storage::body::{Brief, ErrorFix, Learning, Pattern, Preference};
-use mnemon_storage::{AsOf, Body, Kind, ListQuery, NewRecord, OnConflict, Record, RecordId, Timestamp};
+use mnemon_storage::{
+    AsOf, Body, Kind, ListQuery, NewRecord, OnConflict, Outcome, Record, RecordId, Timestamp,
+};
 use serde_json::Value;
 
 use crate::db::{Db, Ns};
@@ -221,6 +223,21 @@ impl Memory<'_> {
     /// Add an entry with importance 1-5 (its TTL follows); returns its id. Markdown-style
     /// entries keep their original id in `metadata.md_id` when imported.
     pub fn add(&self, scope: &Scope, section: Section, content: &str, importance: u8) -> Result<RecordId> {
+        Ok(self.add_at(scope, section, content, importance, None, None)?.id())
+    }
+
+    /// [`Self::add`], saying what it did: a new entry (`Written`); the same entry already
+    /// there (`Existing`: a pattern of that title with the same description and importance);
+    /// or a pattern of that title that said something else, superseded by this one
+    /// (`Superseded`: the new description and importance win, the old one stays in the
+    /// history and the chain).
+    pub fn add_entry(
+        &self,
+        scope: &Scope,
+        section: Section,
+        content: &str,
+        importance: u8,
+    ) -> Result<Outcome> {
         self.add_at(scope, section, content, importance, None, None)
     }
 
@@ -232,7 +249,7 @@ impl Memory<'_> {
         importance: u8,
         at: Option<Timestamp>,
         md_id: Option<&str>,
-    ) -> Result<RecordId> {
+    ) -> Result<Outcome> {
         if content.trim().is_empty() {
             return Err(invalid("an entry needs a non-empty content"));
         }
@@ -245,9 +262,24 @@ impl Memory<'_> {
         if let Some(m) = md_id {
             rec.envelope.metadata = mnemon_storage::JsonText::from_value(&serde_json::json!({ "md_id": m }));
         }
-        // Patterns are unique by title: a second one with that title returns the first.
+        // Patterns are unique by title: a second one with that title returns the first if it
+        // says the same, and supersedes it if not.
         rec.on_conflict = OnConflict::ReturnExisting;
-        Ok(ns.insert(rec)?.id())
+        let again = rec.clone();
+        match ns.insert(rec)? {
+            Outcome::Existing { id } => {
+                let same = ns.get(id)?.is_some_and(|cur| {
+                    cur.body == again.body && cur.envelope.importance == again.envelope.importance
+                });
+                if same {
+                    return Ok(Outcome::Existing { id });
+                }
+                let mut new = again;
+                new.on_conflict = OnConflict::Supersede;
+                Ok(ns.insert(new)?)
+            }
+            other => Ok(other),
+        }
     }
 
     /// Set the project brief (plain text, permanent; the previous one is superseded).
@@ -384,7 +416,7 @@ impl Memory<'_> {
                 continue;
             }
             let id =
-                self.add_at(scope, section, &e.content, e.importance, Some(e.at), Some(e.id.as_str()))?;
+                self.add_at(scope, section, &e.content, e.importance, Some(e.at), Some(e.id.as_str()))?.id();
             known.insert(id.to_string());
             imported += 1;
         }
