@@ -987,6 +987,22 @@ fn knowledge_agent_and_episode_groups() {
     let hits = run(&["episode", "query", "redb storage"]).json_lines();
     assert_eq!(hits[0]["id"], eid.as_str());
     assert_eq!(run(&["episode", "access", &eid]).json()["count"], 1, "counted, and flushed at exit");
+    // The count goes through an export and an import, of all namespaces or of this one.
+    for args in [&["export", "--all"][..], &["--ns", "agent:dev-1", "export"][..]] {
+        let dump = env.run(args).ok().to_string();
+        assert!(
+            dump.lines().last().is_some_and(|l| l.starts_with(r#"{"aux":"app/access/agent:dev-1/"#)),
+            "{dump}"
+        );
+        let other = Env::new();
+        other.init();
+        let file = other.dir.path().join("dump.jsonl");
+        std::fs::write(&file, &dump).unwrap();
+        other.run(&["import", file.to_str().unwrap()]).ok();
+        let count = other.run(&["--ns", "agent:dev-1", "--json", "episode", "access", &eid]).json();
+        assert_eq!(count["count"], 1, "{args:?}");
+        assert_eq!(other.export_all(), env.export_all(), "{args:?}");
+    }
     let c = run(&["episode", "context", "T-9", "--max-tokens", "100"]).json();
     assert_eq!(c["ids"][0], eid.as_str());
     run(&["episode", "prune"]).fails(2, "--days");

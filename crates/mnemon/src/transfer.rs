@@ -4,6 +4,8 @@
 //! key order: exporting, importing into an empty database and exporting again gives the same
 //! bytes. `import` accepts those lines (restoring each revision as it was, including its
 //! transaction time) and the loose form of [`crate::json::parse_input`] (creating new records).
+//! After the revisions, an export carries the application state kept beside them (episodes'
+//! access counts) as `{"aux": key, "value": ...}` lines, which an import writes back.
 
 use std::io::{BufRead, Write};
 
@@ -14,7 +16,12 @@ use crate::db::Db;
 use crate::error::{Error, LineError, Result};
 use crate::json::{RecordJson, parse_input};
 
-/// Write every revision as JSON lines; returns how many were written.
+/// The auxiliary rows an export carries: the application state of the modules above the
+/// records (`app/access/<namespace>/<id>`: episodes' access counts), not the caches.
+const APP_PREFIX: &str = "app/";
+
+/// Write every revision as JSON lines, then the application state kept beside them (see
+/// [`APP_PREFIX`]); returns how many lines were written.
 pub fn export(db: &Db, ns: Option<&Namespace>, out: &mut dyn Write) -> Result<u64> {
     let snap = db.snapshot()?;
     let mut n = 0u64;
@@ -33,6 +40,18 @@ pub fn export(db: &Db, ns: Option<&Namespace>, out: &mut dyn Write) -> Result<u6
     .or_else(|e| if io_err.is_some() { Ok(()) } else { Err(e) })?;
     if let Some(e) = io_err {
         return Err(Error::Io { path: "<output>".into(), source: e });
+    }
+    // Then the application state kept beside the records (the access counts of episodes),
+    // of the namespace or all: one `{"aux": key, "value": ...}` line per row, in key order.
+    let prefix = match ns {
+        Some(ns) => format!("{APP_PREFIX}access/{}/", ns.as_str()),
+        None => APP_PREFIX.to_string(),
+    };
+    for (key, bytes) in snap.aux_prefix(&prefix)? {
+        let Ok(value) = serde_json::from_slice::<Value>(&bytes) else { continue };
+        let line = serde_json::json!({ "aux": key, "value": value });
+        writeln!(out, "{line}").map_err(|e| Error::Io { path: "<output>".into(), source: e })?;
+        n += 1;
     }
     out.flush().map_err(|e| Error::Io { path: "<output>".into(), source: e })?;
     Ok(n)
@@ -63,7 +82,7 @@ pub struct ImportReport {
     pub lines: u64,
     /// New records created from loose lines.
     pub created: u64,
-    /// Revisions restored from export lines.
+    /// Revisions (and rows of application state) restored from export lines.
     pub restored: u64,
     /// Export lines already present, identically.
     pub unchanged: u64,
@@ -79,6 +98,14 @@ pub struct ImportReport {
 pub fn parse_line(line: &str, default_ns: &Namespace) -> Result<WriteOp> {
     let value: Value =
         serde_json::from_str(line).map_err(|e| crate::error::invalid(format!("invalid JSON: {e}")))?;
+    if let Some(key) = value.get("aux") {
+        let key = key.as_str().filter(|k| k.starts_with(APP_PREFIX)).ok_or_else(|| {
+            crate::error::invalid(format!("an \"aux\" line names a key starting with {APP_PREFIX:?}"))
+        })?;
+        let bytes = serde_json::to_vec(value.get("value").unwrap_or(&Value::Null))
+            .map_err(|e| crate::error::invalid(e.to_string()))?;
+        return Ok(WriteOp::PutAux { key: key.to_string(), value: Some(bytes) });
+    }
     let is_export = value.get("rev").is_some() && value.get("recorded_at").is_some();
     if is_export {
         let rj: RecordJson = serde_json::from_value(value)
@@ -155,8 +182,10 @@ pub fn import(
     while !ops.is_empty() {
         let rest = ops.split_off(ops.len().min(chunk));
         let batch = std::mem::replace(&mut ops, rest);
-        let lines: Vec<(u64, bool)> =
-            batch.iter().map(|(l, op)| (*l, matches!(op, WriteOp::Restore(_)))).collect();
+        let lines: Vec<(u64, bool)> = batch
+            .iter()
+            .map(|(l, op)| (*l, matches!(op, WriteOp::Restore(_) | WriteOp::PutAux { .. })))
+            .collect();
         let jobs: Vec<Vec<WriteOp>> = batch.into_iter().map(|(_, op)| vec![op]).collect();
         let results = db.store().write_many(jobs, Durability::Immediate);
         let written = done;
