@@ -1498,3 +1498,25 @@ fn a_missing_argument_is_named() {
     env.run(&["get"]).fails(2, "usage: mnemon get");
     env.run(&["task", "block", "0123456789ab"]).fails(2, "--reason");
 }
+
+/// The importance sets a time to live only for the kinds of scoped memory, counted from when
+/// the record is recorded: a back-dated record is never hidden as it is added.
+#[test]
+fn importance_ttl_counts_from_the_recording_and_only_for_memory_kinds() {
+    let e = Env::new();
+    e.init();
+    let decision =
+        e.add("decision", r#"{"title":"Use redb"}"#, &["--valid-from", "2024-01-10", "--importance", "4"]);
+    let got = e.run(&["--json", "get", &decision]).json();
+    assert_eq!((got["status"].clone(), got["expires_at"].clone()), (Value::from("active"), Value::Null));
+    assert_eq!(e.run(&["--json", "list", "decision"]).json_lines().len(), 1);
+    let learning = e.add(
+        "learning",
+        r#"{"text":"Back-dated, short-lived"}"#,
+        &["--valid-from", "2024-01-10", "--importance", "1"],
+    );
+    let got = e.run(&["--json", "get", &learning]).json();
+    assert_eq!(got["status"], "active", "{got}");
+    let expires = got["expires_at"].as_str().unwrap();
+    assert!(expires > "2026-01-01", "one day from the recording, not from 2024-01-10: {expires}");
+}

@@ -79,6 +79,17 @@ kinds! {
     Metrics = 16, "metrics";
 }
 
+impl Kind {
+    /// Whether the importance sets a time to live (1, 7, 30, 90 days for importance 1 to 4,
+    /// see [`crate::TTL_DAYS`]): the sections of scoped memory (learnings, errors and their
+    /// fixes, patterns, preferences), as the memory design gives them one. Elsewhere the
+    /// importance only ranks (a decision or a task does not expire by it; episodes are
+    /// pruned by age instead).
+    pub const fn has_ttl(self) -> bool {
+        matches!(self, Kind::Learning | Kind::ErrorFix | Kind::Pattern | Kind::Preference)
+    }
+}
+
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -107,10 +107,12 @@ impl Envelope {
         Ok(())
     }
 
-    /// The default expiry for a record valid from `from`: by importance, permanent if unset.
-    pub fn default_expiry(&self, from: Timestamp) -> Option<Timestamp> {
+    /// The default expiry of a record of `kind` whose time to live starts at `from`: by
+    /// importance for the kinds of scoped memory (see [`Kind::has_ttl`]), permanent for the
+    /// others and when the importance is 5 or unset.
+    pub fn default_expiry(&self, kind: crate::kind::Kind, from: Timestamp) -> Option<Timestamp> {
         match self.importance {
-            Some(i @ 1..=4) => TTL_DAYS.get(usize::from(i - 1)).map(|d| from.plus_days(*d)),
+            Some(i @ 1..=4) if kind.has_ttl() => TTL_DAYS.get(usize::from(i - 1)).map(|d| from.plus_days(*d)),
             _ => None,
         }
     }

@@ -26,7 +26,9 @@ use crate::vector;
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 #[non_exhaustive]
 pub enum Expiry {
-    /// By importance: 1, 7, 30, 90 days for importance 1 to 4; permanent for 5 or unset.
+    /// By importance, for the kinds of scoped memory ([`crate::Kind::has_ttl`]): 1, 7, 30, 90
+    /// days for importance 1 to 4, counted from the recording (or from `valid_from` if later);
+    /// permanent for 5, unset, and the other kinds.
     #[default]
     Default,
     /// Never expires.
@@ -604,7 +606,9 @@ impl<'a, 'txn> Planner<'a, 'txn> {
             }
         }
         let expires_at = match expiry {
-            Expiry::Default => envelope.default_expiry(valid_from),
+            // The time to live runs from when the record is recorded (or from when it comes
+            // into force, if later): a back-dated entry is never expired as it is added.
+            Expiry::Default => envelope.default_expiry(body.kind(), valid_from.max(self.tx)),
             Expiry::Never => None,
             Expiry::At(t) => {
                 user_time(t)?;
