@@ -168,10 +168,25 @@ fn own_tools_in_a_working_session() {
     assert!(s.call_err("history", json!({"id": tid})).contains("no record"));
     // Bad arguments are errors the model can read; the server lives on.
     assert!(s.call_err("remember", json!({"text": "no kind"})).contains("kind"));
+    // `text` beside `data`'s main field: the same words once, other words as the description
+    // of a kind that has one, else a clear error.
+    let both = s.call("remember", json!({"kind": "decision", "text": "Use pnpm because of disk use", "data": {"title": "Package manager"}}));
+    let got = s.call("get", json!({"id": both["id"]}));
+    assert_eq!(got["record"]["body"]["title"], "Package manager", "{got}");
+    assert_eq!(got["record"]["body"]["description"], "Use pnpm because of disk use", "{got}");
+    s.call(
+        "remember",
+        json!({"kind": "decision", "text": "Package manager", "data": {"title": "Package manager"}}),
+    );
+    let twice = s
+        .call_err("remember", json!({"kind": "gotcha", "text": "a", "data": {"title": "b", "problem": "p"}}));
+    assert!(twice.contains("give it once"), "{twice}");
     assert!(s.call_err("remember", json!({"kind": "wish", "text": "x"})).contains("wish"));
-    assert!(
-        s.call_err("remember", json!({"kind": "task", "text": "a", "data": {"title": "b"}}))
-            .contains("give it once")
+    let task = s.call("remember", json!({"kind": "task", "text": "a", "data": {"title": "b"}}));
+    let task = s.call("get", json!({"id": task["id"]}));
+    assert_eq!(
+        (task["record"]["body"]["title"].clone(), task["record"]["body"]["description"].clone()),
+        (json!("b"), json!("a"))
     );
     assert!(s.call_err("recall", json!({"query": "x", "as_of": "yesterday-ish"})).contains("as_of"));
     assert!(s.call_err("get", json!({"id": "not-an-id"})).contains("invalid record id"));

@@ -57,10 +57,10 @@ pub fn definitions() -> Vec<Value> {
                 "type": "object",
                 "properties": {
                     "kind": {"type": "string", "enum": kinds, "description": "What sort of memory this is."},
-                    "text": {"type": "string", "description": "The memory in plain words (its main text field)."},
+                    "text": {"type": "string", "description": "The memory in plain words: its main text field (a decision's or task's title, an entity's name, a learning's text...). If `data` sets that field too, this becomes the description."},
                     "data": {"type": "object", "description": "Kind-specific fields, e.g. {\"title\": \"Use redb\", \"rationale\": \"embedded, no server\"} for a decision."},
                     "tags": {"type": "array", "items": {"type": "string"}, "description": "Labels to find it by."},
-                    "importance": {"type": "integer", "minimum": 1, "maximum": 5, "description": "How much it matters, which also sets how long it is kept from valid_from: 1 (trivia, a day), 2 (a week), 3 (a month), 4 (90 days), 5 (critical, permanent). Leave it out for a permanent memory of ordinary weight."},
+                    "importance": {"type": "integer", "minimum": 1, "maximum": 5, "description": "How much it matters, 1 (trivia) to 5 (critical); it ranks results. For learnings, error fixes, patterns and preferences it also sets how long they are kept from now: 1 a day, 2 a week, 3 a month, 4 90 days, 5 permanent. Leave it out for a permanent memory of ordinary weight."},
                     "valid_from": {"type": "string", "description": format!("When it became true (default: now). {TIME}")},
                     "valid_until": {"type": "string", "description": format!("When it stops being true (default: open). {TIME}")},
                     "metadata": {"type": "object", "description": "Free-form extra fields."},
@@ -365,7 +365,7 @@ pub fn call(db: &Db, default_ns: &str, name: &str, a: Value) -> Out {
             let kind: Kind =
                 p.kind.parse().map_err(|e: mnemon::InputError| ToolError::Args(e.to_string()))?;
             let ns = ns(&p.namespace)?;
-            let value = loose(p.text, p.data, p.tags, p.importance, p.metadata)?;
+            let value = loose(kind, p.text, p.data, p.tags, p.importance, p.metadata)?;
             let mut rec = parse_input(value, Some(kind), ns.name()).map_err(body_error)?;
             rec.record.valid_from = time("valid_from", &p.valid_from)?.or(rec.record.valid_from);
             rec.record.valid_until = time("valid_until", &p.valid_until)?.or(rec.record.valid_until);
@@ -470,7 +470,7 @@ pub fn call(db: &Db, default_ns: &str, name: &str, a: Value) -> Out {
             let ns = ns(&p.namespace)?;
             let old = resolve(&ns, &p.id)?;
             let latest = ns.latest(old)?.ok_or_else(|| failed(format!("no record {old}")))?;
-            let value = loose(p.text, p.data, p.tags, p.importance, None)?;
+            let value = loose(latest.kind(), p.text, p.data, p.tags, p.importance, None)?;
             let mut rec = parse_input(value, Some(latest.kind()), ns.name()).map_err(body_error)?.record;
             if let Some(t) = time("at", &p.at)? {
                 rec.valid_from = Some(t);
@@ -538,7 +538,11 @@ fn body_error(e: mnemon::Error) -> ToolError {
 }
 
 /// The loose record form `parse_input` reads: `data`'s fields, the main text, the envelope.
+/// The fields that `text` stands for, by kind (each body's main text field).
+const MAIN_FIELDS: [&str; 4] = ["title", "name", "content", "error"];
+
 fn loose(
+    kind: Kind,
     text: Option<String>,
     data: Option<Map<String, Value>>,
     tags: Vec<String>,
@@ -552,7 +556,24 @@ fn loose(
         }
     }
     if let Some(t) = text {
-        o.insert("text".into(), Value::String(t));
+        // `text` is the main field unless `data` names it too: then the same words are
+        // taken once, and other words become the description of a kind that has one.
+        let has_description =
+            matches!(kind, Kind::Decision | Kind::Task | Kind::Entity | Kind::Relation | Kind::Pattern);
+        match MAIN_FIELDS.iter().find(|f| o.contains_key(**f)) {
+            None => {
+                o.insert("text".into(), Value::String(t));
+            }
+            Some(f) if o.get(*f).and_then(Value::as_str).is_some_and(|v| v.trim() == t.trim()) => {}
+            Some(_) if has_description && !o.contains_key("description") => {
+                o.insert("description".into(), Value::String(t));
+            }
+            Some(f) => {
+                return Err(ToolError::Args(format!(
+                    "`text` and `data.{f}` both give the main text of a {kind}: give it once"
+                )));
+            }
+        }
     }
     if !tags.is_empty() {
         o.insert("tags".into(), json!(tags));
