@@ -112,6 +112,13 @@ async def realistic_session():
             "title": "Retry-After header", "problem": "servers send Retry-After in seconds",
             "solution": "honour it before backing off", "severity": "critical"}})
         t = await s.call("remember", {"kind": "task", "text": "Add retry tests"})
+        # `text` beside data's title, as the tool's description invites: the text becomes
+        # the description.
+        both = await s.call("remember", {"kind": "decision", "text": "Because servers rate-limit",
+                                         "data": {"title": "Retry budget"}})
+        got = await s.call("get", {"id": both["id"]})
+        check(got["record"]["body"]["title"] == "Retry budget"
+              and got["record"]["body"]["description"] == "Because servers rate-limit", got)
         await s.call("task", {"id": t["id"], "action": "start"})
         found = await s.call("search_nodes", {"query": "BACKOFF"})
         check([e["name"] for e in found["entities"]] == ["HttpEmbedder"], found)
