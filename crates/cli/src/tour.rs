@@ -130,9 +130,10 @@ pub fn run(out: &mut Out) -> Result<()> {
     say(out, "   mnemon init")?;
     say(
         out,
-        "   mnemon add decision --data '{\"title\":\"Use redb\",\"rationale\":\"fast\"}' --tag storage",
+        "   mnemon add decision --data '{\"title\":\"Use redb\",\"rationale\":\"fast\"}' --tag storage --valid-from 2024-05-01",
     )?;
-    say(out, "   mnemon list decision --as-of 2024-05-07")?;
+    say(out, "   mnemon list decision --as-of 2024-05-07      # valid then: Use redb")?;
+    say(out, "   mnemon list decision --as-of 2024-04-01      # not yet decided: nothing")?;
     say(out, "   mnemon search \"redb\"")?;
     say(out, "   mnemon --help")?;
     drop(db);

@@ -443,6 +443,44 @@ fn stats_check_and_tour() {
         tour.contains("What was true on 1 February 2024") && tour.contains("Store agent memory in SQLite")
     );
     assert!(tour.contains("superseded"));
+    // Its "Your turn" commands, run as written, show what they say.
+    let turn = Env::new();
+    let mut listed = Vec::new();
+    for line in tour.lines().skip_while(|l| !l.starts_with("Your turn")).skip(1) {
+        let Some(cmd) = line.trim().strip_prefix("mnemon ") else { continue };
+        let cmd = cmd.split("  #").next().unwrap().trim();
+        let args = shell_words(cmd);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = turn.run(&args);
+        if args[0] == "list" {
+            listed.push(r.ok().to_string());
+        } else {
+            r.ok();
+        }
+    }
+    assert!(listed[0].contains("Use redb"), "{listed:?}");
+    assert!(!listed[1].contains("Use redb"), "{listed:?}");
+}
+
+/// A command line split as a shell would: words, and single-quoted words kept whole.
+fn shell_words(line: &str) -> Vec<String> {
+    let (mut out, mut word, mut quoted) = (Vec::new(), String::new(), false);
+    for c in line.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            ' ' if !quoted => {
+                if !word.is_empty() {
+                    out.push(std::mem::take(&mut word));
+                }
+            }
+            '"' if !quoted => {}
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
 }
 
 #[test]
