@@ -113,7 +113,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Import { file, partial, format, scope } => match format.as_str() {
             "jsonl" => import(&cli, &mut out, file, *partial)?,
             "mcp-jsonl" | "markdown" | "assistant" | "crewly" => {
-                crate::domain::import_other(&cli, &mut out, file, format, scope)?
+                crate::domain::import_other(&cli, &mut out, file, format, scope.as_deref())?
             }
             f => {
                 return Err(usage(format!(

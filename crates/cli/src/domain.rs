@@ -628,10 +628,37 @@ pub fn project(cli: &Cli, out: &mut Out, cmd: &ProjectCmd) -> Result<()> {
     }
 }
 
+/// The scope of a memory command: `--scope` if given (it must agree with `--ns` when both
+/// are), else the scope of `--ns` (`global`, `project:ID`, `agent:NAME`; the default
+/// namespace means global).
+pub(crate) fn scope_of(cli: &Cli, given: Option<&str>) -> Result<mnemon::scoped::Scope> {
+    use mnemon::scoped::Scope;
+    let from_ns = if cli.ns == "default" { Some(Scope::Global) } else { Scope::of_namespace(&cli.ns) };
+    match given {
+        Some(s) => {
+            let sc = Scope::parse(s).map_err(|e| usage(e.to_string()))?;
+            if cli.ns != "default" && sc.namespace() != cli.ns {
+                return Err(usage(format!(
+                    "--scope {s} is namespace {} but --ns is {}: give one of them",
+                    sc.namespace(),
+                    cli.ns
+                )));
+            }
+            Ok(sc)
+        }
+        None => from_ns.ok_or_else(|| {
+            usage(format!(
+                "--ns {} is not a memory scope (global, project:ID, agent:NAME): give --scope",
+                cli.ns
+            ))
+        }),
+    }
+}
+
 pub fn memory(cli: &Cli, out: &mut Out, cmd: &MemoryCmd) -> Result<()> {
     use mnemon::scoped::{Scope, Section};
     let read_only = matches!(cmd, MemoryCmd::Show { .. } | MemoryCmd::Projects | MemoryCmd::Context { .. });
-    let scope = |s: &str| -> Result<Scope> { Scope::parse(s).map_err(|e| usage(e.to_string())) };
+    let scope = |s: &Option<String>| -> Result<Scope> { scope_of(cli, s.as_deref()) };
     let section = |s: &str| -> Result<Section> { Section::parse(s).map_err(|e| usage(e.to_string())) };
     // Check the arguments before opening the file.
     match cmd {
@@ -827,9 +854,10 @@ pub fn import_other(
     out: &mut Out,
     file: &std::path::Path,
     format: &str,
-    scope: &str,
+    scope: Option<&str>,
 ) -> Result<()> {
-    let sc = mnemon::scoped::Scope::parse(scope).map_err(|e| usage(e.to_string()))?;
+    // Only markdown files go to a scope; the other formats go to --ns.
+    let sc = if format == "markdown" { Some(scope_of(cli, scope)?) } else { None };
     if !file.exists() {
         return Err(anyhow::anyhow!("cannot open {}: no such file or directory", file.display()));
     }
@@ -851,6 +879,7 @@ pub fn import_other(
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
         mnemon::importers::import_mcp_jsonl(&ns_of(&db, cli)?, &text, &file.display().to_string())?
     } else {
+        let sc = sc.ok_or_else(|| usage("--scope is for --format markdown"))?;
         mnemon::importers::import_markdown_path(&db, file, &sc)?
     };
     if out.json {

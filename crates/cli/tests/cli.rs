@@ -1558,3 +1558,43 @@ fn importance_ttl_counts_from_the_recording_and_only_for_memory_kinds() {
     let expires = got["expires_at"].as_str().unwrap();
     assert!(expires > "2026-01-01", "one day from the recording, not from 2024-01-10: {expires}");
 }
+
+/// Memory commands and markdown imports go to the scope of --ns when no --scope is given,
+/// refuse a --ns that is no scope or disagrees with --scope, and take the project id that
+/// `memory projects` prints as it is.
+#[test]
+fn memory_scope_follows_the_namespace() {
+    let e = Env::new();
+    e.init();
+    let p = "/home/me/src/yume";
+    let first = e
+        .run(&["--json", "memory", "add", "learnings", "Uses Zustand", "--scope", &format!("project:{p}")])
+        .json();
+    let ns = first["namespace"].as_str().unwrap().to_string();
+    let id = ns.strip_prefix("project:").unwrap();
+    let listed = e.run(&["memory", "projects"]).ok().to_string();
+    assert!(listed.contains(id), "{listed}");
+    // The printed id, as --scope or through --ns, is the same project.
+    let again = e
+        .run(&["--json", "memory", "add", "learnings", "Uses Vite", "--scope", &format!("project:{id}")])
+        .json();
+    assert_eq!(again["namespace"], ns.as_str());
+    let by_ns = e.run(&["--json", "--ns", &ns, "memory", "add", "learnings", "Uses pnpm"]).json();
+    assert_eq!(by_ns["namespace"], ns.as_str());
+    let shown = e.run(&["--ns", &ns, "memory", "show", "--section", "learnings"]).ok().to_string();
+    assert!(shown.contains("Zustand") && shown.contains("Vite") && shown.contains("pnpm"), "{shown}");
+    // A markdown import follows --ns too; a --ns that is no scope, or disagrees, is refused.
+    let md = e.dir.path().join("learnings.md");
+    std::fs::write(&md, "# Learnings\n\n## 2026-01-28T10:00:00Z | importance:4 | ttl:90 | id:abc123\nKeep builds reproducible\n").unwrap();
+    e.run(&["--ns", &ns, "import", "--format", "markdown", md.to_str().unwrap()]).ok();
+    let shown = e.run(&["--ns", &ns, "memory", "show", "--section", "learnings"]).ok().to_string();
+    assert!(shown.contains("Keep builds reproducible"), "{shown}");
+    e.run(&["--ns", "proj", "import", "--format", "markdown", md.to_str().unwrap()])
+        .fails(2, "not a memory scope");
+    e.run(&["--ns", "agent:bob", "memory", "add", "learnings", "x", "--scope", "global"])
+        .fails(2, "give one of them");
+    assert!(
+        !e.run(&["memory", "show", "--section", "learnings"]).ok().contains("Zustand"),
+        "global stays apart"
+    );
+}

@@ -46,6 +46,15 @@ pub fn project_id(path: &str) -> String {
     format!("{:08x}-{base}", djb2(path))
 }
 
+/// Whether `s` has the form of a project id (8 hex digits, a dash, a name without path
+/// separators), as [`project_id`] makes them.
+fn is_project_id(s: &str) -> bool {
+    let (hex, name) = s.split_at_checked(8).unwrap_or(("", ""));
+    hex.chars().all(|c| c.is_ascii_hexdigit())
+        && !hex.is_empty()
+        && name.strip_prefix('-').is_some_and(|n| !n.is_empty() && !n.contains(['/', '\\']))
+}
+
 /// Where an entry lives.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Scope {
@@ -63,13 +72,15 @@ impl Scope {
         Scope::Project(project_id(path))
     }
 
-    /// Parse `global`, `project:PATH` (a path, hashed), `project-id:ID`, or `agent:NAME`.
+    /// Parse `global`, `project:PATH` (a path, hashed; or a project id as [`project_id`]
+    /// makes them and `memory projects` prints them, `1a2b3c4d-app`, taken as it is),
+    /// `project-id:ID`, or `agent:NAME`.
     pub fn parse(s: &str) -> Result<Scope> {
         if s == "global" {
             return Ok(Scope::Global);
         }
         if let Some(p) = s.strip_prefix("project:").filter(|p| !p.is_empty()) {
-            return Ok(Scope::project(p));
+            return Ok(if is_project_id(p) { Scope::Project(p.to_string()) } else { Scope::project(p) });
         }
         if let Some(p) = s.strip_prefix("project-id:").filter(|p| !p.is_empty()) {
             return Ok(Scope::Project(p.to_string()));
@@ -78,6 +89,17 @@ impl Scope {
             return Ok(Scope::Agent(a.to_string()));
         }
         Err(invalid(format!("unknown scope {s:?} (global, project:PATH, project-id:ID or agent:NAME)")))
+    }
+
+    /// The scope whose namespace is `ns` (`global`, `project:ID`, `agent:NAME`), if any.
+    pub fn of_namespace(ns: &str) -> Option<Scope> {
+        if ns == "global" {
+            return Some(Scope::Global);
+        }
+        if let Some(id) = ns.strip_prefix("project:").filter(|p| !p.is_empty()) {
+            return Some(Scope::Project(id.to_string()));
+        }
+        ns.strip_prefix("agent:").filter(|a| !a.is_empty()).map(|a| Scope::Agent(a.to_string()))
     }
 
     /// Its namespace.

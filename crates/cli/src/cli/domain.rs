@@ -315,7 +315,7 @@ pub enum ProjectCmd {
 }
 
 /// `mnemon memory ...`: scoped markdown memory (scopes `global`, `project:PATH`,
-/// `project-id:ID`, `agent:NAME`; the namespace follows from the scope, not `--ns`).
+/// `project-id:ID`, `agent:NAME`; without --scope, the scope of --ns).
 #[derive(Debug, Subcommand)]
 pub enum MemoryCmd {
     /// Add an entry to a section (learnings, errors, patterns, preferences) with importance
@@ -323,21 +323,26 @@ pub enum MemoryCmd {
     Add {
         section: String,
         content: String,
-        #[arg(long, default_value = "global")]
-        scope: String,
+        /// global, project:PATH (or the project id `memory projects` prints), project-id:ID or
+        /// agent:NAME; default: the scope of --ns (global when --ns is not given).
+        #[arg(long)]
+        scope: Option<String>,
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=5))]
         importance: u8,
     },
     /// Set a project's brief.
     Brief {
+        /// As for `add` (default: the scope of --ns).
         #[arg(long)]
-        scope: String,
+        scope: Option<String>,
         text: String,
     },
     /// Every section of a scope as markdown (or one section with --section).
     Show {
-        #[arg(long, default_value = "global")]
-        scope: String,
+        /// global, project:PATH (or the project id `memory projects` prints), project-id:ID or
+        /// agent:NAME; default: the scope of --ns (global when --ns is not given).
+        #[arg(long)]
+        scope: Option<String>,
         #[arg(long)]
         section: Option<String>,
     },
@@ -346,30 +351,37 @@ pub enum MemoryCmd {
     /// Delete (retire) an entry.
     Delete {
         id: String,
-        #[arg(long, default_value = "global")]
-        scope: String,
+        /// global, project:PATH (or the project id `memory projects` prints), project-id:ID or
+        /// agent:NAME; default: the scope of --ns (global when --ns is not given).
+        #[arg(long)]
+        scope: Option<String>,
     },
     /// Close the validity of every entry whose TTL ran out.
     Prune,
     /// Retire every entry of a scope.
     Clear {
+        /// As for `add` (default: the scope of --ns).
         #[arg(long)]
-        scope: String,
+        scope: Option<String>,
     },
     /// Import a section's markdown file (`## <timestamp> | importance:N | ttl:N | id:X`).
     Import {
         file: std::path::PathBuf,
         #[arg(long)]
         section: String,
-        #[arg(long, default_value = "global")]
-        scope: String,
+        /// global, project:PATH (or the project id `memory projects` prints), project-id:ID or
+        /// agent:NAME; default: the scope of --ns (global when --ns is not given).
+        #[arg(long)]
+        scope: Option<String>,
     },
     /// Import a knowledge-graph memory.jsonl as scoped entries.
     ImportGraph { file: std::path::PathBuf },
     /// The memory block for a prompt.
     Context {
-        #[arg(long, default_value = "global")]
-        scope: String,
+        /// global, project:PATH (or the project id `memory projects` prints), project-id:ID or
+        /// agent:NAME; default: the scope of --ns (global when --ns is not given).
+        #[arg(long)]
+        scope: Option<String>,
         #[arg(long, default_value = "")]
         query: String,
         #[arg(long, default_value_t = 2000)]

@@ -218,9 +218,10 @@ pub enum Command {
         /// crewly (a .crewly/knowledge folder or an agent's folder, into --ns).
         #[arg(long, default_value = "jsonl")]
         format: String,
-        /// For --format markdown with one file: the scope (global, project:PATH, ...).
-        #[arg(long, default_value = "global")]
-        scope: String,
+        /// For --format markdown with one file: the scope (global, project:PATH, ...; default:
+        /// the scope of --ns).
+        #[arg(long)]
+        scope: Option<String>,
     },
     /// Counts per namespace and kind (`--domain`: decisions, tasks and entities of the
     /// namespace by status, priority, type, tag; overdue tasks; most mentioned entities).
