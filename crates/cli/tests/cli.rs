@@ -1299,7 +1299,8 @@ fn import_assistant_json_files() {
     ]"#).unwrap();
     std::fs::write(dir.join("tasks.json"), r#"[
       {"id":"1714000001-def","type":"task","title":"Port the store","status":"in_progress","priority":"high","dependencies":[],"relatedDecisions":["1714000000-abc"],"tags":[],"statusHistory":[{"from":"backlog","to":"in_progress","timestamp":"2024-04-25T10:00:00Z"}],"validFrom":"2024-04-25T00:00:00Z"},
-      {"id":"1714000003-jkl","type":"task","title":"Bad status","status":"someday"}
+      {"id":"1714000003-jkl","type":"task","title":"Bad status","status":"someday"},
+      {"id":"1714000004-mno","title":"No type: the file says task","status":"backlog"}
     ]"#).unwrap();
     std::fs::write(dir.join("entities.json"), r#"[{"id":"e1","type":"entity","entityType":"technology","name":"redb","description":"a store","properties":{"version":"4"},"mentions":[{"context":"we use redb","timestamp":"2024-04-26T00:00:00Z","source":"conversation"}],"tags":[]}]"#).unwrap();
     std::fs::write(dir.join("conversations.json"), r#"[{"id":"c1","startedAt":"2024-04-26T00:00:00Z","endedAt":"2024-04-26T01:00:00Z","summary":"chose redb","messages":[{"role":"user","content":"redb?","timestamp":"2024-04-26T00:00:01Z"},{"role":"assistant","content":"yes","timestamp":"2024-04-26T00:00:02Z"}],"extractedDecisions":["1714000002-ghi"]}]"#).unwrap();
@@ -1311,7 +1312,7 @@ fn import_assistant_json_files() {
         r.stderr
     );
     let sum: Value = serde_json::from_str(r.stdout.trim()).unwrap();
-    assert_eq!(sum["imported"], 5, "{sum}");
+    assert_eq!(sum["imported"], 6, "{sum}");
     // References carried over to the new ids; time travel sees the old decision.
     let tasks = env.run(&["--json", "task", "list"]).json_lines();
     assert_eq!(tasks[0]["body"]["status_history"][0]["to"], "in_progress");
@@ -1321,13 +1322,18 @@ fn import_assistant_json_files() {
     let now = env.run(&["--json", "list", "decision"]).json_lines();
     assert_eq!(now.len(), 1);
     assert_eq!(now[0]["body"]["related_decisions"][0], old[0]["id"]);
+    // supersededBy is a supersession: the chain leads from the old decision to the new one.
+    let chain = env.run(&["--json", "chain", now[0]["id"].as_str().unwrap()]).json_lines();
+    let titles: Vec<&str> = chain.iter().map(|r| r["body"]["title"].as_str().unwrap()).collect();
+    assert_eq!(titles, ["Use SQLite", "Use redb"], "{chain:?}");
+    assert!(env.run(&["task", "list"]).ok().contains("No type: the file says task"));
     let conv = env.run(&["--json", "conversation", "recent"]).json_lines();
     let shown = env.run(&["--json", "conversation", "show", conv[0]["id"].as_str().unwrap()]).json_lines();
     assert_eq!(shown.len(), 3);
     // Again: nothing new.
     let again = env.run(&["--json", "import", "--format", "assistant", dir.to_str().unwrap()]);
     let sum: Value = serde_json::from_str(again.stdout.trim()).unwrap();
-    assert_eq!((sum["imported"].as_u64(), sum["skipped"].as_u64()), (Some(0), Some(5)), "{sum}");
+    assert_eq!((sum["imported"].as_u64(), sum["skipped"].as_u64()), (Some(0), Some(6)), "{sum}");
 }
 
 #[test]
@@ -1374,7 +1380,7 @@ fn import_crewly_knowledge_and_agent_files() {
     let sum = env
         .run(&["--ns", "agent:dev-1", "--json", "import", "--format", "crewly", a.to_str().unwrap()])
         .json();
-    assert_eq!(sum["imported"], 5, "{sum}");
+    assert_eq!(sum["imported"], 6, "{sum}");
     let ctx = env.run(&["--ns", "agent:dev-1", "--json", "agent", "context"]).json();
     let text = ctx["context"].as_str().unwrap();
     assert!(

@@ -252,6 +252,33 @@ pub fn import_assistant_dir(ns: &Ns, dir: &Path) -> Result<ImportSummary> {
             }
         }
     }
+    // Supersessions named by `supersededBy` (old -> new), among the items of these files:
+    // each successor goes in after its predecessor, superseding it, so the chain is kept.
+    let mut successor: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    for (_, items) in &docs {
+        for it in items {
+            if let (Some(old), Some(new)) = (it["id"].as_str(), it["supersededBy"].as_str())
+                && ids.contains_key(new)
+            {
+                successor.insert(old.to_string(), new.to_string());
+            }
+        }
+    }
+    let predecessor: std::collections::BTreeMap<String, String> =
+        successor.iter().map(|(o, n)| (n.clone(), o.clone())).collect();
+    // How many predecessors an item has (bounded: a cycle of supersessions is cut).
+    let depth = |id: Option<&str>| -> usize {
+        let mut d = 0;
+        let mut at = id.map(str::to_string);
+        while let Some(p) = at.and_then(|a| predecessor.get(&a).cloned()) {
+            d += 1;
+            if d > predecessor.len() {
+                break;
+            }
+            at = Some(p);
+        }
+        d
+    };
     let time = |v: &Value| v.as_str().and_then(|s| Timestamp::parse(s).ok());
     let refs = |v: &Value| -> Vec<RecordId> {
         v.as_array()
@@ -271,7 +298,11 @@ pub fn import_assistant_dir(ns: &Ns, dir: &Path) -> Result<ImportSummary> {
         }
     };
     for (source, items) in &docs {
-        for (i, it) in items.iter().enumerate() {
+        // In the file's order, each successor after its predecessor (errors keep naming
+        // the item's place in the file).
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&i| depth(items[i]["id"].as_str()));
+        for (i, it) in order.into_iter().map(|i| (i, &items[i])) {
             let err = |reason: String| LineError {
                 source: source.clone(),
                 line: i as u64 + 1,
@@ -287,8 +318,16 @@ pub fn import_assistant_dir(ns: &Ns, dir: &Path) -> Result<ImportSummary> {
             }
             let body: Result<Body> = (|| {
                 Ok(
+                    // Without a `type`, the file says what its items are.
                     match it["type"].as_str().unwrap_or_else(|| {
-                        if source.ends_with("conversations.json") { "conversation" } else { "" }
+                        let file = source.rsplit(['/', '\\']).next().unwrap_or_default();
+                        match file {
+                            "decisions.json" => "decision",
+                            "tasks.json" => "task",
+                            "entities.json" => "entity",
+                            "conversations.json" => "conversation",
+                            _ => "",
+                        }
                     }) {
                         "decision" => Decision {
                             title: it["title"].as_str().unwrap_or_default().to_string(),
@@ -382,13 +421,22 @@ pub fn import_assistant_dir(ns: &Ns, dir: &Path) -> Result<ImportSummary> {
             rec.id = ids[old];
             rec.valid_from =
                 time(&it["validFrom"]).or_else(|| time(&it["startedAt"])).or_else(|| time(&it["createdAt"]));
-            rec.valid_until = time(&it["validUntil"]);
+            // A record superseded here ends where its successor begins.
+            if !successor.contains_key(old) {
+                rec.valid_until = time(&it["validUntil"]);
+            }
             rec.envelope.tags = strs(&it["tags"]).into_iter().map(Into::into).collect();
             rec.envelope.metadata =
                 mnemon_storage::JsonText::from_value(&serde_json::json!({"source_id": old}));
             rec.envelope.importance = Some(5); // imported history is not subject to TTLs
             rec.on_conflict = OnConflict::ReturnExisting;
-            match ns.insert(rec) {
+            let written = match predecessor.get(old).and_then(|p| ids.get(p)) {
+                Some(&before) => {
+                    ns.supersede_with(before, rec).map(|new| Outcome::Superseded { old: before, new })
+                }
+                None => ns.insert(rec),
+            };
+            match written {
                 Ok(Outcome::Existing { .. }) => sum.skipped += 1,
                 Ok(_) => {
                     sum.imported += 1;
