@@ -48,6 +48,10 @@ pub fn export(db: &Db, ns: Option<&Namespace>, out: &mut dyn Write) -> Result<u6
         None => APP_PREFIX.to_string(),
     };
     for (key, bytes) in snap.aux_prefix(&prefix)? {
+        // One namespace's rows end in a record id (a namespace `a` is not `a/b`'s prefix).
+        if ns.is_some() && key.strip_prefix(prefix.as_str()).is_none_or(|rest| rest.contains('/')) {
+            continue;
+        }
         let Ok(value) = serde_json::from_slice::<Value>(&bytes) else { continue };
         let line = serde_json::json!({ "aux": key, "value": value });
         writeln!(out, "{line}").map_err(|e| Error::Io { path: "<output>".into(), source: e })?;
