@@ -229,9 +229,9 @@ fn entities_find_or_create_mentions_links_and_merge() {
     assert_eq!(gone.superseded_by, Some(pg));
     assert!(ns.get_as_of(alias, before_merge).unwrap().is_some());
     assert_eq!(ns.chain(alias).unwrap().last().unwrap().id, pg);
-    // Links to the absorbed entity now point to the survivor; its name is free again.
+    // Links to the absorbed entity now point to the survivor; its name is an alias of it.
     assert!(matches!(ns.get(svc).unwrap().unwrap().body, Body::Entity(s) if s.related_entities == vec![pg]));
-    assert!(entities.find_by_name("postgres").unwrap().is_none());
+    assert_eq!(entities.find_by_name("postgres").unwrap().map(|r| r.id), Some(pg));
     assert!(entities.merge(pg, alias).is_err());
     assert!(entities.merge(pg, pg).is_err());
     let tech: Vec<_> = entities.by_type("technology").unwrap().into_iter().map(|r| r.id).collect();

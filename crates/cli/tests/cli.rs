@@ -952,8 +952,16 @@ fn task_decision_entity_conversation_groups() {
     let merged = env.run(&["--json", "entity", "merge", &pg, &alias]).json();
     assert_eq!(merged["body"]["mentions"].as_array().unwrap().len(), 1);
     assert_eq!(merged["body"]["properties"]["version"], 16);
-    env.run(&["entity", "find", "pg"]).fails(1, "no entity named");
+    // The absorbed name stays an alias of the survivor: found, and not created again.
+    assert_eq!(env.run(&["--json", "entity", "find", "pg"]).json()["id"], pg.as_str());
+    let ensured = env.run(&["--json", "entity", "ensure", "PG"]).json();
+    assert_eq!(
+        (ensured["id"].clone(), ensured["created"].clone()),
+        (Value::from(pg.as_str()), Value::Bool(false))
+    );
     assert_eq!(env.run(&["--json", "entity", "find", "postgres"]).json()["id"], pg.as_str());
+    env.run(&["entity", "find", "mysql"]).fails(1, "no entity named");
+    assert!(env.export_all().contains(r#""aux":"app/alias/"#), "the alias goes with an export");
 
     let c = env.run(&["conversation", "start", "planning"]).ok().to_string();
     env.run(&["conversation", "add", &c, "Should we use redb?"]).ok();
@@ -1380,7 +1388,7 @@ fn import_crewly_knowledge_and_agent_files() {
     let sum = env
         .run(&["--ns", "agent:dev-1", "--json", "import", "--format", "crewly", a.to_str().unwrap()])
         .json();
-    assert_eq!(sum["imported"], 6, "{sum}");
+    assert_eq!(sum["imported"], 5, "{sum}");
     let ctx = env.run(&["--ns", "agent:dev-1", "--json", "agent", "context"]).json();
     let text = ctx["context"].as_str().unwrap();
     assert!(

@@ -621,6 +621,14 @@ impl Tasks<'_> {
 
 // ---------------------------------------------------------------- entities
 
+/// The auxiliary row naming the entity that absorbed the one called `name`:
+/// `app/alias/<namespace>/<blake3 of the normalised name, 32 hex digits>` (the name itself
+/// is in the row).
+fn alias_key(ns: &mnemon_storage::Namespace, name: &str) -> String {
+    let hash = blake3::hash(mnemon_storage::body::normalise_key(name).as_bytes());
+    format!("app/alias/{}/{}", ns.as_str(), &hash.to_hex()[..32])
+}
+
 /// Entities of one namespace; see [`Ns::entities`].
 #[derive(Clone, Copy)]
 pub struct Entities<'a> {
@@ -628,13 +636,29 @@ pub struct Entities<'a> {
 }
 
 impl Entities<'_> {
-    /// The entity valid now with this name, compared case-insensitively.
+    /// The entity valid now with this name, compared case-insensitively, or the entity that
+    /// absorbed the one of that name ([`Self::merge`]: the absorbed name stays an alias).
     pub fn find_by_name(&self, name: &str) -> Result<Option<Record>> {
         let snap = self.ns.db().snapshot()?;
-        match snap.identity(self.ns.name(), Kind::Entity, name)? {
-            Some(id) => Ok(self.ns.get(id)?),
-            None => Ok(None),
+        if let Some(id) = snap.identity(self.ns.name(), Kind::Entity, name)? {
+            return self.ns.get(id);
         }
+        let Some(row) = snap.aux(&alias_key(self.ns.name(), name))? else { return Ok(None) };
+        let Some(mut id) = serde_json::from_slice::<Value>(&row)
+            .ok()
+            .and_then(|v| v["id"].as_str().and_then(|s| s.parse::<RecordId>().ok()))
+        else {
+            return Ok(None);
+        };
+        // The survivor may itself have been absorbed since: follow the merges.
+        for _ in 0..16 {
+            match snap.latest(self.ns.name(), id)? {
+                Some(r) if r.superseded_by.is_none() => return self.ns.get(r.id),
+                Some(r) => id = r.superseded_by.unwrap_or(r.id),
+                None => return Ok(None),
+            }
+        }
+        Ok(None)
     }
 
     /// The entity with `e.name` if there is one (filling in its description and a type of
@@ -710,7 +734,8 @@ impl Entities<'_> {
     /// Merge `absorb` into `keep` in one commit: `keep` gains the mentions, the properties it
     /// lacks, the links (re-pointed) and tags of `absorb`, and a description if it had none;
     /// `absorb` ends, superseded by `keep` (its history stays; its chain leads to `keep`).
-    /// `keep`'s metadata lists what it absorbed under `merged_from`.
+    /// `keep`'s metadata lists what it absorbed under `merged_from`, and the absorbed name
+    /// stays an alias of `keep` ([`Self::find_by_name`], so `find_or_create` finds it).
     pub fn merge(&self, keep: RecordId, absorb: RecordId) -> Result<Record> {
         if keep == absorb {
             return Err(rule(keep, "an entity cannot absorb itself"));
@@ -753,7 +778,14 @@ impl Entities<'_> {
                 }
             }
             env.metadata = JsonText::from_value(&meta);
+            let alias = serde_json::json!({ "name": ae.name, "id": keep.to_string() });
             let mut ops = vec![
+                WriteOp::PutAux {
+                    key: alias_key(self.ns.name(), &ae.name),
+                    value: Some(
+                        serde_json::to_vec(&alias).map_err(|e| crate::error::invalid(e.to_string()))?,
+                    ),
+                },
                 WriteOp::MergeInto {
                     namespace: self.ns.name().clone(),
                     absorbed: absorb,

@@ -17,7 +17,8 @@ use crate::error::{Error, LineError, Result};
 use crate::json::{RecordJson, parse_input};
 
 /// The auxiliary rows an export carries: the application state of the modules above the
-/// records (`app/access/<namespace>/<id>`: episodes' access counts), not the caches.
+/// records (`app/access/<namespace>/<id>`: episodes' access counts; `app/alias/<namespace>/
+/// <hash>`: names of merged entities), not the caches.
 const APP_PREFIX: &str = "app/";
 
 /// Write every revision as JSON lines, then the application state kept beside them (see
@@ -41,15 +42,20 @@ pub fn export(db: &Db, ns: Option<&Namespace>, out: &mut dyn Write) -> Result<u6
     if let Some(e) = io_err {
         return Err(Error::Io { path: "<output>".into(), source: e });
     }
-    // Then the application state kept beside the records (the access counts of episodes),
-    // of the namespace or all: one `{"aux": key, "value": ...}` line per row, in key order.
-    let prefix = match ns {
-        Some(ns) => format!("{APP_PREFIX}access/{}/", ns.as_str()),
-        None => APP_PREFIX.to_string(),
+    // Then the application state kept beside the records (episodes' access counts, the
+    // aliases of merged entities): rows `app/<what>/<namespace>/<leaf>`, of the namespace or
+    // all, one `{"aux": key, "value": ...}` line each, in key order.
+    let of_ns = |key: &str| match ns {
+        None => true,
+        Some(ns) => key
+            .strip_prefix(APP_PREFIX)
+            .and_then(|k| k.split_once('/'))
+            .and_then(|(_, rest)| rest.strip_prefix(ns.as_str()))
+            .and_then(|rest| rest.strip_prefix('/'))
+            .is_some_and(|leaf| !leaf.is_empty() && !leaf.contains('/')),
     };
-    for (key, bytes) in snap.aux_prefix(&prefix)? {
-        // One namespace's rows end in a record id (a namespace `a` is not `a/b`'s prefix).
-        if ns.is_some() && key.strip_prefix(prefix.as_str()).is_none_or(|rest| rest.contains('/')) {
+    for (key, bytes) in snap.aux_prefix(APP_PREFIX)? {
+        if !of_ns(&key) {
             continue;
         }
         let Ok(value) = serde_json::from_slice::<Value>(&bytes) else { continue };
