@@ -929,6 +929,9 @@ fn task_decision_entity_conversation_groups() {
     assert_eq!(listed.len(), 1, "completed tasks only with --all");
     assert_eq!(env.run(&["--json", "task", "list", "--all"]).json_lines()[0]["body"]["title"], "schema");
     env.run(&["task", "list", "--status", "nope"]).fails(2, "unknown value");
+    // The valid values are listed.
+    env.run(&["task", "list", "--status", "doing"])
+        .fails(2, "expected one of `backlog`, `planned`, `in_progress`");
 
     let d = env.add("decision", r#"{"title":"Use SQLite"}"#, &["--tag", "storage"]);
     let n = env.run(&["--json", "decision", "supersede", &d, "--data", r#"{"title":"Use redb"}"#]).json();

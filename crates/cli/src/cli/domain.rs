@@ -8,7 +8,14 @@ use serde_json::Value;
 
 /// Parse a snake_case enum value the way the JSON forms spell it.
 pub(crate) fn parse_enum<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
-    serde_json::from_value(Value::String(s.to_string())).map_err(|_| format!("unknown value {s:?}"))
+    serde_json::from_value(Value::String(s.to_string())).map_err(|e| {
+        // serde names the values it expects ("unknown variant `x`, expected one of `a`, `b`").
+        let text = e.to_string();
+        match text.split_once("expected ") {
+            Some((_, expected)) => format!("unknown value {s:?}: expected {expected}"),
+            None => format!("unknown value {s:?}"),
+        }
+    })
 }
 
 /// `mnemon task ...`
