@@ -231,6 +231,14 @@ fn revise_retire_supersede_forget_history_chain() {
     let suffix = &new[new.len() - 8..];
     assert!(e.run(&["chain", suffix]).ok().contains("Use redb"));
     assert!(e.run(&["history", suffix]).ok().contains("supersede"));
+    // And the start of a full id, as people copy it: ids made in the same millisecond
+    // share their first digits, so those name several records and are refused as such.
+    let head = &new[..18];
+    assert!(e.run(&["chain", head]).ok().contains("Use redb"));
+    let shared = &new[..8];
+    let r = e.run(&["get", shared]);
+    assert!(r.code == 0 || r.stderr.contains("records have an id starting or ending with"), "{}", r.stderr);
+    e.run(&["get", "abcdef99"]).fails(1, "starting or ending with");
 
     e.run(&["supersede", &id, "--data", r#"{"title":"again"}"#]).fails(1, "already superseded");
 

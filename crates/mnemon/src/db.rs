@@ -515,9 +515,9 @@ impl Ns {
             .ok_or_else(|| crate::error::invalid("the writer returned no outcome"))
     }
 
-    /// A record id given in full, or as a unique tail of at least 6 hex digits (what
-    /// [`RecordId::short`] prints), in this namespace. Anything else, or a tail several ids
-    /// share, is an input error; a tail no id has is [`Error::NoSuchId`].
+    /// A record id given in full, or as a unique tail (what [`RecordId::short`] prints) or
+    /// head of at least 6 hex digits, in this namespace. Anything else, or digits several ids
+    /// start or end with, is an input error; digits no id has is [`Error::NoSuchId`].
     pub fn resolve_id(&self, s: &str) -> Result<RecordId> {
         if let Ok(id) = RecordId::parse(s) {
             return Ok(id);
@@ -526,11 +526,18 @@ impl Ns {
         if hex.len() < 6 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
             return Ok(RecordId::parse(s)?);
         }
-        match self.db.snapshot()?.ids_with_suffix(&self.ns, &hex)?.as_slice() {
+        // Its end (what tables show) or its start (what a full id begins with): an id matching
+        // either way counts, so a short id means one record or is refused as ambiguous.
+        let snap = self.db.snapshot()?;
+        let mut found = snap.ids_with_suffix(&self.ns, &hex)?;
+        found.extend(snap.ids_with_prefix(&self.ns, &hex)?);
+        found.sort();
+        found.dedup();
+        match found.as_slice() {
             [one] => Ok(*one),
             [] => Err(Error::NoSuchId { namespace: self.ns.as_str().to_string(), tail: s.to_string() }),
             many => Err(crate::error::invalid(format!(
-                "{} records have an id ending in {s}: {}",
+                "{} records have an id starting or ending with {s}: {}",
                 many.len(),
                 many.iter().take(5).map(ToString::to_string).collect::<Vec<_>>().join(", ")
             ))),

@@ -99,7 +99,7 @@ pub enum Error {
         reason: String,
     },
     /// No record's id ends in the given digits (see [`crate::Ns::resolve_id`]).
-    #[error("no record in namespace {namespace:?} has an id ending in {tail}")]
+    #[error("no record in namespace {namespace:?} has an id starting or ending with {tail}")]
     NoSuchId {
         /// The namespace searched.
         namespace: String,

@@ -231,6 +231,31 @@ impl Snapshot {
         self.revision_at(ns, id, Timestamp::MAX)
     }
 
+    /// The ids of records in the namespace whose hyphen-less hex form starts with `prefix`
+    /// (case-insensitive; what tables show of an id): one range of keys.
+    pub fn ids_with_prefix(&self, ns: &Namespace, prefix: &str) -> Result<Vec<RecordId>, Error> {
+        let want: String = prefix.chars().filter(|c| *c != '-').collect::<String>().to_ascii_lowercase();
+        let Some(bits) = u128::from_str_radix(&want, 16).ok().filter(|_| (1..=32).contains(&want.len()))
+        else {
+            return Ok(Vec::new());
+        };
+        // The ids from `want` followed by zeros to `want` followed by `f`s: one range of keys.
+        let shift = 4 * (32 - want.len() as u32);
+        let lo = bits.checked_shl(shift).unwrap_or(0);
+        let hi = lo | 1u128.checked_shl(shift).map_or(u128::MAX, |b| b - 1);
+        self.ctx((|| {
+            let t = self.txn.open_table(tables::REVISIONS)?;
+            let mut out: Vec<RecordId> = Vec::new();
+            for r in t.range((ns.as_str(), lo, i64::MIN, 0u32)..=(ns.as_str(), hi, i64::MAX, u32::MAX))? {
+                let id = RecordId::from_u128(r?.0.value().1);
+                if out.last() != Some(&id) {
+                    out.push(id);
+                }
+            }
+            Ok(out)
+        })())
+    }
+
     /// The ids of records in the namespace whose hyphen-less hex form ends with `suffix`
     /// (case-insensitive). Scans the namespace's revisions: meant for people typing short ids.
     pub fn ids_with_suffix(&self, ns: &Namespace, suffix: &str) -> Result<Vec<RecordId>, Error> {
