@@ -48,6 +48,11 @@
 //!   `analyzer.rs`) instead of unstemmed words. Older files are upgraded by dropping the
 //!   lexical index and indexing every revision's text again; opened read-only, their queries
 //!   are analysed the old way.
+//! - 12: a segment block stores, for every 64 postings of a term, their greatest term
+//!   frequency and least text length (block version 2), which bound their BM25 weights: a
+//!   search bounds a term without reading its postings. A format-11 file is upgraded by
+//!   writing its blocks again with their bounds; opened read-only, its blocks are read as
+//!   they are.
 //!
 //! A file with a newer version is refused with [`OpenError::NewerFormat`]; one older than
 //! [`OLDEST_SUPPORTED_FORMAT_VERSION`] with [`OpenError::TooOld`]; anything between is upgraded
@@ -65,7 +70,9 @@ use crate::time::Timestamp;
 /// The magic value stored under `magic`.
 pub const MAGIC: [u8; 8] = *b"mnemon\x00\x01";
 /// The format version this build writes.
-pub const FORMAT_VERSION: u32 = 11;
+pub const FORMAT_VERSION: u32 = 12;
+/// The first format whose segment blocks hold their pieces' bounds.
+pub(crate) const BOUNDED_BLOCKS: u32 = 12;
 /// The first format whose `mnemon.ended` is keyed by the end of each interval.
 pub(crate) const ENDED_BY_END: u32 = 7;
 /// The oldest format version this build can open (upgrading it if needed).

@@ -870,7 +870,8 @@ fn check_meta(path: &Path, txn: &redb::ReadTransaction) -> Result<u32, Error> {
 /// Upgrade a file of an older format in one transaction: format 1 lacks the vector tables (created
 /// empty with the other missing tables), formats before 5 `mnemon.ended`, formats 5 and 6 file
 /// its rows by their start, and every format before 11 has no lexical index or one of unstemmed
-/// words, of any of several layouts: it is dropped and every revision's text indexed again.
+/// words, of any of several layouts: it is dropped and every revision's text indexed again;
+/// format 11's segment blocks are written again with their bounds.
 fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
     use redb::ReadableTable;
     if version >= format::FORMAT_VERSION {
@@ -921,6 +922,8 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
             prev = Some(record);
         }
         lexical.flush()?;
+    } else if found < format::BOUNDED_BLOCKS {
+        crate::lexical::bound_blocks(&txn)?;
     }
     if found < 5 {
         // Format 5 keys the current rows by bytes, and files the records whose visibility

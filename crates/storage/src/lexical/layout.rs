@@ -33,8 +33,10 @@ pub(crate) type SegmentMap = BTreeMap<(String, u128, u32), (u32, u32)>;
 pub(super) use super::posting::POSTING_BYTES as SEGMENT_POSTING_BYTES;
 /// Format 9's segment rows.
 pub(super) const SEGMENT_ROW_VERSION: u8 = 1;
-/// Format 10's segment blocks.
-pub(super) const BLOCK_VERSION: u8 = 1;
+/// Format 10's and 11's segment blocks (no bounds).
+pub(super) const BLOCK_VERSION_1: u8 = 1;
+/// Segment blocks with their pieces' bounds (format 12).
+pub(super) const BLOCK_VERSION: u8 = 2;
 /// A segment block is closed once it holds this many bytes: a search reads one block (two
 /// when a term's postings cross a boundary) per term and segment. A block, its key (at most
 /// 280 bytes: a namespace of 200, a term of 64, their lengths, the segment and the part) and

@@ -398,7 +398,7 @@ mod tests {
                         if i % 2 == 0 {
                             bytes
                                 .chunks(5 * super::super::posting::POSTING_BYTES)
-                                .map(Chunk::stored)
+                                .map(|b| Chunk::stored(b, &[]))
                                 .collect()
                         } else {
                             run.chunks(7).map(Chunk::Decoded).collect()

@@ -62,6 +62,7 @@ mod tests;
 mod verify;
 mod writer;
 
+pub(crate) use block::bound_blocks;
 pub(crate) use codec::{LexStats, decode_stats};
 pub use layout::{FRESH_LIMIT, SEGMENT_FANOUT};
 pub use search::LexicalHit;

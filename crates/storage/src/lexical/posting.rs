@@ -1,5 +1,6 @@
-//! A posting as a segment stores it (formats 9 and 10): `(id, from_rev, tf, doc length)` in
-//! 28 bytes, little-endian, and [`Chunk`], a stretch of postings that a search reads in place.
+//! A posting as a segment stores it (formats 9 to 12): `(id, from_rev, tf, doc length)` in
+//! 28 bytes, little-endian; the bounds of a piece of postings (format 12); and [`Chunk`], a
+//! stretch of postings that a search reads in place.
 
 /// A posting: `(id, from_rev, tf, doc length)`.
 pub(crate) type Posting = (u128, u32, u32, u32);
@@ -7,12 +8,46 @@ pub(crate) type Posting = (u128, u32, u32, u32);
 /// Bytes of a stored posting: id, from_rev, tf, doc length.
 pub(crate) const POSTING_BYTES: usize = 28;
 
+/// Postings per piece: from format 12 a block stores, for each run of this many postings of
+/// a term (from the first, the last run shorter), the greatest term frequency and the least
+/// text length among them, which bound every posting's BM25 weight in the piece.
+pub(crate) const PIECE: usize = 64;
+
+/// Bytes of a piece's bounds: the greatest tf and the least text length (`u32` each).
+pub(crate) const BOUND_BYTES: usize = 8;
+
 /// Append a posting's 28 bytes to `out`.
 pub(crate) fn put(out: &mut Vec<u8>, (id, rev, tf, len): Posting) {
     out.extend_from_slice(&id.to_le_bytes());
     out.extend_from_slice(&rev.to_le_bytes());
     out.extend_from_slice(&tf.to_le_bytes());
     out.extend_from_slice(&len.to_le_bytes());
+}
+
+/// Append the bounds of each piece of `postings` to `out` (see [`PIECE`]).
+pub(crate) fn put_bounds(out: &mut Vec<u8>, postings: &[Posting]) {
+    for piece in postings.chunks(PIECE) {
+        let (tf, len) = extremes_of(piece);
+        out.extend_from_slice(&tf.to_le_bytes());
+        out.extend_from_slice(&len.to_le_bytes());
+    }
+}
+
+/// The number of pieces of `n` postings.
+pub(crate) fn pieces(n: usize) -> usize {
+    n.div_ceil(PIECE)
+}
+
+/// How many postings, with their pieces' bounds, fit in `room` bytes.
+pub(crate) fn fitting(room: usize) -> usize {
+    let whole = PIECE * POSTING_BYTES + BOUND_BYTES;
+    let rest = room % whole;
+    (room / whole) * PIECE + rest.saturating_sub(BOUND_BYTES) / POSTING_BYTES
+}
+
+/// The greatest tf and the least length of `postings` (`(0, u32::MAX)` if none).
+fn extremes_of(postings: &[Posting]) -> (u32, u32) {
+    postings.iter().fold((0, u32::MAX), |(tf, len), p| (tf.max(p.2), len.min(p.3)))
 }
 
 /// A posting from its 28 bytes (`None` if fewer).
@@ -28,24 +63,26 @@ fn id_of(c: &[u8]) -> Option<u128> {
 
 /// A stretch of one term's postings in `(id, from_rev)` order: as a segment block stores them
 /// (read in place, each decoded when visited: a search that skips most of a common term's
-/// postings never decodes them), or decoded (posting lists, fresh texts, older formats).
+/// postings never decodes them) with their pieces' bounds (none in a block of format 11),
+/// or decoded (posting lists, fresh texts, older formats).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Chunk<'a> {
-    Stored(&'a [[u8; POSTING_BYTES]]),
+    Stored { postings: &'a [[u8; POSTING_BYTES]], bounds: &'a [[u8; BOUND_BYTES]] },
     Decoded(&'a [Posting]),
 }
 
 impl<'a> Chunk<'a> {
-    /// The stored postings of `bytes` (a trailing piece shorter than a posting is left out:
-    /// a block's parser checks the length).
-    pub(crate) fn stored(bytes: &'a [u8]) -> Self {
-        Chunk::Stored(bytes.as_chunks().0)
+    /// The stored postings of `bytes` with the bounds of their pieces in `bounds` (empty if
+    /// the block has none; a trailing piece shorter than a posting or a bound is left out: a
+    /// block's parser checks the lengths).
+    pub(crate) fn stored(bytes: &'a [u8], bounds: &'a [u8]) -> Self {
+        Chunk::Stored { postings: bytes.as_chunks().0, bounds: bounds.as_chunks().0 }
     }
 
     /// How many postings it holds.
     pub(crate) fn len(&self) -> usize {
         match self {
-            Chunk::Stored(b) => b.len(),
+            Chunk::Stored { postings, .. } => postings.len(),
             Chunk::Decoded(p) => p.len(),
         }
     }
@@ -53,29 +90,33 @@ impl<'a> Chunk<'a> {
     /// Posting `i` (`None` past the end).
     pub(crate) fn get(&self, i: usize) -> Option<Posting> {
         match self {
-            Chunk::Stored(b) => b.get(i).and_then(|c| decode(c)),
+            Chunk::Stored { postings, .. } => postings.get(i).and_then(|c| decode(c)),
             Chunk::Decoded(p) => p.get(i).copied(),
         }
     }
 
     /// The greatest term frequency and the least text length among its postings (`(0,
     /// u32::MAX)` if none): a BM25 weight grows with the one and falls with the other, so
-    /// the two bound every posting's weight.
+    /// the two bound every posting's weight. Read from the pieces' bounds where the block
+    /// stores them, else from every posting.
     pub(crate) fn extremes(&self) -> (u32, u32) {
-        let u32_at =
-            |c: &[u8; POSTING_BYTES], at: usize| u32::from_le_bytes([c[at], c[at + 1], c[at + 2], c[at + 3]]);
+        let u32_at = |c: &[u8], at: usize| u32::from_le_bytes([c[at], c[at + 1], c[at + 2], c[at + 3]]);
+        let fold = |(tf, len): (u32, u32), (t, l): (u32, u32)| (tf.max(t), len.min(l));
         match self {
-            Chunk::Stored(b) => {
-                b.iter().fold((0, u32::MAX), |(tf, len), c| (tf.max(u32_at(c, 20)), len.min(u32_at(c, 24))))
+            Chunk::Stored { postings, bounds } if bounds.len() == pieces(postings.len()) => {
+                bounds.iter().map(|b| (u32_at(b, 0), u32_at(b, 4))).fold((0, u32::MAX), fold)
             }
-            Chunk::Decoded(p) => p.iter().fold((0, u32::MAX), |(tf, len), p| (tf.max(p.2), len.min(p.3))),
+            Chunk::Stored { postings, .. } => {
+                postings.iter().map(|c| (u32_at(c, 20), u32_at(c, 24))).fold((0, u32::MAX), fold)
+            }
+            Chunk::Decoded(p) => extremes_of(p),
         }
     }
 
     /// The id of posting `i` (`None` past the end).
     pub(crate) fn id(&self, i: usize) -> Option<u128> {
         match self {
-            Chunk::Stored(b) => b.get(i).and_then(|c| id_of(c)),
+            Chunk::Stored { postings, .. } => postings.get(i).and_then(|c| id_of(c)),
             Chunk::Decoded(p) => p.get(i).map(|p| p.0),
         }
     }
@@ -93,8 +134,11 @@ mod tests {
         for &p in &postings {
             put(&mut bytes, p);
         }
+        let mut bounds = Vec::new();
+        put_bounds(&mut bounds, &postings);
         assert_eq!(bytes.len(), postings.len() * POSTING_BYTES);
-        for chunk in [Chunk::stored(&bytes), Chunk::Decoded(&postings)] {
+        assert_eq!(bounds.len(), BOUND_BYTES);
+        for chunk in [Chunk::stored(&bytes, &bounds), Chunk::stored(&bytes, &[]), Chunk::Decoded(&postings)] {
             assert_eq!(chunk.len(), 3);
             for (i, &p) in postings.iter().enumerate() {
                 assert_eq!(chunk.get(i), Some(p));
@@ -106,6 +150,32 @@ mod tests {
         }
         assert_eq!(Chunk::Decoded(&[]).extremes(), (0, u32::MAX));
         // A torn last posting is not read.
-        assert_eq!(Chunk::stored(&bytes[..bytes.len() - 1]).get(2), None);
+        assert_eq!(Chunk::stored(&bytes[..bytes.len() - 1], &[]).get(2), None);
+    }
+
+    #[test]
+    fn pieces_are_bounded_one_by_one() {
+        let postings: Vec<Posting> = (0..150u32).map(|i| (u128::from(i), 0, 1 + i % 70, 200 - i)).collect();
+        let mut bounds = Vec::new();
+        put_bounds(&mut bounds, &postings);
+        assert_eq!(bounds.len(), pieces(150) * BOUND_BYTES);
+        assert_eq!(pieces(150), 3);
+        let read = |j: usize| {
+            let b = &bounds[j * BOUND_BYTES..(j + 1) * BOUND_BYTES];
+            (u32::from_le_bytes(b[..4].try_into().unwrap()), u32::from_le_bytes(b[4..].try_into().unwrap()))
+        };
+        assert_eq!(read(0), (64, 137));
+        assert_eq!(read(1), (70, 73));
+        assert_eq!(read(2), (70, 51));
+    }
+
+    #[test]
+    fn fitting_never_overfills() {
+        for room in 0..5000 {
+            let n = fitting(room);
+            assert!(n * POSTING_BYTES + pieces(n) * BOUND_BYTES <= room, "{room}");
+            let more = n + 1;
+            assert!(more * POSTING_BYTES + pieces(more) * BOUND_BYTES > room, "{room}");
+        }
     }
 }

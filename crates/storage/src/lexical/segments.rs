@@ -294,7 +294,7 @@ impl Held<'_> {
                     let malformed = || malformed_segment(ns, *seg, term);
                     let block = Block::parse(guard.value()).ok_or_else(malformed)?;
                     if let Some(i) = block.find(term).ok_or_else(malformed)? {
-                        out.push(Chunk::stored(block.posting_bytes(i).ok_or_else(malformed)?));
+                        out.push(block.chunk(i).ok_or_else(malformed)?);
                     }
                 }
                 Ok(out)

@@ -24,12 +24,8 @@ fn lookup(table: &impl ReadableTable<SegmentKey, &'static [u8]>, term: &str) -> 
     out
 }
 
-/// Blocks split between terms and inside a term's postings (a term starting mid-block and
-/// continuing over several blocks); every term is found, and so is none that is absent,
-/// also after `forget` took a block's first entry out (its key is then below its first
-/// term) or emptied a block.
-/// A block is refused when its terms, or a term's postings, are out of order, or when
-/// it is cut short.
+/// A block is refused when its terms, or a term's postings, are out of order, when it is cut
+/// short, or when a piece's bounds are not its postings'.
 #[test]
 fn a_block_out_of_order_fails_its_check() {
     let encode = |entries: &[(&str, &[SegmentPosting])]| {
@@ -52,8 +48,21 @@ fn a_block_out_of_order_fails_its_check() {
         assert!(Block::parse(&bad).is_some_and(|b| !b.check() && b.entries().is_none()), "{bad:?}");
     }
     assert!(Block::parse(&ok[..ok.len() - 1]).is_none());
+    // A piece's bounds that are not its postings' (`[2][2 entries][directory][terms "ab"]`,
+    // then entry "a"'s greatest tf).
+    let at = 1 + 4 + 2 * 12 + 2;
+    assert_eq!(ok[at..at + 8], [1, 0, 0, 0, 1, 0, 0, 0]);
+    for (offset, value) in [(0, 5), (4, 0)] {
+        let mut bad = ok.clone();
+        bad[at + offset] = value;
+        assert!(Block::parse(&bad).is_some_and(|b| !b.check()), "{bad:?}");
+    }
 }
 
+/// Blocks split between terms and inside a term's postings (a term starting mid-block and
+/// continuing over several blocks); every term is found, and so is none that is absent,
+/// also after `forget` took a block's first entry out (its key is then below its first
+/// term) or emptied a block.
 #[test]
 fn blocks_find_every_term_across_boundaries_and_after_forgets() {
     let dir = tempfile::tempdir().unwrap();

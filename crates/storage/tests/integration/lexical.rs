@@ -617,22 +617,39 @@ fn a_format_5_file_reads_alike_and_upgrades() {
     assert_eq!(snap.table_sizes().unwrap()["merged texts"], indexed.len() as u64);
 }
 
-/// The postings of a segment block (format 10, docs/file-format.md), by term: `[1][entries
-/// u32]`, per entry the ends of its term and its postings, the terms, the 28-byte postings.
+/// The postings of a segment block (version 2, format 12, docs/file-format.md), by term:
+/// `[2][entries u32]`, per entry the ends of its term, its postings and its bounds, the
+/// terms, the bounds (8 bytes per 64 postings: the greatest tf, the least length; checked
+/// here), the 28-byte postings.
 fn decode_block(b: &[u8]) -> Vec<(String, Vec<[u8; 28]>)> {
-    assert_eq!(b[0], 1, "block version");
+    assert_eq!(b[0], 2, "block version");
     let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap()) as usize;
     let n = u32_at(1);
-    let (terms, postings) = (5 + 8 * n, 5 + 8 * n + if n == 0 { 0 } else { u32_at(5 + 8 * (n - 1)) });
-    let (mut t0, mut p0) = (0, 0);
+    let end = |e: usize, field: usize| u32_at(5 + 12 * e + 4 * field);
+    let terms = 5 + 12 * n;
+    let bounds = terms + if n == 0 { 0 } else { end(n - 1, 0) };
+    let postings = bounds + 8 * if n == 0 { 0 } else { end(n - 1, 2) };
+    let (mut t0, mut p0, mut b0) = (0, 0, 0);
     let mut out = Vec::new();
     for e in 0..n {
-        let (t1, p1) = (u32_at(5 + 8 * e), u32_at(9 + 8 * e));
+        let (t1, p1, b1) = (end(e, 0), end(e, 1), end(e, 2));
         let term = std::str::from_utf8(&b[terms + t0..terms + t1]).unwrap().to_string();
-        let list =
+        let list: Vec<[u8; 28]> =
             (p0..p1).map(|p| b[postings + 28 * p..postings + 28 * (p + 1)].try_into().unwrap()).collect();
+        assert_eq!(b1 - b0, list.len().div_ceil(64), "pieces of {term}");
+        for (j, piece) in list.chunks(64).enumerate() {
+            let field =
+                |p: &[u8; 28], at: usize| u32::from_le_bytes(p[at..at + 4].try_into().unwrap()) as usize;
+            let tf = piece.iter().map(|p| field(p, 20)).max().unwrap();
+            let len = piece.iter().map(|p| field(p, 24)).min().unwrap();
+            assert_eq!(
+                (u32_at(bounds + 8 * (b0 + j)), u32_at(bounds + 8 * (b0 + j) + 4)),
+                (tf, len),
+                "{term}"
+            );
+        }
         out.push((term, list));
-        (t0, p0) = (t1, p1);
+        (t0, p0, b0) = (t1, p1, b1);
     }
     assert_eq!(b.len(), postings + 28 * p0, "block length");
     out
@@ -832,6 +849,60 @@ fn a_format_10_file_is_reindexed_with_stemmed_terms() {
         ["The caches were flushing too often"]
     );
     assert!(snap.verify().unwrap().is_empty());
+}
+
+/// The first byte (the block version) of every segment block of the file at `path`.
+fn block_versions(path: &std::path::Path) -> Vec<u8> {
+    let db = redb::Database::open(path).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+    let blocks = txn
+        .open_table(redb::TableDefinition::<(&str, u64, &str, u32), &[u8]>::new("mnemon.segment_blocks"))
+        .unwrap();
+    redb::ReadableTable::iter(&blocks).unwrap().map(|r| r.unwrap().1.value()[0]).collect()
+}
+
+/// A file written by the previous release (format 11, blocks without bounds; made by the
+/// `mnemon` of commit 5e3ff78: three records in namespace `fixture`, 300 more imported in one
+/// commit, which made a segment, one record revised, then `compact`): read-only it is read
+/// as it is; opened for writing its blocks are written again with their bounds, and every
+/// search answers as before.
+#[test]
+fn a_format_11_file_gets_bounded_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f11.redb");
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/format11.redb"), &path).unwrap();
+    let ns = Namespace::new("fixture").unwrap();
+    let queries = ["lake", "stone river", "painting", "note 17", "flush", "often", "tokens stone stone"];
+    let answers = |snap: &Snapshot| -> Vec<Vec<(String, u64)>> {
+        queries
+            .iter()
+            .map(|q| {
+                let hits = snap.lexical_search(&ns, q, &ListQuery::new(), 20).unwrap();
+                hits.iter().map(|h| (h.record.body.text(), h.score.to_bits())).collect()
+            })
+            .collect()
+    };
+    assert_eq!(file_version(&path), 11);
+    let versions = block_versions(&path);
+    assert!(!versions.is_empty() && versions.iter().all(|&v| v == 1), "{versions:?}");
+    let ro = Store::open(&path, StoreOptions { read_only: true, ..Default::default() }).unwrap();
+    let snap = ro.snapshot().unwrap();
+    let before = answers(&snap);
+    assert_eq!(before[0].len(), 20);
+    assert_eq!(before[2][0].0, "She was painting sunrises at the lake");
+    assert_eq!(before[4][0].0, "The caches are flushed hourly now");
+    assert!(before[5].is_empty());
+    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
+    drop((snap, ro));
+
+    drop(Store::open(&path, StoreOptions::default()).unwrap());
+    assert_eq!(file_version(&path), FORMAT_VERSION);
+    let versions = block_versions(&path);
+    assert!(!versions.is_empty() && versions.iter().all(|&v| v == 2), "{versions:?}");
+    let store = Store::open(&path, StoreOptions::default()).unwrap();
+    let snap = store.snapshot().unwrap();
+    assert_eq!(answers(&snap), before);
+    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
 }
 
 /// The pruned search (the best `k`) answers exactly what scoring every record answers, cut to
