@@ -118,8 +118,7 @@ impl<'r, 'a> RunCursor<'r, 'a> {
     }
 
     /// Move to the first posting of a record `>= id`: past whole chunks by their last id,
-    /// then by galloping within the chunk (cheap for a near target, logarithmic for a far
-    /// one).
+    /// then by galloping within the chunk.
     fn seek(&mut self, id: u128) {
         if self.id.is_none_or(|h| h >= id) {
             return;
@@ -132,24 +131,7 @@ impl<'r, 'a> RunCursor<'r, 'a> {
             self.at = 0;
         }
         if let Some(c) = self.chunks.get(self.chunk) {
-            let below = |i: usize| c.id(i).is_some_and(|x| x < id);
-            if below(self.at) {
-                // `below(lo)`, and `hi` is past the target or the end.
-                let (mut lo, mut step) = (self.at, 1);
-                let mut hi = loop {
-                    let probe = lo + step;
-                    if probe >= c.len() || !below(probe) {
-                        break probe.min(c.len());
-                    }
-                    lo = probe;
-                    step *= 2;
-                };
-                while hi - lo > 1 {
-                    let mid = lo + (hi - lo) / 2;
-                    if below(mid) { lo = mid } else { hi = mid }
-                }
-                self.at = hi;
-            }
+            self.at = c.gallop(self.at, id);
         }
         self.settle();
     }
@@ -289,6 +271,13 @@ fn below_threshold(ceiling: f64, theta: f64) -> bool {
 /// The greatest of the per-text sums of `found` (`(from_rev, term, weight)`; sorts it by
 /// text).
 fn best_text(found: &mut [(u32, usize, f64)]) -> f64 {
+    if let Some(first) = found.first()
+        && found.iter().all(|f| f.0 == first.0)
+    {
+        // One text (the common case): its sum, in any order (a bound for pruning, which
+        // allows for rounding; `text_scores` sums in the query's order).
+        return found.iter().map(|f| f.2).sum();
+    }
     found.sort_by_key(|f| (f.0, f.1));
     let mut best = f64::MIN;
     for text in found.chunk_by(|a, b| a.0 == b.0) {

@@ -58,7 +58,13 @@ pub(crate) fn decode(c: &[u8]) -> Option<Posting> {
 
 /// The id of a stored posting (`None` if too short).
 fn id_of(c: &[u8]) -> Option<u128> {
-    Some(u128::from_le_bytes(c.get(..16)?.try_into().ok()?))
+    c.first_chunk::<16>().map(|b| u128::from_le_bytes(*b))
+}
+
+/// The id of a stored posting (a search reads it for every posting it steps over or probes).
+#[inline]
+fn stored_id(c: &[u8; POSTING_BYTES]) -> u128 {
+    c.first_chunk::<16>().map_or(0, |b| u128::from_le_bytes(*b))
 }
 
 /// A stretch of one term's postings in `(id, from_rev)` order: as a segment block stores them
@@ -114,12 +120,48 @@ impl<'a> Chunk<'a> {
     }
 
     /// The id of posting `i` (`None` past the end).
+    #[inline]
     pub(crate) fn id(&self, i: usize) -> Option<u128> {
         match self {
-            Chunk::Stored { postings, .. } => postings.get(i).and_then(|c| id_of(c)),
+            Chunk::Stored { postings, .. } => postings.get(i).map(stored_id),
             Chunk::Decoded(p) => p.get(i).map(|p| p.0),
         }
     }
+
+    /// The first posting at or after `from` whose id is not below `id` (the length if none),
+    /// by galloping: cheap for a near target, logarithmic for a far one. The ids must be in
+    /// order from `from` on.
+    pub(crate) fn gallop(&self, from: usize, id: u128) -> usize {
+        match self {
+            Chunk::Stored { postings, .. } => gallop(postings.len(), from, |i| stored_id(&postings[i]) < id),
+            Chunk::Decoded(p) => gallop(p.len(), from, |i| p[i].0 < id),
+        }
+    }
+}
+
+/// The first index at or after `from` (below `len`) for which `below` is false (`len` if
+/// none), for a `below` that is true then false: probes 1, 2, 4, ... past `from`, then
+/// bisects the last step. `below` is called only with indexes below `len`.
+#[inline]
+fn gallop(len: usize, from: usize, below: impl Fn(usize) -> bool) -> usize {
+    if from >= len || !below(from) {
+        return from.min(len);
+    }
+    // `below(lo)`; `hi` is past the target or the end.
+    let (mut lo, mut step) = (from, 1);
+    let mut hi = loop {
+        let probe = lo.saturating_add(step);
+        if probe >= len || !below(probe) {
+            break probe.min(len);
+        }
+        lo = probe;
+        step *= 2;
+    };
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if below(mid) { lo = mid } else { hi = mid }
+    }
+    hi
 }
 
 #[cfg(test)]
@@ -151,6 +193,24 @@ mod tests {
         assert_eq!(Chunk::Decoded(&[]).extremes(), (0, u32::MAX));
         // A torn last posting is not read.
         assert_eq!(Chunk::stored(&bytes[..bytes.len() - 1], &[]).get(2), None);
+    }
+
+    #[test]
+    fn galloping_finds_the_first_not_below() {
+        let ids: Vec<Posting> = [2u128, 3, 5, 8, 13, 21, 34, 55, 89].iter().map(|&i| (i, 0, 1, 1)).collect();
+        let mut bytes = Vec::new();
+        ids.iter().for_each(|&p| put(&mut bytes, p));
+        for chunk in [Chunk::Decoded(&ids), Chunk::stored(&bytes, &[])] {
+            for from in 0..=ids.len() + 1 {
+                for target in 0..100u128 {
+                    let want = (from..ids.len())
+                        .find(|&i| ids[i].0 >= target)
+                        .unwrap_or(ids.len())
+                        .max(from.min(ids.len()));
+                    assert_eq!(chunk.gallop(from, target), want, "from {from}, target {target}");
+                }
+            }
+        }
     }
 
     #[test]
