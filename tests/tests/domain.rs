@@ -94,6 +94,24 @@ fn dependencies_can_start_cycles_overdue_and_order() {
     assert!(e.to_string().contains("cycle"), "{e}");
     assert!(tasks.add_dependency(a, a).unwrap_err().to_string().contains("itself"));
     assert!(tasks.add_dependency(a, mnemon::RecordId::new()).unwrap_err().to_string().contains("not a task"));
+    // The rules hold for every write of a task, not only through `Tasks`: a plain insert of
+    // a task on an unknown task, or on itself, is refused (a conflict, by its code), and so
+    // is a supersession that would depend on an unknown task.
+    let stray = mnemon::RecordId::new();
+    let plain =
+        ns.insert(mnemon::NewRecord::new(ns.name().clone(), Task { dependencies: vec![stray], ..task("x") }));
+    let e = plain.unwrap_err();
+    assert!(e.to_string().contains("not a task valid now"), "{e}");
+    assert_eq!(e.code(), mnemon::Code::Conflict);
+    let own = mnemon::NewRecord::new(ns.name().clone(), task("self"));
+    let own_id = own.id;
+    let mut own = own;
+    if let Body::Task(t) = &mut own.body {
+        t.dependencies = vec![own_id];
+    }
+    assert!(ns.insert(own).unwrap_err().to_string().contains("itself"));
+    let on_stray = Task { dependencies: vec![stray], ..task("ui, again") };
+    assert!(ns.supersede(c, on_stray).unwrap_err().to_string().contains("not a task valid now"));
     let graph = tasks.dependency_graph().unwrap();
     assert_eq!(graph[&c], vec![b]);
     assert_eq!(graph[&a], vec![]);

@@ -141,9 +141,10 @@ pub fn run(cli: Cli) -> Result<()> {
             };
             crate::domain::prune(&cli, &mut out, &o)?
         }
-        Command::Mcp => crate::mcp::serve(
+        Command::Mcp { allow_ns } => crate::mcp::serve(
             with_embedder(&cli, Db::builder(&cli.db).shared(true).create(true))?.open()?,
             &cli.ns,
+            allow_ns,
         )?,
         Command::Memory(cmd) => crate::domain::memory(&cli, &mut out, cmd)?,
         Command::Project(cmd) => crate::domain::project(&cli, &mut out, cmd)?,

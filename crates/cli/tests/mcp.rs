@@ -20,10 +20,16 @@ struct Server {
 
 impl Server {
     fn start(db: &Path, ns: &str) -> Server {
+        Server::start_with(db, ns, &[])
+    }
+
+    /// A server with more arguments to `mcp` (`--allow-ns`).
+    fn start_with(db: &Path, ns: &str, extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
             .env_remove("MNEMON_DB")
             .env_remove("MEMORY_FILE_PATH")
             .args(["--db", db.to_str().unwrap(), "--ns", ns, "mcp"])
+            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -103,6 +109,71 @@ fn mnemon(db: &Path, args: &[&str]) -> (i32, String, String) {
 
 fn db_in(dir: &tempfile::TempDir) -> PathBuf {
     dir.path().join("m.redb")
+}
+
+/// A server works in its namespace: a tool's `namespace` argument naming another is refused
+/// (nothing read, nothing written) unless it matches an `--allow-ns` glob, for namespaces
+/// that are prefixes of each other, unicode, long, or hold separators and dots.
+#[test]
+fn tools_stay_in_the_servers_namespaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let long = format!("agent:{}", "x".repeat(150));
+    let others =
+        ["agent:bo", "agent:bobby", "agent:alice", "agent:böb", "project:..", "agent:bob/..", long.as_str()];
+    // Each other namespace holds a secret, written by a server that may reach them all.
+    let mut all = Server::start_with(&db, "agent:bob", &["--allow-ns", "*"]);
+    let mut secrets = Vec::new();
+    for ns in others {
+        let r = all.call(
+            "remember",
+            json!({"kind": "learning", "text": format!("secret of {ns}"), "namespace": ns}),
+        );
+        secrets.push((ns, r["id"].as_str().unwrap().to_string()));
+    }
+    all.close();
+
+    let mut bob = Server::start(&db, "agent:bob");
+    bob.call("remember", json!({"kind": "learning", "text": "secret of bob"}));
+    for (ns, id) in &secrets {
+        for (tool, args) in [
+            ("recall", json!({"query": "secret", "namespace": ns})),
+            ("list", json!({"namespace": ns})),
+            ("get", json!({"id": id, "namespace": ns})),
+            ("history", json!({"id": id, "namespace": ns})),
+            ("forget", json!({"id": id, "erase": true, "namespace": ns})),
+            ("remember", json!({"kind": "learning", "text": "planted", "namespace": ns})),
+        ] {
+            let err = bob.call_err(tool, args);
+            assert!(err.contains("outside this session's scope"), "{tool} in {ns}: {err}");
+        }
+        // Its own namespace does not hold the others' records either.
+        assert!(bob.call_err("get", json!({"id": id})).contains("no record"), "{ns}");
+    }
+    let mine = bob.call("recall", json!({"query": "secret"}));
+    assert_eq!(mine["hits"].as_array().unwrap().len(), 1, "{mine}");
+    bob.close();
+
+    // A glob reaches what it matches, and only that.
+    let mut some = Server::start_with(&db, "agent:bob", &["--allow-ns", "agent:bo*"]);
+    for (ns, id) in &secrets {
+        let reachable = ns.starts_with("agent:bo");
+        let r = some.request("tools/call", json!({"name": "get", "arguments": {"id": id, "namespace": ns}}));
+        assert_eq!(r["result"]["isError"], !reachable, "{ns}: {r}");
+        if reachable {
+            assert_eq!(r["result"]["structuredContent"]["record"]["text"], format!("secret of {ns}"));
+        }
+    }
+    some.close();
+    // Nothing was erased or planted.
+    let mut check = Server::start_with(&db, "agent:bob", &["--allow-ns", "*"]);
+    for (ns, _) in &secrets {
+        let listed = check.call("list", json!({"namespace": ns}));
+        let texts: Vec<&str> =
+            listed["records"].as_array().unwrap().iter().map(|r| r["text"].as_str().unwrap()).collect();
+        assert_eq!(texts, [format!("secret of {ns}")], "{ns}");
+    }
+    check.close();
 }
 
 #[test]

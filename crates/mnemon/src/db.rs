@@ -477,9 +477,11 @@ impl Ns {
             .ok_or_else(|| crate::error::invalid("the writer returned no outcome"))
     }
 
-    /// Insert a fully described record (embedding its text in the same commit).
+    /// Insert a fully described record (embedding its text in the same commit). A task's
+    /// dependencies must be tasks valid now and close no cycle (an [`Error::Rule`]).
     pub fn insert(&self, mut record: NewRecord) -> Result<Outcome> {
         record.namespace = self.ns.clone();
+        self.check_rules(&record)?;
         // Find-or-create: when a live record holds the identity, return it without embedding
         // a text that will not be written (a race with another writer is retried below).
         let key =
@@ -513,6 +515,28 @@ impl Ns {
             .into_iter()
             .next()
             .ok_or_else(|| crate::error::invalid("the writer returned no outcome"))
+    }
+
+    /// The domain rules a new record obeys (see `rules.rs`): a task's dependencies.
+    fn check_rules(&self, record: &NewRecord) -> Result<()> {
+        if let mnemon_storage::Body::Task(t) = &record.body
+            && !t.dependencies.is_empty()
+        {
+            crate::rules::task_dependencies(record.id, &t.dependencies, &self.task_graph()?)?;
+        }
+        Ok(())
+    }
+
+    /// Every task valid now and the tasks it depends on.
+    pub(crate) fn task_graph(&self) -> Result<std::collections::BTreeMap<RecordId, Vec<RecordId>>> {
+        Ok(self
+            .list_of::<mnemon_storage::body::Task>(AsOf::now())?
+            .into_iter()
+            .filter_map(|r| match r.body {
+                mnemon_storage::Body::Task(t) => Some((r.id, t.dependencies)),
+                _ => None,
+            })
+            .collect())
     }
 
     /// A record id given in full, or as a unique tail (what [`RecordId::short`] prints) or
@@ -648,6 +672,7 @@ impl Ns {
     /// Replace `old` by `new` (from `new.valid_from`, default now); returns the new id.
     pub fn supersede_with(&self, old: RecordId, mut new: NewRecord) -> Result<RecordId> {
         new.namespace = self.ns.clone();
+        self.check_rules(&new)?;
         let embed = self.db.embed_ops(&self.ns, &[(new.id, new.body.text())])?;
         self.first(vec![WriteOp::Supersede { old, new }], embed).map(|o| o.id())
     }

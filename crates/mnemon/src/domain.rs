@@ -27,7 +27,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use mnemon_storage::body::{
     Conversation, Decision, DecisionStatus, Entity, Mention, Message, Priority, Role, StatusChange, Task,
@@ -411,13 +411,12 @@ impl Tasks<'_> {
         self.insert(NewRecord::new(self.ns.name().clone(), t)).map(|o| o.id())
     }
 
-    /// Insert a fully described task record (tags, valid time...), checking its dependencies
-    /// as [`Tasks::create`] does.
+    /// Insert a fully described task record (tags, valid time...); [`Ns::insert`] checks its
+    /// dependencies, as for any task.
     pub fn insert(&self, rec: NewRecord) -> Result<mnemon_storage::Outcome> {
-        let Body::Task(t) = &rec.body else {
+        if !matches!(rec.body, Body::Task(_)) {
             return Err(rule(rec.id, format!("a {} is not a task", rec.body.kind())));
-        };
-        self.check_dependencies(rec.id, &t.dependencies)?;
+        }
         self.ns.insert(rec)
     }
 
@@ -495,7 +494,7 @@ impl Tasks<'_> {
 
     /// Add a dependency (refused if it would close a cycle).
     pub fn add_dependency(&self, id: RecordId, on: RecordId) -> Result<Task> {
-        self.check_dependencies(id, &[on])?;
+        crate::rules::task_dependencies(id, &[on], &self.ns.task_graph()?)?;
         let r = self.ns.edit::<Task>(id, |t, _| {
             if !t.dependencies.contains(&on) {
                 t.dependencies.push(on);
@@ -506,33 +505,6 @@ impl Tasks<'_> {
     }
 
     /// The dependencies must be tasks valid now, and none may (transitively) depend on `id`.
-    fn check_dependencies(&self, id: RecordId, deps: &[RecordId]) -> Result<()> {
-        if deps.is_empty() {
-            return Ok(());
-        }
-        let graph = self.dependency_graph()?;
-        for &d in deps {
-            if d == id {
-                return Err(rule(id, "a task cannot depend on itself"));
-            }
-            if !graph.contains_key(&d) {
-                return Err(rule(id, format!("dependency {d} is not a task valid now")));
-            }
-            // Walk what `d` depends on: reaching `id` would close a cycle.
-            let mut stack = vec![d];
-            let mut seen = BTreeSet::new();
-            while let Some(n) = stack.pop() {
-                if n == id {
-                    return Err(rule(id, format!("depending on {d} would close a dependency cycle")));
-                }
-                if seen.insert(n) {
-                    stack.extend(graph.get(&n).into_iter().flatten().copied());
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Whether all its dependencies are completed.
     pub fn can_start(&self, id: RecordId) -> Result<CanStart> {
         let r = self.ns.get(id)?.ok_or_else(|| not_found(self.ns, id))?;
@@ -552,15 +524,7 @@ impl Tasks<'_> {
 
     /// Every task valid now and the tasks it depends on.
     pub fn dependency_graph(&self) -> Result<BTreeMap<RecordId, Vec<RecordId>>> {
-        Ok(self
-            .ns
-            .list_of::<Task>(AsOf::now())?
-            .into_iter()
-            .filter_map(|r| match r.body {
-                Body::Task(t) => Some((r.id, t.dependencies)),
-                _ => None,
-            })
-            .collect())
+        self.ns.task_graph()
     }
 
     /// Open tasks past their due date, most overdue first.

@@ -106,6 +106,20 @@ pub enum Error {
         /// The digits given.
         tail: String,
     },
+    /// The record exists but was not valid, or not yet known, at the time asked about.
+    #[error("{id} exists but was not valid (or not yet known) at that time")]
+    NotValidThen {
+        /// The record.
+        id: mnemon_storage::RecordId,
+    },
+    /// A namespace the session may not reach (see [`crate::ops::Session`]).
+    #[error("namespace {namespace:?} is outside this session's scope ({scope})")]
+    NotAllowed {
+        /// The namespace asked for.
+        namespace: String,
+        /// What the session may reach.
+        scope: String,
+    },
     /// A record changed concurrently too often for a read-modify-write to succeed.
     #[error("record {id} kept changing concurrently; gave up after {attempts} attempts")]
     Contended {
@@ -122,9 +136,117 @@ impl Error {
         match self {
             Error::Storage(e) => e.is_input(),
             Error::Index(e) => e.is_input(),
-            Error::EmbedderMismatch { .. } => true,
+            Error::EmbedderMismatch { .. } | Error::NotAllowed { .. } => true,
             Error::InvalidImport { .. } => true,
             _ => false,
+        }
+    }
+}
+
+/// The stable machine code of an error: what every interface reports (the CLI's exit code,
+/// MCP's error results, the HTTP server's status and problem documents), whatever the message
+/// says. Codes are never renamed; new ones may be added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Code {
+    /// The request was malformed: an unknown kind, a bad time, a missing field, a bad id.
+    InvalidInput,
+    /// No such record (or no record with those digits).
+    NotFound,
+    /// A namespace outside the session's scope, or a write to a read-only handle.
+    Forbidden,
+    /// The record's state does not allow it: already superseded or ended, a live record
+    /// with the same identity, a domain rule (a finished task, a dependency cycle), a
+    /// concurrent change.
+    Conflict,
+    /// The file is damaged: a value that does not decode, indexes that disagree, a page
+    /// redb found corrupted.
+    Damaged,
+    /// The file or a service could not be used: I/O errors, a failed commit, a full disk, an
+    /// embedder that did not answer, a file in use or of another format.
+    Unavailable,
+}
+
+impl Code {
+    /// The code as written in JSON (`invalid_input`, `not_found`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::InvalidInput => "invalid_input",
+            Code::NotFound => "not_found",
+            Code::Forbidden => "forbidden",
+            Code::Conflict => "conflict",
+            Code::Damaged => "damaged",
+            Code::Unavailable => "unavailable",
+        }
+    }
+
+    /// The HTTP status of an error with this code.
+    pub fn http_status(self) -> u16 {
+        match self {
+            Code::InvalidInput => 400,
+            Code::NotFound => 404,
+            Code::Forbidden => 403,
+            Code::Conflict => 409,
+            Code::Damaged => 500,
+            Code::Unavailable => 503,
+        }
+    }
+
+    /// The command line's exit code: 2 for a mistake in how it was called, 1 otherwise.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Code::InvalidInput | Code::Forbidden => 2,
+            _ => 1,
+        }
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The code of a storage error.
+fn storage_code(e: &mnemon_storage::Error) -> Code {
+    use mnemon_storage::Error as S;
+    if e.is_damage() {
+        return Code::Damaged;
+    }
+    match e {
+        S::Input(_) => Code::InvalidInput,
+        S::NotFound { .. } => Code::NotFound,
+        S::ReadOnly { .. } => Code::Forbidden,
+        S::DuplicateId { .. }
+        | S::AlreadySuperseded { .. }
+        | S::AlreadyEnded { .. }
+        | S::BeforeValid { .. }
+        | S::ChainedValidTime { .. }
+        | S::IdentityConflict { .. }
+        | S::RevisionConflict { .. }
+        | S::RestoreMismatch { .. } => Code::Conflict,
+        _ => Code::Unavailable,
+    }
+}
+
+impl Error {
+    /// The error's stable code (see [`Code`]).
+    pub fn code(&self) -> Code {
+        match self {
+            Error::Storage(e) => storage_code(e),
+            Error::Index(mnemon_index::IndexError::Storage(e)) => storage_code(e),
+            Error::Index(e) if e.is_input() => Code::InvalidInput,
+            Error::InvalidImport { .. } | Error::EmbedderMismatch { .. } => Code::InvalidInput,
+            Error::NoSuchId { .. } | Error::NotValidThen { .. } => Code::NotFound,
+            Error::NotAllowed { .. } => Code::Forbidden,
+            Error::Rule { .. } | Error::Contended { .. } => Code::Conflict,
+            Error::ImportStopped { cause, .. } if cause.is_damage() => Code::Damaged,
+            Error::Index(_)
+            | Error::ImportStopped { .. }
+            | Error::CreateDir { .. }
+            | Error::Io { .. }
+            | Error::Embed(_) => Code::Unavailable,
         }
     }
 }

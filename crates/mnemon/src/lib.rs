@@ -49,7 +49,9 @@ pub mod graph;
 pub mod importers;
 pub mod json;
 pub mod lifecycle;
+pub mod ops;
 pub mod project;
+mod rules;
 pub mod scoped;
 pub mod search;
 mod stats;
@@ -65,7 +67,7 @@ pub use domain::{
     Tasks,
 };
 pub use embedding::{EmbedStats, EmbedderRecord};
-pub use error::{Error, LineError, Result};
+pub use error::{Code, Error, LineError, Result};
 /// Embedders (offline hashing default, OpenAI-compatible HTTP).
 pub use mnemon_embed as embed;
 /// The vector index (exact scan, HNSW, planner, persistence).

@@ -431,6 +431,18 @@ impl Error {
         matches!(self, Error::Input(_))
     }
 
+    /// Whether the file was found damaged: a stored value that does not decode, indexes that
+    /// disagree with the records, a page redb found corrupted, a file that is not what it
+    /// should be.
+    pub fn is_damage(&self) -> bool {
+        match self {
+            Error::Codec { .. } | Error::Inconsistent { .. } => true,
+            Error::Open(OpenError::Damaged { .. } | OpenError::NotMnemon { .. }) => true,
+            Error::Database { source, .. } => matches!(**source, redb::Error::Corrupted(_)),
+            _ => false,
+        }
+    }
+
     /// The same failure for another job of a failed commit: its message, as a commit error.
     pub(crate) fn clone_reason(&self, p: &std::path::Path) -> Error {
         match self {

@@ -356,7 +356,14 @@ pub enum Command {
     /// knowledge-graph memory server (its nine tools and the memory://knowledge-graph
     /// resource), plus mnemon's own tools (remember, recall, context, get, list, supersede,
     /// history, chain, task, forget). Any number of servers and mnemon commands share the file.
-    Mcp,
+    /// The tools work in --ns; a `namespace` argument naming another is refused unless it
+    /// matches an --allow-ns pattern.
+    Mcp {
+        /// Also let the tools reach the namespaces matching PATTERN: a name, or a glob where
+        /// `*` stands for any run of characters (`project:*`, `*` for all). Repeatable.
+        #[arg(long = "allow-ns", value_name = "PATTERN")]
+        allow_ns: Vec<String>,
+    },
     /// Current records of every kind carrying TAG.
     Tagged { tag: String },
     /// Retire cancelled tasks and superseded decisions older than DAYS (hidden from current

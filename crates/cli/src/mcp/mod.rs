@@ -28,10 +28,12 @@ mod tools;
 const REFERENCE_TOOLS: &str = include_str!("reference-tools.json");
 const GRAPH_URI: &str = "memory://knowledge-graph";
 
-/// The server: one database handle, one namespace.
+/// The server: one database handle, one namespace (the session's; others only as allowed).
 pub struct MemoryServer {
     db: Db,
     ns: String,
+    session: mnemon::ops::Session,
+    own: tools::OwnTools,
     tools: Vec<Tool>,
     idle: Arc<Idle>,
 }
@@ -136,19 +138,20 @@ fn done(message: &str) -> CallToolResult {
 }
 
 impl MemoryServer {
-    /// A server over `db`'s namespace `ns`.
-    pub fn new(db: Db, ns: &str) -> Result<MemoryServer> {
+    /// A server over `db`'s namespace `ns`, whose tools may also reach the namespaces
+    /// matching `allow` (globs, see [`mnemon::ops::Session::allow`]).
+    pub fn new(db: Db, ns: &str, allow: &[String]) -> Result<MemoryServer> {
         let mut tools: Vec<Tool> = serde_json::from_str(REFERENCE_TOOLS).context("the embedded tool list")?;
-        for t in tools::definitions() {
-            tools.push(serde_json::from_value(t).context("mnemon's tool list")?);
-        }
-        db.ns(ns)?;
-        Ok(MemoryServer { db, ns: ns.to_string(), tools, idle: Arc::default() })
+        let own = tools::OwnTools::new();
+        tools.extend(own.tools.iter().cloned());
+        let session =
+            allow.iter().fold(mnemon::ops::Session::new(db.clone(), ns)?, |s, p| s.allow(p.clone()));
+        Ok(MemoryServer { db, ns: ns.to_string(), session, own, tools, idle: Arc::default() })
     }
 
     fn call(&self, name: &str, a: Value) -> Result<CallToolResult, McpError> {
-        if tools::NAMES.contains(&name) {
-            return match tools::call(&self.db, &self.ns, name, a) {
+        if self.own.has(name) {
+            return match self.own.call(&self.session, name, a) {
                 Ok(v) => Ok(result(&v, v.clone())),
                 Err(tools::ToolError::Args(m)) => Err(McpError::invalid_params(m, None)),
                 Err(tools::ToolError::Failed(m)) => Ok(CallToolResult::error(vec![ContentBlock::text(m)])),
@@ -279,7 +282,7 @@ impl ServerHandler for MemoryServer {
 
 /// Serve on stdin/stdout until the client closes stdin. When the database is new and
 /// `MEMORY_FILE_PATH` names an existing memory.jsonl, it is imported first.
-pub fn serve(db: Db, ns: &str) -> Result<()> {
+pub fn serve(db: Db, ns: &str, allow: &[String]) -> Result<()> {
     if let Some(path) = std::env::var_os("MEMORY_FILE_PATH").map(std::path::PathBuf::from)
         && path.is_file()
         && db.snapshot()?.meta().commit_seq <= 1
@@ -292,7 +295,7 @@ pub fn serve(db: Db, ns: &str) -> Result<()> {
             eprintln!("mnemon mcp: {e}");
         }
     }
-    let server = MemoryServer::new(db.clone(), ns)?;
+    let server = MemoryServer::new(db.clone(), ns, allow)?;
     // One thread runs the protocol and the calls, one after the other: a call is a few hundred
     // microseconds of blocking database work, and handing it to another thread and back would
     // cost a good part of that. Calls on one namespace were serialised anyway (`Ns::graph`);

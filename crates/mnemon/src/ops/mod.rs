@@ -1,0 +1,215 @@
+//! The operation layer: every operation an interface offers, as a request type, a response
+//! type and one handler. The CLI, the MCP server, the HTTP server and the Python bindings are
+//! adapters over it: they parse a request, [call](Session::call) it and render the response,
+//! so a rule lives here or below, once. Requests and responses are serde types with JSON
+//! Schemas (schemars), from which the MCP tools' schemas are derived; errors carry a stable
+//! [`Code`](crate::Code).
+//!
+//! ```
+//! use mnemon::Db;
+//! use mnemon::ops::{Recall, Remember, Session};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let db = Db::create(dir.path().join("memory.redb"))?;
+//! let session = Session::new(db, "project:demo")?;
+//! let made = session.call(Remember {
+//!     kind: "gotcha".into(),
+//!     text: Some("redb needs the file to itself unless opened shared".into()),
+//!     ..Default::default()
+//! })?;
+//! let found = session.call(Recall { query: "redb file shared".into(), ..Default::default() })?;
+//! assert_eq!(found.hits[0].record["id"], made.id.to_string());
+//! // Other namespaces are out of reach unless the session allows them.
+//! let elsewhere = Remember { namespace: Some("agent:bob".into()), kind: "learning".into(), ..Default::default() };
+//! assert_eq!(session.call(elsewhere).unwrap_err().code(), mnemon::Code::Forbidden);
+//! # Ok(())
+//! # }
+//! ```
+
+mod records;
+mod search;
+mod tasks;
+
+pub use records::{
+    Chain, ChainOut, Forget, Forgotten, Get, GotRecord, History, List, Records, Remember, Remembered,
+    Revisions, Supersede, Superseded,
+};
+pub use search::{BlockFormat, Context, ContextOut, Hit, Hits, Mode, Recall};
+pub use tasks::{TaskAction, TaskMove, TaskMoved};
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{Error, Result};
+use crate::{Db, Ns};
+
+/// One operation: its request (this type), its response and its handler.
+pub trait Operation: DeserializeOwned + JsonSchema + Send + 'static {
+    /// The name interfaces know it by (the MCP tool, the HTTP route).
+    const NAME: &'static str;
+    /// A short human title.
+    const TITLE: &'static str;
+    /// What it is for and when to use it, written for a model choosing a tool.
+    const DESCRIPTION: &'static str;
+    /// Whether it only reads.
+    const READ_ONLY: bool;
+    /// Whether it may erase what cannot be recovered.
+    const DESTRUCTIVE: bool = false;
+    /// What it answers.
+    type Output: Serialize + JsonSchema + Send + 'static;
+
+    /// Run it in `session`.
+    fn run(self, session: &Session) -> Result<Self::Output>;
+}
+
+/// Something that takes every operation type in turn ([`each`]): how an adapter registers
+/// them all (MCP tools, HTTP routes) from one list.
+pub trait Visitor {
+    /// Take operation `O`.
+    fn visit<O: Operation>(&mut self);
+}
+
+/// Give `visitor` every operation, in the order interfaces list them.
+pub fn each(visitor: &mut impl Visitor) {
+    visitor.visit::<Remember>();
+    visitor.visit::<Recall>();
+    visitor.visit::<Context>();
+    visitor.visit::<Get>();
+    visitor.visit::<List>();
+    visitor.visit::<Supersede>();
+    visitor.visit::<History>();
+    visitor.visit::<Chain>();
+    visitor.visit::<TaskMove>();
+    visitor.visit::<Forget>();
+}
+
+/// A database and the namespaces a caller works in: its own (where a request that names none
+/// runs) and the patterns of others it may reach (none unless [allowed](Session::allow)). Every
+/// request naming a namespace is checked here, for every interface.
+#[derive(Clone)]
+pub struct Session {
+    db: Db,
+    ns: String,
+    allowed: Vec<String>,
+}
+
+impl Session {
+    /// A session over `db` in namespace `ns` (checked), reaching no other.
+    pub fn new(db: Db, ns: &str) -> Result<Session> {
+        db.ns(ns)?;
+        Ok(Session { db, ns: ns.to_string(), allowed: Vec::new() })
+    }
+
+    /// Also reach the namespaces matching `pattern`: a name, or a glob where `*` stands for
+    /// any run of characters (`project:*`, `agent:dev-*`, `*` for all).
+    pub fn allow(mut self, pattern: impl Into<String>) -> Session {
+        self.allowed.push(pattern.into());
+        self
+    }
+
+    /// The database.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// The session's own namespace.
+    pub fn namespace(&self) -> &str {
+        &self.ns
+    }
+
+    /// Run operation `op`.
+    pub fn call<O: Operation>(&self, op: O) -> Result<O::Output> {
+        op.run(self)
+    }
+
+    /// The namespace a request names (its own if none), if the session may reach it.
+    pub fn ns(&self, requested: Option<&str>) -> Result<Ns> {
+        let name = requested.unwrap_or(&self.ns);
+        if name != self.ns && !self.allowed.iter().any(|p| glob(p, name)) {
+            let scope = if self.allowed.is_empty() {
+                format!("{:?} only", self.ns)
+            } else {
+                format!("{:?} and {}", self.ns, self.allowed.join(", "))
+            };
+            return Err(Error::NotAllowed { namespace: name.to_string(), scope });
+        }
+        self.db.ns(name)
+    }
+}
+
+/// Whether `name` matches `pattern`, where `*` stands for any run of characters.
+fn glob(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let Some(first) = parts.next() else { return false };
+    let Some(mut rest) = name.strip_prefix(first) else { return false };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else { return rest.is_empty() };
+    for p in middle {
+        match rest.find(p) {
+            Some(i) => rest = &rest[i + p.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// A time: RFC 3339 or a date, as every request takes it.
+pub(crate) fn time(field: &str, s: &Option<String>) -> Result<Option<crate::Timestamp>> {
+    s.as_deref()
+        .map(|s| crate::Timestamp::parse(s).map_err(|e| crate::error::invalid(format!("`{field}`: {e}"))))
+        .transpose()
+}
+
+/// The schema of a kind's name: one of the kinds.
+pub(crate) fn kind_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = crate::Kind::ALL.iter().map(|k| k.name()).collect();
+    schemars::json_schema!({"type": "string", "enum": names, "description": "What sort of memory this is."})
+}
+
+/// The schema of a list of kinds.
+pub(crate) fn kinds_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = crate::Kind::ALL.iter().map(|k| k.name()).collect();
+    schemars::json_schema!({"type": "array", "items": {"type": "string", "enum": names}, "description": "Only these kinds."})
+}
+
+/// Kinds by name.
+pub(crate) fn kinds(names: &[String]) -> Result<Vec<crate::Kind>> {
+    names.iter().map(|n| n.parse::<crate::Kind>().map_err(Error::from)).collect()
+}
+
+/// A record as operations answer it: its JSON view at `at`, with its text.
+pub(crate) fn view(r: &crate::Record, at: crate::Timestamp) -> serde_json::Value {
+    let mut v = serde_json::to_value(crate::json::RecordView::new(r, at)).unwrap_or(serde_json::Value::Null);
+    if let serde_json::Value::Object(o) = &mut v {
+        o.insert("text".into(), serde_json::Value::String(r.body.text()));
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob;
+
+    #[test]
+    fn globs_match_runs_of_anything() {
+        for (p, n, want) in [
+            ("a", "a", true),
+            ("a", "ab", false),
+            ("*", "", true),
+            ("*", "anything", true),
+            ("project:*", "project:x", true),
+            ("project:*", "project:", true),
+            ("project:*", "projects", false),
+            ("agent:*-dev", "agent:bob-dev", true),
+            ("agent:*-dev", "agent:bob-dev2", false),
+            ("a*b*c", "abc", true),
+            ("a*b*c", "axxbyyc", true),
+            ("a*b*c", "acb", false),
+            ("ab*ba", "aba", false),
+        ] {
+            assert_eq!(glob(p, n), want, "{p} {n}");
+        }
+    }
+}

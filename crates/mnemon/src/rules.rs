@@ -1,0 +1,41 @@
+//! Domain rules that every write of a record obeys, whichever interface makes it: [`Ns`]'s
+//! writes call them, so the CLI, MCP, the HTTP server and a library caller cannot skip them.
+//! They depend only on the records they are given, not on the facade.
+//!
+//! [`Ns`]: crate::Ns
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use mnemon_storage::RecordId;
+
+use crate::error::{Error, Result};
+
+/// A task's dependencies: each must be a task valid now (a key of `graph`, every task valid
+/// now and the tasks it depends on), not the task itself, and none may close a cycle.
+pub(crate) fn task_dependencies(
+    id: RecordId,
+    deps: &[RecordId],
+    graph: &BTreeMap<RecordId, Vec<RecordId>>,
+) -> Result<()> {
+    let rule = |reason: String| Error::Rule { id, reason };
+    for &d in deps {
+        if d == id {
+            return Err(rule("a task cannot depend on itself".into()));
+        }
+        if !graph.contains_key(&d) {
+            return Err(rule(format!("dependency {d} is not a task valid now")));
+        }
+        // Walk what `d` depends on: reaching `id` would close a cycle.
+        let mut stack = vec![d];
+        let mut seen = BTreeSet::new();
+        while let Some(n) = stack.pop() {
+            if n == id {
+                return Err(rule(format!("depending on {d} would close a dependency cycle")));
+            }
+            if seen.insert(n) {
+                stack.extend(graph.get(&n).into_iter().flatten().copied());
+            }
+        }
+    }
+    Ok(())
+}
