@@ -1475,7 +1475,28 @@ fn mcp_server_speaks_the_reference_contract() {
     );
     assert_eq!(
         names[9..],
-        ["remember", "recall", "context", "get", "list", "supersede", "history", "chain", "task", "forget"]
+        [
+            "remember",
+            "recall",
+            "context",
+            "get",
+            "list",
+            "supersede",
+            "history",
+            "chain",
+            "task",
+            "forget",
+            "memory_add",
+            "memory_show",
+            "memory_context",
+            "episode_store",
+            "episode_query",
+            "knowledge_learn",
+            "knowledge_reinforce",
+            "knowledge_list",
+            "project_relate",
+            "project_knowledge"
+        ]
     );
     for (ours, theirs) in tools.iter().zip(reference.as_array().unwrap()) {
         assert_eq!(ours["inputSchema"], theirs["inputSchema"]);

@@ -49,6 +49,7 @@ fn the_official_python_sdk_drives_a_session() {
     assert!(status.success(), "session failed:\n{stdout}\n{stderr}");
     for step in [
         "ok realistic session",
+        "ok agent memory",
         "ok concurrent calls",
         "ok two servers on one file",
         "ok restart",

@@ -355,7 +355,7 @@ pub enum Command {
     /// Serve the Model Context Protocol on stdio, on --ns: a drop-in for the reference
     /// knowledge-graph memory server (its nine tools and the memory://knowledge-graph
     /// resource), plus mnemon's own tools (remember, recall, context, get, list, supersede,
-    /// history, chain, task, forget). Any number of servers and mnemon commands share the file.
+    /// history, chain, task, forget; scoped memory, episodes, role and project knowledge). Any number of servers and mnemon commands share the file.
     /// The tools work in --ns; a `namespace` argument naming another is refused unless it
     /// matches an --allow-ns pattern.
     Mcp {

@@ -23,7 +23,11 @@ REFERENCE_TOOLS = [
     "create_entities", "create_relations", "add_observations", "delete_entities",
     "delete_observations", "delete_relations", "read_graph", "search_nodes", "open_nodes",
 ]
-OWN_TOOLS = ["remember", "recall", "context", "get", "list", "supersede", "history", "chain", "task", "forget"]
+OWN_TOOLS = [
+    "remember", "recall", "context", "get", "list", "supersede", "history", "chain", "task", "forget",
+    "memory_add", "memory_show", "memory_context", "episode_store", "episode_query",
+    "knowledge_learn", "knowledge_reinforce", "knowledge_list", "project_relate", "project_knowledge",
+]
 
 
 def check(cond, what):
@@ -145,6 +149,51 @@ async def realistic_session():
     print("ok realistic session")
 
 
+async def agent_memory():
+    """Seed 003's memory server: entries routed into the current project's sections, episodes
+    with their access counts, role knowledge learned and reinforced, project knowledge; and
+    nothing outside the server's namespace."""
+    async with Server(ns="project:1a2b3c4d-app") as s:
+        routed = await s.call("memory_add", {"content": "Build error E0308 -> annotate the closure", "importance": 4})
+        check(routed["section"] == "errors" and routed["namespace"] == "project:1a2b3c4d-app", routed)
+        p = await s.call("memory_add", {"content": "Repository pattern: one store per aggregate"})
+        check(p["section"] == "patterns" and p["outcome"] == "written", p)
+        again = await s.call("memory_add", {"content": "Repository pattern: one store per aggregate"})
+        check(again["outcome"] == "existing" and again["id"] == p["id"], again)
+        changed = await s.call("memory_add", {"section": "patterns", "content": "Repository pattern: a store per table"})
+        check(changed["outcome"] == "superseded", changed)
+        await s.call("memory_add", {"content": "Uses Zustand for state", "section": "learnings"})
+        shown = await s.call("memory_show", {})
+        by = {x["section"]: [e["line"] for e in x["entries"]] for x in shown["sections"]}
+        check(by["errors"] == ["Build error E0308 → annotate the closure"], by)
+        check(by["patterns"] == ["Repository pattern: a store per table"], by)
+        check(by["learnings"] == ["Uses Zustand for state"], by)
+        block = await s.call("memory_context", {"query": "zustand state", "budget_tokens": 300})
+        check("Zustand" in block["context"] and "E0308" not in block["context"], block)
+        refused = await s.error("memory_add", {"content": "x", "scope": "project:/elsewhere"})
+        check("outside this session's scope" in refused, refused)
+        e = await s.call("episode_store", {"content": "Fixed the flaky retry test by seeding the clock",
+                                           "type": "error_fix", "task": "retry-tests", "importance": 4})
+        first = await s.call("episode_query", {"query": "flaky retry test"})
+        check(first["episodes"][0]["record"]["id"] == e["id"], first)
+        second = await s.call("episode_query", {"query": "retry test clock"})
+        check(second["episodes"][0]["access_count"] == first["episodes"][0]["access_count"] + 1, second)
+        k = await s.call("knowledge_learn", {"category": "testing", "content": "seed the clock in time-based tests"})
+        check(k["reinforced"] is False, k)
+        k2 = await s.call("knowledge_learn", {"category": "testing", "content": "Seed the clock in time based tests"})
+        check(k2["reinforced"] is True and k2["id"] == k["id"], k2)
+        r = await s.call("knowledge_reinforce", {"id": k["id"]})
+        check(abs(r["record"]["confidence"] - 0.7) < 1e-6, r)
+        listed = await s.call("knowledge_list", {"category": "testing"})
+        check([x["id"] for x in listed["entries"]] == [k["id"]], listed)
+        await s.call("project_relate", {"from": "RetryPolicy", "relation": "depends_on", "to": "Clock"})
+        cycle = await s.error("project_relate", {"from": "Clock", "relation": "depends_on", "to": "RetryPolicy"})
+        check("cycle" in cycle, cycle)
+        know = await s.call("project_knowledge", {})
+        check("RetryPolicy" in know["context"] and "Clock" in know["context"], know)
+    print("ok agent memory")
+
+
 async def concurrent_calls():
     async with Server() as s:
         writes = [s.call("create_entities", {"entities": [{"name": f"c{i}", "entityType": "t", "observations": [f"o{i}"]}]})
@@ -202,6 +251,7 @@ async def sigkill_after_acknowledged_writes():
 
 async def main():
     await realistic_session()
+    await agent_memory()
     await concurrent_calls()
     await two_servers_one_file()
     await restart()

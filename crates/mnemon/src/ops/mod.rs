@@ -19,7 +19,7 @@
 //!     ..Default::default()
 //! })?;
 //! let found = session.call(Recall { query: "redb file shared".into(), ..Default::default() })?;
-//! assert_eq!(found.hits[0].record["id"], made.id.to_string());
+//! assert_eq!(found.hits[0].record.record.id, made.id);
 //! // Other namespaces are out of reach unless the session allows them.
 //! let elsewhere = Remember { namespace: Some("agent:bob".into()), kind: "learning".into(), ..Default::default() };
 //! assert_eq!(session.call(elsewhere).unwrap_err().code(), mnemon::Code::Forbidden);
@@ -27,10 +27,16 @@
 //! # }
 //! ```
 
+mod memory;
 mod records;
 mod search;
 mod tasks;
 
+pub use memory::{
+    Block, Entries, EpisodeHit, EpisodeQuery, EpisodeStore, Episodes, KnowledgeLearn, KnowledgeList,
+    KnowledgeReinforce, Learned, MemoryAdd, MemoryAdded, MemoryContext, MemoryShow, MemoryShown, One,
+    ProjectKnowledge, ProjectRelate, SectionArg, SectionEntries, SectionEntry, Stored,
+};
 pub use records::{
     Chain, ChainOut, Forget, Forgotten, Get, GotRecord, History, List, Records, Remember, Remembered,
     Revisions, Supersede, Superseded,
@@ -83,6 +89,16 @@ pub fn each(visitor: &mut impl Visitor) {
     visitor.visit::<Chain>();
     visitor.visit::<TaskMove>();
     visitor.visit::<Forget>();
+    visitor.visit::<MemoryAdd>();
+    visitor.visit::<MemoryShow>();
+    visitor.visit::<MemoryContext>();
+    visitor.visit::<EpisodeStore>();
+    visitor.visit::<EpisodeQuery>();
+    visitor.visit::<KnowledgeLearn>();
+    visitor.visit::<KnowledgeReinforce>();
+    visitor.visit::<KnowledgeList>();
+    visitor.visit::<ProjectRelate>();
+    visitor.visit::<ProjectKnowledge>();
 }
 
 /// A database and the namespaces a caller works in: its own (where a request that names none
@@ -179,13 +195,67 @@ pub(crate) fn kinds(names: &[String]) -> Result<Vec<crate::Kind>> {
     names.iter().map(|n| n.parse::<crate::Kind>().map_err(Error::from)).collect()
 }
 
-/// A record as operations answer it: its JSON view at `at`, with its text.
-pub(crate) fn view(r: &crate::Record, at: crate::Timestamp) -> serde_json::Value {
-    let mut v = serde_json::to_value(crate::json::RecordView::new(r, at)).unwrap_or(serde_json::Value::Null);
-    if let serde_json::Value::Object(o) = &mut v {
-        o.insert("text".into(), serde_json::Value::String(r.body.text()));
+/// A record as an operation answers it: the record itself (for adapters in Rust, the CLI's
+/// tables), serialised as its JSON view at the asked valid time (its status then, the
+/// envelope, the body) with its text.
+#[derive(Clone, Debug)]
+pub struct RecordOut {
+    /// The record.
+    pub record: crate::Record,
+    /// The valid time its status is given at.
+    pub at: crate::Timestamp,
+}
+
+impl RecordOut {
+    /// `record`, viewed at `at`.
+    pub fn new(record: crate::Record, at: crate::Timestamp) -> RecordOut {
+        RecordOut { record, at }
     }
-    v
+}
+
+impl Serialize for RecordOut {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let view = serde_json::to_value(crate::json::RecordView::new(&self.record, self.at))
+            .map_err(serde::ser::Error::custom)?;
+        let serde_json::Value::Object(fields) = view else {
+            return Err(serde::ser::Error::custom("a record's view is not an object"));
+        };
+        let mut m = s.serialize_map(Some(fields.len() + 1))?;
+        for (k, v) in &fields {
+            m.serialize_entry(k, v)?;
+        }
+        m.serialize_entry("text", &self.record.body.text())?;
+        m.end()
+    }
+}
+
+impl JsonSchema for RecordOut {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Record".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let kinds: Vec<&str> = crate::Kind::ALL.iter().map(|k| k.name()).collect();
+        schemars::json_schema!({
+            "type": "object",
+            "description": "A record: its status at the asked time, its envelope (id, kind, namespace, revision, valid and transaction times, tags, importance, source...), its kind's fields under `body`, and its main text.",
+            "properties": {
+                "id": {"type": "string"},
+                "kind": {"type": "string", "enum": kinds},
+                "namespace": {"type": "string"},
+                "status": {"type": "string", "description": "Validity at the asked time: active, superseded, retired, expired or not yet valid."},
+                "rev": {"type": "integer"},
+                "valid_from": {"type": "string"},
+                "valid_until": {"type": ["string", "null"]},
+                "recorded_at": {"type": "string"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "body": {"type": "object"},
+                "text": {"type": "string"}
+            },
+            "required": ["id", "kind", "namespace", "status", "body", "text"]
+        })
+    }
 }
 
 #[cfg(test)]

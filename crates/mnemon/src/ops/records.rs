@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{Operation, Session, kind_schema, kinds, kinds_schema, time, view};
+use super::{Operation, RecordOut, Session, kind_schema, kinds, kinds_schema, time};
 use crate::error::{Result, invalid};
 use crate::json::parse_input;
 use crate::{AsOf, Kind, ListQuery, Outcome, RecordId};
@@ -94,8 +94,8 @@ pub struct Get {
 /// One record.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct GotRecord {
-    /// The record: its envelope (id, kind, times, tags...), its body and its text.
-    pub record: Value,
+    /// The record.
+    pub record: RecordOut,
 }
 
 impl Operation for Get {
@@ -111,7 +111,7 @@ impl Operation for Get {
         let as_of = AsOf { valid: time("as_of", &self.as_of)?, known: time("known_at", &self.known_at)? };
         let at = as_of.valid.unwrap_or_else(|| session.db().now());
         match ns.get_as_of(id, as_of)? {
-            Some(r) => Ok(GotRecord { record: view(&r, at) }),
+            Some(r) => Ok(GotRecord { record: RecordOut::new(r, at) }),
             None => Err(match ns.latest(id)? {
                 Some(_) => crate::Error::NotValidThen { id },
                 None => not_found(&ns, id),
@@ -148,7 +148,7 @@ pub struct List {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Records {
     /// The records, newest first.
-    pub records: Vec<Value>,
+    pub records: Vec<RecordOut>,
 }
 
 impl Operation for List {
@@ -169,7 +169,7 @@ impl Operation for List {
             limit: Some(self.limit.unwrap_or(50).clamp(1, 1000)),
         };
         let at = q.as_of.valid.unwrap_or_else(|| session.db().now());
-        Ok(Records { records: ns.list(&q)?.iter().map(|r| view(r, at)).collect() })
+        Ok(Records { records: ns.list(&q)?.into_iter().map(|r| RecordOut::new(r, at)).collect() })
     }
 }
 
@@ -254,7 +254,7 @@ impl Operation for History {
         if rs.is_empty() {
             return Err(not_found(&ns, id));
         }
-        Ok(Revisions { revisions: rs.iter().map(|r| view(r, now)).collect() })
+        Ok(Revisions { revisions: rs.into_iter().map(|r| RecordOut::new(r, now)).collect() })
     }
 }
 
@@ -262,7 +262,7 @@ impl Operation for History {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Revisions {
     /// Oldest first.
-    pub revisions: Vec<Value>,
+    pub revisions: Vec<RecordOut>,
 }
 
 /// The supersession chain through one memory.
@@ -280,7 +280,7 @@ pub struct Chain {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ChainOut {
     /// From the first memory to the latest.
-    pub chain: Vec<Value>,
+    pub chain: Vec<RecordOut>,
 }
 
 impl Operation for Chain {
@@ -298,7 +298,7 @@ impl Operation for Chain {
         if rs.is_empty() {
             return Err(not_found(&ns, id));
         }
-        Ok(ChainOut { chain: rs.iter().map(|r| view(r, now)).collect() })
+        Ok(ChainOut { chain: rs.into_iter().map(|r| RecordOut::new(r, now)).collect() })
     }
 }
 

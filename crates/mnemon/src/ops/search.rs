@@ -2,9 +2,8 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use super::{Operation, Session, kinds, kinds_schema, time, view};
+use super::{Operation, RecordOut, Session, kinds, kinds_schema, time};
 use crate::context::{ContextRequest, Format};
 use crate::error::Result;
 use crate::search::TextMode;
@@ -58,9 +57,9 @@ pub enum Mode {
 /// One memory found.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Hit {
-    /// The record (envelope, body and text).
+    /// The record.
     #[serde(flatten)]
-    pub record: Value,
+    pub record: RecordOut,
     /// How well it matches, 0 to 1, comparable across queries.
     pub score: f64,
 }
@@ -103,7 +102,11 @@ impl Operation for Recall {
             s = s.source(agent);
         }
         let at = as_of.valid.unwrap_or_else(|| session.db().now());
-        let hits = s.run()?.iter().map(|h| Hit { record: view(&h.record, at), score: h.score }).collect();
+        let hits = s
+            .run()?
+            .into_iter()
+            .map(|h| Hit { score: h.score, record: RecordOut::new(h.record, at) })
+            .collect();
         Ok(Hits { hits })
     }
 }
