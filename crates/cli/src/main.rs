@@ -36,7 +36,7 @@ fn exit_code(e: &anyhow::Error) -> u8 {
             return 2;
         }
         if let Some(m) = cause.downcast_ref::<mnemon::Error>() {
-            return if m.is_input() { 2 } else { 1 };
+            return m.code().exit_code();
         }
         if let Some(s) = cause.downcast_ref::<mnemon::StorageError>() {
             return if s.is_input() { 2 } else { 1 };

@@ -50,6 +50,7 @@ fn the_official_python_sdk_drives_a_session() {
     for step in [
         "ok realistic session",
         "ok agent memory",
+        "ok high-level client",
         "ok concurrent calls",
         "ok two servers on one file",
         "ok restart",

@@ -131,15 +131,10 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the caller's input was at fault (a usage error on the command line).
+    /// Whether the caller was at fault (a usage error on the command line, exit code 2):
+    /// the request was malformed or reached beyond what the caller may (see [`Code`]).
     pub fn is_input(&self) -> bool {
-        match self {
-            Error::Storage(e) => e.is_input(),
-            Error::Index(e) => e.is_input(),
-            Error::EmbedderMismatch { .. } | Error::NotAllowed { .. } => true,
-            Error::InvalidImport { .. } => true,
-            _ => false,
-        }
+        self.code().exit_code() == 2
     }
 }
 

@@ -216,8 +216,9 @@ impl ServerHandler for MemoryServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        serde_json::from_value(json!({ "tools": self.tools }))
-            .map_err(|e| McpError::internal_error(e.to_string(), None))
+        // Built by rmcp's constructor, which marks the result complete (`resultType`, which
+        // protocol 2026-07-28 requires; rmcp leaves it out for peers of older versions).
+        Ok(ListToolsResult::with_all_items(self.tools.clone()))
     }
 
     async fn call_tool(
@@ -249,7 +250,7 @@ impl ServerHandler for MemoryServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        serde_json::from_value(json!({ "resources": [{
+        serde_json::from_value(json!({ "resultType": "complete", "resources": [{
             "uri": GRAPH_URI, "name": "knowledge-graph", "title": "Knowledge Graph",
             "description": "The full knowledge graph with all entities and relations",
             "mimeType": "application/json"
@@ -272,7 +273,7 @@ impl ServerHandler for MemoryServer {
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         let text =
             serde_json::to_string_pretty(&g).map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        let r: ReadResourceResult = serde_json::from_value(json!({ "contents": [{
+        let r: ReadResourceResult = serde_json::from_value(json!({ "resultType": "complete", "contents": [{
             "uri": GRAPH_URI, "mimeType": "application/json", "text": text
         }]}))
         .map_err(|e| McpError::internal_error(e.to_string(), None))?;

@@ -13,7 +13,7 @@ import signal
 import sys
 from contextlib import AsyncExitStack
 
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 EXE, WORK = sys.argv[1], sys.argv[2]
@@ -194,6 +194,28 @@ async def agent_memory():
     print("ok agent memory")
 
 
+async def high_level_client():
+    """The SDK's high-level `mcp.Client` in its default mode, which probes `server/discover`
+    and speaks the newest protocol both sides offer (2026-07-28), then in legacy mode."""
+    params = StdioServerParameters(command=EXE, args=["--db", DB, "--ns", "hl", "mcp"],
+                                   env={"PATH": os.environ.get("PATH", "")})
+    for mode in ("auto", "legacy"):
+        async with Client(params, mode=mode) as c:
+            tools = await c.list_tools()
+            names = [t.name for t in tools.tools]
+            check(names == REFERENCE_TOOLS + OWN_TOOLS, names)
+            made = await c.call_tool("remember", {"kind": "learning", "text": f"spoken in {mode} mode"})
+            check(not made.is_error, made)
+            hits = await c.call_tool("recall", {"query": f"spoken {mode}"})
+            check(hits.structured_content["hits"][0]["id"] == made.structured_content["id"], hits)
+            bad = await c.call_tool("get", {"id": "not-an-id"})
+            check(bad.is_error and "invalid record id" in bad.content[0].text, bad)
+            await c.call_tool("create_entities", {"entities": [{"name": f"E-{mode}", "entityType": "t", "observations": []}]})
+            graph = await c.read_resource("memory://knowledge-graph")
+            check(f"E-{mode}" in graph.contents[0].text, graph)
+    print("ok high-level client")
+
+
 async def concurrent_calls():
     async with Server() as s:
         writes = [s.call("create_entities", {"entities": [{"name": f"c{i}", "entityType": "t", "observations": [f"o{i}"]}]})
@@ -252,6 +274,7 @@ async def sigkill_after_acknowledged_writes():
 async def main():
     await realistic_session()
     await agent_memory()
+    await high_level_client()
     await concurrent_calls()
     await two_servers_one_file()
     await restart()
