@@ -78,6 +78,7 @@ fn sections_in_order_with_agent_knowledge_and_task_first() {
         agent: Some("dev-1".into()),
         budget: 2000,
         format: Format::Markdown,
+        ..Default::default()
     };
     let b = ns.context(&req).unwrap();
     let order: Vec<usize> = [

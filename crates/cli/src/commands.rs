@@ -127,8 +127,16 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Decision(cmd) => crate::domain::decision(&cli, &mut out, cmd)?,
         Command::Entity(cmd) => crate::domain::entity(&cli, &mut out, cmd)?,
         Command::Conversation(cmd) => crate::domain::conversation(&cli, &mut out, cmd)?,
-        Command::Context { query, task, agent, budget, format } => {
-            crate::domain::context(&cli, &mut out, query, task.as_deref(), agent.as_deref(), *budget, format)?
+        Command::Context { query, task, agent, budget, format, at } => {
+            let req = crate::domain::ContextArgs {
+                query,
+                task: task.as_deref(),
+                agent: agent.as_deref(),
+                budget: *budget,
+                format,
+                at: *at,
+            };
+            crate::domain::context(&cli, &mut out, req)?
         }
         Command::Prune { dry_run, forget, episode_days, important_factor, episode_cap, namespaces } => {
             let o = mnemon::lifecycle::PruneOptions {

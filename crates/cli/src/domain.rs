@@ -789,29 +789,33 @@ pub fn memory(cli: &Cli, out: &mut Out, cmd: &MemoryCmd) -> Result<()> {
 }
 
 /// `mnemon context`: the block for a prompt.
-pub fn context(
-    cli: &Cli,
-    out: &mut Out,
-    query: &str,
-    task: Option<&str>,
-    agent: Option<&str>,
-    budget: usize,
-    format: &str,
-) -> Result<()> {
+/// The arguments of `mnemon context`.
+pub(crate) struct ContextArgs<'a> {
+    pub(crate) query: &'a str,
+    pub(crate) task: Option<&'a str>,
+    pub(crate) agent: Option<&'a str>,
+    pub(crate) budget: usize,
+    pub(crate) format: &'a str,
+    pub(crate) at: crate::cli::AsOfArgs,
+}
+
+pub(crate) fn context(cli: &Cli, out: &mut Out, a: ContextArgs<'_>) -> Result<()> {
     use mnemon::context::{ContextRequest, Format};
-    let format = match format {
+    let format = match a.format {
         "markdown" | "md" => Format::Markdown,
         "xml" => Format::Xml,
         f => return Err(usage(format!("unknown format {f:?} (markdown, xml)"))),
     };
+    let budget = a.budget;
     let db = open_read(cli)?;
     let ns = ns_of(&db, cli)?;
     let req = ContextRequest {
-        query: query.to_string(),
-        task: task.map(str::to_string),
-        agent: agent.map(str::to_string),
+        query: a.query.to_string(),
+        task: a.task.map(str::to_string),
+        agent: a.agent.map(str::to_string),
         budget,
         format,
+        as_of: crate::open::as_of(a.at),
     };
     let b = ns.context(&req)?;
     if out.json {

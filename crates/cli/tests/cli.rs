@@ -1646,3 +1646,52 @@ fn memory_scope_follows_the_namespace() {
         "global stays apart"
     );
 }
+
+/// `mnemon context` shows the entities the work touches and their relationships, keeps the
+/// backlog (new tasks start there) at the end of the budget, and is built as of any time on
+/// both axes: the decision in force then, only what was known then.
+#[test]
+fn context_has_entities_relationships_the_backlog_and_any_time() {
+    let e = Env::new();
+    e.init();
+    let old = e.add("decision", r#"{"title":"Store memories in SQLite"}"#, &["--valid-from", "2024-01-10"]);
+    e.run(&["supersede", &old, "--data", r#"{"title":"Store memories in redb"}"#, "--at", "2024-03-01"]).ok();
+    e.run(&["project", "relate", "StorageService", "depends_on", "Database"]).ok();
+    e.add("entity", r#"{"name":"Database","entity_type":"component","description":"the redb file"}"#, &[]);
+    e.add("task", r#"{"title":"Shard the file someday"}"#, &[]);
+    let before_gotcha =
+        e.run(&["--json", "list", "task"]).json_lines()[0]["recorded_at"].as_str().unwrap().to_string();
+    e.add(
+        "gotcha",
+        r#"{"title":"fsync cost","problem":"slow commits","solution":"group commit","severity":"critical"}"#,
+        &[],
+    );
+
+    let now = e.run(&["context"]).ok().to_string();
+    for part in [
+        "## critical gotchas\n- fsync cost",
+        "## active decisions\n- Store memories in redb [2024-03-01 → now]",
+        "## entities\n- Database (component): the redb file",
+        "## relationships\n- StorageService depends_on Database",
+        "## backlog\n- Shard the file someday [backlog, medium]",
+    ] {
+        assert!(now.contains(part), "{part:?} missing from:\n{now}");
+    }
+    assert!(now.find("## relationships").unwrap() < now.find("## backlog").unwrap(), "{now}");
+    assert!(!now.contains("SQLite"), "{now}");
+    // A query keeps the entities it names (and their relationships), not the others.
+    let about_db = e.run(&["context", "--query", "database file"]).ok().to_string();
+    assert!(about_db.contains("Database (component)") && about_db.contains("depends_on"), "{about_db}");
+    let elsewhere = e.run(&["context", "--query", "kubernetes"]).ok().to_string();
+    assert!(!elsewhere.contains("## entities") && !elsewhere.contains("## relationships"), "{elsewhere}");
+
+    // As of February 2024: the SQLite decision was in force, and nothing else existed yet.
+    let then = e.run(&["context", "--as-of", "2024-02-01"]).ok().to_string();
+    assert_eq!(then, "## active decisions\n- Store memories in SQLite [2024-01-10 → 2024-03-01]", "{then}");
+    // As known before the gotcha was recorded: everything but the gotcha.
+    let known = e.run(&["context", "--known-at", &before_gotcha]).ok().to_string();
+    assert!(known.contains("Store memories in redb") && !known.contains("fsync"), "{known}");
+    let xml = e.run(&["--json", "context", "--format", "xml", "--as-of", "2024-02-01"]).json();
+    assert!(xml["text"].as_str().unwrap().contains("<section name=\"active decisions\">"), "{xml}");
+    e.run(&["context", "--as-of", "yesterday-ish"]).fails(2, "yesterday-ish");
+}

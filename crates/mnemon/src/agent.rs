@@ -152,7 +152,7 @@ impl Agent<'_> {
                 )
             })
             .collect();
-        out.sort_by(|a, b| confidence(b).total_cmp(&confidence(a)).then(b.id.cmp(&a.id)));
+        by_confidence(&mut out);
         Ok(out)
     }
 
@@ -316,6 +316,16 @@ impl Agent<'_> {
 
 fn confidence(r: &Record) -> f32 {
     r.envelope.confidence.unwrap_or(START_CONFIDENCE)
+}
+
+/// Role knowledge strongest first (then newest first).
+pub(crate) fn by_confidence(recs: &mut [Record]) {
+    recs.sort_by(|a, b| confidence(b).total_cmp(&confidence(a)).then(b.id.cmp(&a.id)));
+}
+
+/// Whether role knowledge is confident enough for a context block.
+pub(crate) fn confident(r: &Record) -> bool {
+    confidence(r) >= CONTEXT_MIN_CONFIDENCE
 }
 
 // ---------------------------------------------------------------- episodes

@@ -3,8 +3,10 @@
 //!
 //! Sections, in the order they claim the budget: critical gotchas, the brief, active
 //! decisions with their date ranges, active tasks, relevant learnings / episodes / patterns /
-//! errors / gotchas (ranked by hybrid score, importance and recency), preferences, role
-//! knowledge. Each item goes in whole or not at all; the final text is counted again and
+//! errors / gotchas (ranked by hybrid score, importance and recency), entities (those the
+//! query names, or the weightiest) and the relationships touching them, preferences, role
+//! knowledge, and the backlog last. Everything is read as of the request's time on both
+//! axes ([`ContextRequest::as_of`]). Each item goes in whole or not at all; the final text is counted again and
 //! never exceeds the budget. The same data and request give the same block.
 //!
 //! ```
@@ -22,8 +24,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use mnemon_storage::body::{Severity, TaskStatus};
-use mnemon_storage::{Body, Kind, ListQuery, Record, RecordId};
+use mnemon_storage::body::{DecisionStatus, Severity, TaskStatus};
+use mnemon_storage::{AsOf, Body, Kind, ListQuery, Record, RecordId};
 
 use crate::db::Ns;
 use crate::error::Result;
@@ -58,6 +60,9 @@ pub struct ContextRequest {
     pub budget: usize,
     /// Markdown or XML.
     pub format: Format,
+    /// The time to build it at: what was valid then, as known then (default: now, as known
+    /// now). A block as of a past moment is what an agent had to go on then.
+    pub as_of: AsOf,
 }
 
 impl Default for ContextRequest {
@@ -68,6 +73,7 @@ impl Default for ContextRequest {
             agent: None,
             budget: 2000,
             format: Format::Markdown,
+            as_of: AsOf::now(),
         }
     }
 }
@@ -123,6 +129,14 @@ fn item_text(r: &Record) -> String {
         Body::Pattern(p) if !p.description.is_empty() => format!("{}: {}", p.title, p.description),
         Body::Preference(p) if p.text.is_empty() => format!("{}: {}", p.key, p.value.as_str()),
         Body::Knowledge(k) => format!("[{}] {}", k.category, k.content),
+        Body::Entity(e) => {
+            let what = if e.description.is_empty() { String::new() } else { format!(": {}", e.description) };
+            format!("{} ({}){what}", e.name, e.entity_type)
+        }
+        Body::Relation(x) => {
+            let what = if x.description.is_empty() { String::new() } else { format!(": {}", x.description) };
+            format!("{} {} {}{what}", x.from, x.relation_type, x.to)
+        }
         b => b.text(),
     };
     one_line(&t)
@@ -147,30 +161,50 @@ impl Ns {
                 items.push(Item { section, kind: r.kind(), id: r.id, text: item_text(r) });
             }
         };
-        let project = self.project();
+        // Everything is read as of the asked time: valid then, as known then.
+        let as_of = req.as_of;
+        let now = as_of.valid.unwrap_or_else(|| self.db().now());
+        let list =
+            |ns: &Ns, kinds: &[Kind]| ns.list(&ListQuery::new().kinds(kinds.iter().copied()).as_of(as_of));
+        let has_query = !req.query.trim().is_empty();
         // 1. Critical gotchas (critical, then high).
-        for r in project.gotchas(None)? {
+        let mut gotchas = list(self, &[Kind::Gotcha])?;
+        let rank = |r: &Record| match &r.body {
+            Body::Gotcha(g) => crate::project::severity_rank(g.severity),
+            _ => u8::MAX,
+        };
+        gotchas.sort_by(|a, b| rank(a).cmp(&rank(b)).then(a.id.cmp(&b.id)));
+        for r in &gotchas {
             if matches!(&r.body, Body::Gotcha(g) if matches!(g.severity, Severity::Critical | Severity::High))
             {
-                push(&mut items, "critical gotchas", &r);
+                push(&mut items, "critical gotchas", r);
             }
         }
         // 2. The brief.
-        for r in self.list(&ListQuery::new().kinds([Kind::Brief]))? {
+        for r in list(self, &[Kind::Brief])? {
             push(&mut items, "brief", &r);
         }
-        // 3. Active decisions, newest first.
-        for r in self.decisions().active()? {
-            push(&mut items, "active decisions", &r);
+        // 3. Active decisions, newest first. A decision valid at the asked time whose body
+        //    says superseded was the accepted one then: its supersession took effect later in
+        //    valid time (a supersession closes the old decision's validity and marks it).
+        for r in list(self, &[Kind::Decision])? {
+            if matches!(&r.body, Body::Decision(d) if matches!(d.status, DecisionStatus::Accepted | DecisionStatus::Superseded))
+            {
+                push(&mut items, "active decisions", &r);
+            }
         }
-        // 4. Active tasks: the given task first, then by priority and date.
-        let mut tasks = self.tasks().list(&crate::TaskQuery::default())?;
+        // 4. Open tasks (the backlog comes last, below): the given task first, then by
+        //    priority and date.
+        let mut tasks: Vec<Record> = list(self, &[Kind::Task])?
+            .into_iter()
+            .filter(|r| matches!(&r.body, Body::Task(t) if !matches!(t.status, TaskStatus::Completed | TaskStatus::Cancelled)))
+            .collect();
+        tasks.sort_by(crate::domain::task_order);
         if let Some(t) = &req.task {
             tasks.sort_by_key(|r| r.id.to_string() != *t && !r.id.to_string().starts_with(t.as_str()));
         }
-        for r in tasks.iter().filter(
-            |r| matches!(&r.body, Body::Task(t) if t.status != TaskStatus::Backlog || req.task.is_some()),
-        ) {
+        let in_backlog = |r: &Record| matches!(&r.body, Body::Task(t) if t.status == TaskStatus::Backlog);
+        for r in tasks.iter().filter(|r| !in_backlog(r) || req.task.is_some()) {
             push(&mut items, "active tasks", r);
         }
         // 5. Relevant records: the task's own first, then ranked by hybrid score weighted by
@@ -178,7 +212,7 @@ impl Ns {
         let kinds =
             [Kind::Learning, Kind::Episode, Kind::Pattern, Kind::ErrorFix, Kind::Gotcha, Kind::Observation];
         if let Some(t) = &req.task {
-            let mut q = ListQuery::new().kinds(kinds);
+            let mut q = ListQuery::new().kinds(kinds).as_of(as_of);
             q.task = Some(t.clone());
             let mut own = self.list(&q)?;
             own.sort_by_key(|r| std::cmp::Reverse(r.id));
@@ -187,20 +221,54 @@ impl Ns {
             }
         }
         let weights = Weights { importance: 0.5, confidence: 0.0, recency_half_life_days: Some(30.0) };
-        if req.query.trim().is_empty() {
-            let now = self.db().now();
-            let mut all = self.list(&ListQuery::new().kinds(kinds))?;
-            let score = |r: &Record| crate::search::weight(&weights, r, now);
-            all.sort_by(|a, b| score(b).total_cmp(&score(a)).then(b.id.cmp(&a.id)));
-            for r in all.iter().take(20) {
-                push(&mut items, "relevant", r);
+        let ranked = |kinds: &[Kind], n: usize| -> Result<Vec<Record>> {
+            if has_query {
+                let hits = self
+                    .search(&req.query)
+                    .kinds(kinds.iter().copied())
+                    .limit(n)
+                    .weigh(weights)
+                    .as_of(as_of)
+                    .run()?;
+                Ok(hits.into_iter().map(|h| h.record).collect())
+            } else {
+                let mut all = list(self, kinds)?;
+                let score = |r: &Record| crate::search::weight(&weights, r, now);
+                all.sort_by(|a, b| score(b).total_cmp(&score(a)).then(b.id.cmp(&a.id)));
+                all.truncate(n);
+                Ok(all)
             }
-        } else {
-            for h in self.search(&req.query).kinds(kinds).limit(20).weigh(weights).run()? {
-                push(&mut items, "relevant", &h.record);
-            }
+        };
+        for r in ranked(&kinds, 20)? {
+            push(&mut items, "relevant", &r);
         }
-        // 6. Preferences: this namespace, the agent's, the global ones.
+        // 6. Entities: those the query names (or the weightiest without one), then the
+        //    relationships that touch them (or match the query).
+        let entities = ranked(&[Kind::Entity], 10)?;
+        let names: std::collections::BTreeSet<String> = entities
+            .iter()
+            .filter_map(|r| match &r.body {
+                Body::Entity(e) => Some(e.name.to_lowercase()),
+                _ => None,
+            })
+            .collect();
+        for r in &entities {
+            push(&mut items, "entities", r);
+        }
+        let mut relations: Vec<Record> = list(self, &[Kind::Relation])?
+            .into_iter()
+            .filter(|r| {
+                !has_query
+                    || matches!(&r.body, Body::Relation(x) if names.contains(&x.from.to_lowercase()) || names.contains(&x.to.to_lowercase()))
+            })
+            .collect();
+        if has_query {
+            relations.extend(ranked(&[Kind::Relation], 10)?);
+        }
+        for r in relations.iter().take(20) {
+            push(&mut items, "relationships", r);
+        }
+        // 7. Preferences: this namespace, the agent's, the global ones.
         let mut pref_ns = vec![self.clone()];
         if let Some(a) = &req.agent {
             pref_ns.push(self.db().ns(&format!("agent:{a}"))?);
@@ -209,20 +277,23 @@ impl Ns {
             pref_ns.push(self.db().ns("global")?);
         }
         for ns in &pref_ns {
-            let mut prefs = ns.list(&ListQuery::new().kinds([Kind::Preference]))?;
+            let mut prefs = list(ns, &[Kind::Preference])?;
             crate::domain::by_importance(&mut prefs);
             for r in &prefs {
                 push(&mut items, "preferences", r);
             }
         }
-        // 7. Role knowledge of the agent (confidence >= 0.6, strongest first).
+        // 8. Role knowledge of the agent (confidence >= 0.6, strongest first).
         if let Some(a) = &req.agent {
-            let ans = self.db().ns(&format!("agent:{a}"))?;
-            for r in ans.agent().knowledge(None)? {
-                if r.envelope.confidence.unwrap_or(0.5) >= crate::agent::CONTEXT_MIN_CONFIDENCE {
-                    push(&mut items, "role knowledge", &r);
-                }
+            let mut known = list(&self.db().ns(&format!("agent:{a}"))?, &[Kind::Knowledge])?;
+            crate::agent::by_confidence(&mut known);
+            for r in known.iter().filter(|r| crate::agent::confident(r)) {
+                push(&mut items, "role knowledge", r);
             }
+        }
+        // 9. The backlog, with whatever budget is left.
+        for r in tasks.iter().filter(|r| in_backlog(r)) {
+            push(&mut items, "backlog", r);
         }
         Ok(items)
     }

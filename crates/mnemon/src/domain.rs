@@ -239,6 +239,15 @@ impl Ns {
     }
 }
 
+/// Tasks in the order they are listed: by priority (critical first), then newest first.
+pub(crate) fn task_order(a: &Record, b: &Record) -> std::cmp::Ordering {
+    let p = |r: &Record| match &r.body {
+        Body::Task(t) => t.priority as u8,
+        _ => u8::MAX,
+    };
+    p(a).cmp(&p(b)).then(b.valid_from.cmp(&a.valid_from)).then(b.id.cmp(&a.id))
+}
+
 /// Sort most important first (importance 1-5, 3 when unset), then newest first.
 pub(crate) fn by_importance(recs: &mut [Record]) {
     let imp = |r: &Record| r.envelope.importance.unwrap_or(3);
@@ -564,13 +573,7 @@ impl Tasks<'_> {
                     && q.assignee.as_deref().is_none_or(|a| t.assignee.as_deref() == Some(a))
             })
             .collect();
-        out.sort_by(|a, b| {
-            let p = |r: &Record| match &r.body {
-                Body::Task(t) => t.priority as u8,
-                _ => u8::MAX,
-            };
-            p(a).cmp(&p(b)).then(b.valid_from.cmp(&a.valid_from)).then(b.id.cmp(&a.id))
-        });
+        out.sort_by(task_order);
         if let Some(n) = q.limit {
             out.truncate(n);
         }

@@ -61,7 +61,7 @@ pub struct Project<'a> {
     ns: &'a Ns,
 }
 
-fn severity_rank(s: Severity) -> u8 {
+pub(crate) fn severity_rank(s: Severity) -> u8 {
     match s {
         Severity::Critical => 0,
         Severity::High => 1,

@@ -318,17 +318,23 @@ pub enum Command {
     /// tasks, relevant records, preferences, role knowledge; never over --budget tokens
     /// (o200k_base). The token count goes to stderr (or `tokens` in --json).
     Context {
+        /// What you are about to do: ranks the relevant memories and the entities shown.
         #[arg(long, default_value = "")]
         query: String,
+        /// The task being worked on (an id, or its start): its records come first.
         #[arg(long)]
         task: Option<String>,
+        /// The agent: adds its preferences and role knowledge (namespace `agent:NAME`).
         #[arg(long)]
         agent: Option<String>,
+        /// The most tokens the block may have (o200k_base).
         #[arg(long, default_value_t = 2000)]
         budget: usize,
         /// markdown or xml.
         #[arg(long, default_value = "markdown")]
         format: String,
+        #[command(flatten)]
+        at: AsOfArgs,
     },
     /// Prune: entries whose TTL ran out, episodes past an age (important ones live longer),
     /// episodes over a cap. Retired (kept for time travel) unless --forget.

@@ -127,6 +127,11 @@ pub struct Context {
     pub budget_tokens: Option<usize>,
     /// markdown (default) or xml.
     pub format: Option<BlockFormat>,
+    /// Build it as of this valid time: what was true then (default: now). RFC 3339 or a
+    /// date.
+    pub as_of: Option<String>,
+    /// ...as it was known at this time (default: now). RFC 3339 or a date.
+    pub known_at: Option<String>,
     /// The namespace (default: the session's).
     pub namespace: Option<String>,
 }
@@ -159,7 +164,7 @@ pub struct ContextOut {
 impl Operation for Context {
     const NAME: &'static str = "context";
     const TITLE: &'static str = "Context block";
-    const DESCRIPTION: &'static str = "Build a ready-to-read briefing within a token budget: critical gotchas, the project brief, active decisions, open tasks, the memories most relevant to the query, and the agent's preferences and role knowledge. Call it at the start of a task with a one-line description of the task; paste nothing else from memory.";
+    const DESCRIPTION: &'static str = "Build a ready-to-read briefing within a token budget: critical gotchas, the project brief, active decisions, open tasks, the memories most relevant to the query, the entities it names and their relationships, the agent's preferences and role knowledge, then the backlog. Call it at the start of a task with a one-line description of the task; paste nothing else from memory. With as_of / known_at, the briefing an agent would have had at that time.";
     const READ_ONLY: bool = true;
     type Output = ContextOut;
 
@@ -175,6 +180,7 @@ impl Operation for Context {
             agent: self.agent,
             budget: self.budget_tokens.unwrap_or(2000),
             format,
+            as_of: AsOf { valid: time("as_of", &self.as_of)?, known: time("known_at", &self.known_at)? },
         };
         let b = ns.context(&req)?;
         Ok(ContextOut { context: b.text, tokens: b.tokens, ids: b.ids, left_out: b.left_out })
