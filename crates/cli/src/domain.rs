@@ -177,14 +177,14 @@ pub fn decision(cli: &Cli, out: &mut Out, cmd: &DecisionCmd) -> Result<()> {
         DecisionCmd::Reject { id: s } => set(out, s, DecisionStatus::Rejected),
         DecisionCmd::Deprecate { id: s } => set(out, s, DecisionStatus::Deprecated),
         DecisionCmd::Propose { id: s } => set(out, s, DecisionStatus::Proposed),
-        DecisionCmd::Supersede { id: s, data } => {
+        DecisionCmd::Supersede { id: s, data, at } => {
             let old = id(s)?;
             let value = crate::open::read_data(data)?;
-            let parsed = mnemon::json::parse_input(value, Some(mnemon::Kind::Decision), ns.name())?;
-            let mnemon::Body::Decision(d) = parsed.record.body else {
-                return Err(usage("the data is not a decision"));
-            };
-            let new = decisions.supersede(old, d)?;
+            let mut rec = mnemon::json::parse_input(value, Some(mnemon::Kind::Decision), ns.name())?.record;
+            if let Some(t) = at {
+                rec.valid_from = Some(*t);
+            }
+            let new = decisions.supersede_with(old, rec)?;
             show_id(out, new, json!({"supersedes": old}))
         }
         DecisionCmd::History { id: s } => {

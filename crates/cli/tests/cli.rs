@@ -1695,3 +1695,49 @@ fn context_has_entities_relationships_the_backlog_and_any_time() {
     assert!(xml["text"].as_str().unwrap().contains("<section name=\"active decisions\">"), "{xml}");
     e.run(&["context", "--as-of", "yesterday-ish"]).fails(2, "yesterday-ish");
 }
+
+/// One behaviour for one action, whichever command does it: `decision supersede` takes
+/// `--at` as `supersede` does; both keep the old decision's tags (unless new ones are given)
+/// and link the new decision to the old; `add episode` and `episode store` treat an
+/// importance alike (it ranks, it sets no expiry).
+#[test]
+fn supersession_and_importance_behave_alike_across_commands() {
+    let e = Env::new();
+    e.init();
+    let get = |id: &str| e.run(&["--json", "get", id]).json();
+    for generic in [false, true] {
+        let old = e.add(
+            "decision",
+            r#"{"title":"Cache in memory"}"#,
+            &["--tag", "cache", "--valid-from", "2024-01-01"],
+        );
+        let data = r#"{"title":"Cache in redb"}"#;
+        let new = if generic {
+            e.run(&["supersede", &old, "--data", data, "--at", "2024-03-01"]).ok().to_string()
+        } else {
+            e.run(&["decision", "supersede", &old, "--data", data, "--at", "2024-03-01"]).ok().to_string()
+        };
+        let n = get(&new);
+        assert_eq!(n["valid_from"], "2024-03-01T00:00:00.000000Z", "generic {generic}: {n}");
+        assert_eq!(n["tags"], serde_json::json!(["cache"]), "generic {generic}: {n}");
+        assert_eq!(n["body"]["related_decisions"], serde_json::json!([old]), "generic {generic}: {n}");
+        assert_eq!(n["supersedes"], old.as_str());
+        let o = e.run(&["--json", "get", &old, "--as-of", "2024-02-01"]).json();
+        assert_eq!(o["valid_until"], "2024-03-01T00:00:00.000000Z", "{o}");
+    }
+    // New tags replace the old ones.
+    let old = e.add("decision", r#"{"title":"Log to files"}"#, &["--tag", "logs"]);
+    let new = e
+        .run(&["supersede", &old, "--data", r#"{"title":"Log to journald"}"#, "--tag", "ops"])
+        .ok()
+        .to_string();
+    assert_eq!(get(&new)["tags"], serde_json::json!(["ops"]));
+
+    let added = e.add("episode", r#"{"content":"Paired on the retry policy"}"#, &["--importance", "2"]);
+    let stored = e.run(&["episode", "store", "Paired on the backoff", "--importance", "2"]).ok().to_string();
+    for id in [&added, &stored] {
+        let r = get(id);
+        assert_eq!(r["importance"], 2, "{r}");
+        assert!(r["expires_at"].is_null(), "{r}");
+    }
+}

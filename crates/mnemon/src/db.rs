@@ -672,6 +672,10 @@ impl Ns {
     /// Replace `old` by `new` (from `new.valid_from`, default now); returns the new id.
     pub fn supersede_with(&self, old: RecordId, mut new: NewRecord) -> Result<RecordId> {
         new.namespace = self.ns.clone();
+        let prev = self
+            .latest(old)?
+            .ok_or_else(|| mnemon_storage::Error::NotFound { namespace: self.ns.clone(), id: old })?;
+        crate::rules::carry_over(&prev, &mut new);
         self.check_rules(&new)?;
         let embed = self.db.embed_ops(&self.ns, &[(new.id, new.body.text())])?;
         self.first(vec![WriteOp::Supersede { old, new }], embed).map(|o| o.id())

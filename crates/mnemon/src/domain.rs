@@ -328,15 +328,23 @@ impl Decisions<'_> {
 
     /// Replace `old` by `new` (from now): the new decision lists the old one among its related
     /// decisions, the old one ends with status `superseded` and points to the new one.
-    pub fn supersede(&self, old: RecordId, mut new: Decision) -> Result<RecordId> {
+    pub fn supersede(&self, old: RecordId, new: Decision) -> Result<RecordId> {
+        self.supersede_with(old, NewRecord::new(self.ns.name().clone(), new))
+    }
+
+    /// [`Self::supersede`] with a fully described new decision (its valid time, tags,
+    /// importance...). As for any supersession, it keeps the old decision's tags when it
+    /// gives none and links to it in `related_decisions`.
+    pub fn supersede_with(&self, old: RecordId, new: NewRecord) -> Result<RecordId> {
         let prev = self.ns.latest(old)?.ok_or_else(|| not_found(self.ns, old))?;
         let _: Decision = typed(&prev)?;
-        if !new.related_decisions.contains(&old) {
-            new.related_decisions.push(old);
+        if !matches!(new.body, Body::Decision(_)) {
+            return Err(rule(
+                old,
+                format!("a decision is superseded by a decision, not a {}", new.body.kind()),
+            ));
         }
-        let mut rec = NewRecord::new(self.ns.name().clone(), new);
-        rec.envelope.tags.clone_from(&prev.envelope.tags);
-        self.ns.supersede_with(old, rec)
+        self.ns.supersede_with(old, new)
     }
 
     /// The supersession chain through `id`, oldest first (the decision's history).

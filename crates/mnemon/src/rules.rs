@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use mnemon_storage::RecordId;
+use mnemon_storage::{Body, NewRecord, Record, RecordId};
 
 use crate::error::{Error, Result};
 
@@ -38,4 +38,18 @@ pub(crate) fn task_dependencies(
         }
     }
     Ok(())
+}
+
+/// What a record that supersedes `old` carries over from it, whichever interface supersedes:
+/// `old`'s tags when it gives none, and a decision's link to the decision it replaces
+/// (`related_decisions`).
+pub(crate) fn carry_over(old: &Record, new: &mut NewRecord) {
+    if new.envelope.tags.is_empty() {
+        new.envelope.tags.clone_from(&old.envelope.tags);
+    }
+    if let Body::Decision(d) = &mut new.body
+        && !d.related_decisions.contains(&old.id)
+    {
+        d.related_decisions.push(old.id);
+    }
 }

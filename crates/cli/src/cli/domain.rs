@@ -83,10 +83,16 @@ pub enum DecisionCmd {
     /// Set the status to proposed.
     Propose { id: String },
     /// Replace a decision by a new one (JSON like `mnemon add decision`); prints the new id.
+    /// The new one keeps the old one's tags unless it gives its own, and links to it.
     Supersede {
+        /// The decision being replaced.
         id: String,
-        #[arg(long)]
+        /// The new decision as JSON (`-` for standard input, `@FILE` for a file).
+        #[arg(long, value_name = "JSON")]
         data: String,
+        /// From when the new decision holds (default: now).
+        #[arg(long, value_name = "T", value_parser = crate::cli::time)]
+        at: Option<Timestamp>,
     },
     /// The decision's supersession chain, oldest first.
     History { id: String },
