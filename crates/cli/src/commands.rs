@@ -306,6 +306,11 @@ fn list(cli: &Cli, out: &mut Out, q: &ListQuery, explain: bool) -> Result<()> {
     let ns = namespace(cli)?;
     let at = q.as_of.valid.unwrap_or_else(|| db.now());
     let (records, path) = db.snapshot()?.list_explain(&ns, q)?;
+    if records.is_empty()
+        && let Some(note) = crate::open::empty_namespace_note(&db, ns.as_str())?
+    {
+        eprintln!("{note}");
+    }
     if out.json {
         for r in &records {
             out.json_line(&RecordView::new(r, at))?;

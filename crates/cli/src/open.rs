@@ -168,3 +168,57 @@ pub(crate) fn ns_handle(db: &Db, cli: &Cli) -> Result<Ns> {
 pub(crate) fn as_of(a: AsOfArgs) -> AsOf {
     AsOf { valid: a.as_of, known: a.known_at }
 }
+
+/// When `ns` was never written to, a note saying so, with the namespaces that are there and
+/// the nearest ones (a mistyped name otherwise gives an empty answer and no clue). Printed on
+/// standard error beside an empty result.
+pub(crate) fn empty_namespace_note(db: &Db, ns: &str) -> Result<Option<String>> {
+    let names: Vec<String> = db.snapshot()?.namespaces()?.iter().map(|n| n.as_str().to_string()).collect();
+    if names.iter().any(|n| n == ns) {
+        return Ok(None);
+    }
+    let mut near: Vec<(usize, &String)> = names
+        .iter()
+        .map(|n| (edit_distance(&n.to_lowercase(), &ns.to_lowercase()), n))
+        .filter(|(d, n)| *d <= 2 + ns.chars().count() / 4 || n.contains(ns) || ns.contains(n.as_str()))
+        .collect();
+    near.sort();
+    let mut note = format!("note: namespace {ns:?} holds no records");
+    if let Some(best) = near.first() {
+        note.push_str(&format!("; did you mean {:?}?", best.1));
+    }
+    if !names.is_empty() {
+        let shown: Vec<&str> = names.iter().take(10).map(String::as_str).collect();
+        let more = if names.len() > 10 { format!(" and {} more", names.len() - 10) } else { String::new() };
+        note.push_str(&format!(" (namespaces here: {}{more})", shown.join(", ")));
+    }
+    Ok(Some(crate::output::escape(&note)))
+}
+
+/// Levenshtein distance between two strings, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let up = row[j + 1];
+            row[j + 1] = (up + 1).min(row[j] + 1).min(diag + usize::from(ca != *cb));
+            diag = up;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn edit_distances() {
+        for (a, b, d) in
+            [("", "", 0), ("a", "", 1), ("kitten", "sitting", 3), ("projct", "project", 1), ("ab", "ba", 2)]
+        {
+            assert_eq!(super::edit_distance(a, b), d, "{a} {b}");
+        }
+    }
+}

@@ -230,3 +230,11 @@ pub(crate) fn print_outcome(out: &mut Out, o: &Outcome, show_rev: bool) -> anyho
     }
     Ok(())
 }
+
+/// `s` with every control character (escape sequences a terminal would act on, carriage
+/// returns, line breaks) written as `\u{..}`, for one line of terminal output.
+pub(crate) fn escape(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { format!("\\u{{{:x}}}", u32::from(c)) } else { c.to_string() })
+        .collect()
+}

@@ -140,6 +140,11 @@ pub fn run(
     }
     let query = query.ok_or_else(|| usage("give a query, or --batch FILE"))?;
     let hits = search(&db, &cli.ns, query, f, limit, mode)?;
+    if hits.is_empty()
+        && let Some(note) = crate::open::empty_namespace_note(&db, &cli.ns)?
+    {
+        eprintln!("{note}");
+    }
     if out.json {
         for h in &hits {
             out.json_line(&hit_json(h, at))?;

@@ -1741,3 +1741,31 @@ fn supersession_and_importance_behave_alike_across_commands() {
         assert!(r["expires_at"].is_null(), "{r}");
     }
 }
+
+/// A mistyped namespace gives an empty answer and a note on standard error naming the
+/// namespaces there and the nearest; a namespace that exists gets no note, even when empty.
+#[test]
+fn a_mistyped_namespace_is_named() {
+    let e = Env::new();
+    e.init();
+    e.run(&["--ns", "project:1a2b3c4d-app", "add", "learning", "--data", r#"{"text":"redb is embedded"}"#])
+        .ok();
+    let r = e.run(&["--ns", "project:1a2b3c4d-ap", "search", "redb"]);
+    assert_eq!(r.code, 0);
+    assert!(
+        r.stderr.contains(
+            r#"namespace "project:1a2b3c4d-ap" holds no records; did you mean "project:1a2b3c4d-app"?"#
+        ),
+        "{}",
+        r.stderr
+    );
+    let r = e.run(&["--json", "--ns", "agent:nobody", "list"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, ""));
+    assert!(
+        r.stderr.contains("holds no records") && r.stderr.contains("project:1a2b3c4d-app"),
+        "{}",
+        r.stderr
+    );
+    let r = e.run(&["--ns", "project:1a2b3c4d-app", "list", "decision"]);
+    assert!(r.ok().contains("no records valid") && r.stderr.is_empty(), "{}", r.stderr);
+}

@@ -226,6 +226,7 @@ pub enum Command {
     /// Counts per namespace and kind (`--domain`: decisions, tasks and entities of the
     /// namespace by status, priority, type, tag; overdue tasks; most mentioned entities).
     Stats {
+        /// The domain view of the namespace instead of the counts.
         #[arg(long)]
         domain: bool,
     },
@@ -239,17 +240,22 @@ pub enum Command {
     Search {
         /// The query (omit with --batch).
         query: Option<String>,
+        /// Only this kind (repeatable).
         #[arg(long = "kind", value_parser = kind)]
         kinds: Vec<Kind>,
+        /// Only records carrying this tag (repeatable: all of them).
         #[arg(long = "tag", value_name = "TAG")]
         tags: Vec<String>,
+        /// Only records written by this agent (their source).
         #[arg(long, value_name = "AGENT")]
         agent: Option<String>,
+        /// Only records of this task.
         #[arg(long, value_name = "TASK")]
         task: Option<String>,
         /// Search these namespaces too (besides --ns).
         #[arg(long = "in", value_name = "NAMESPACE")]
         also: Vec<String>,
+        /// How many results.
         #[arg(long, default_value_t = 10)]
         limit: usize,
         /// hybrid, vector, lexical or exact.
@@ -273,6 +279,7 @@ pub enum Command {
         /// Only this namespace (default: all).
         #[arg(long)]
         only_ns: Option<String>,
+        /// Texts embedded per call (and written per commit).
         #[arg(long, default_value_t = 64)]
         batch: usize,
     },
@@ -371,10 +378,14 @@ pub enum Command {
         allow_ns: Vec<String>,
     },
     /// Current records of every kind carrying TAG.
-    Tagged { tag: String },
+    Tagged {
+        /// The tag.
+        tag: String,
+    },
     /// Retire cancelled tasks and superseded decisions older than DAYS (hidden from current
     /// queries, still visible to time travel).
     Consolidate {
+        /// Only those whose last change is older than this many days.
         #[arg(long, default_value_t = 90)]
         older_than: u32,
     },
@@ -393,23 +404,30 @@ pub fn mode(s: &str) -> Result<mnemon::SearchMode, String> {
 pub enum VectorCmd {
     /// Attach a vector to a record: `--vector '[0.1, ...]'`, `-` for stdin, `@FILE`.
     Put {
+        /// The record: its id, or a unique start or end of it.
         id: String,
         /// The vector space (the embedding model's id).
         #[arg(long)]
         space: String,
+        /// The vector as a JSON array of numbers.
         #[arg(long, value_name = "JSON")]
         vector: String,
     },
     /// The records nearest to a vector, as of a time.
     Search {
+        /// The vector space (the embedding model's id).
         #[arg(long)]
         space: String,
+        /// The query vector as a JSON array of numbers.
         #[arg(long, value_name = "JSON")]
         vector: String,
+        /// How many neighbours.
         #[arg(long, short, default_value_t = 10)]
         k: usize,
+        /// Only this kind (repeatable).
         #[arg(long = "kind", value_parser = kind)]
         kinds: Vec<Kind>,
+        /// Only records carrying this tag (repeatable: all of them).
         #[arg(long = "tag", value_name = "TAG")]
         tags: Vec<String>,
         #[command(flatten)]
@@ -417,6 +435,7 @@ pub enum VectorCmd {
         /// auto (the planner decides), exact or graph.
         #[arg(long, value_parser = mode, default_value = "auto")]
         mode: mnemon::SearchMode,
+        /// The graph search's candidate list size (more: better recall, slower).
         #[arg(long)]
         ef: Option<usize>,
         /// Say which path answered and why.
@@ -431,6 +450,7 @@ pub enum IndexCmd {
     Status,
     /// Build the graph of a space in the namespace now and publish it.
     Build {
+        /// The vector space (the embedding model's id).
         #[arg(long)]
         space: String,
     },
@@ -441,18 +461,25 @@ pub enum BenchCmd {
     /// Recall and speed of the graph against TEXMEX files (.fvecs/.ivecs; ground truth by
     /// cosine similarity).
     Ann {
+        /// The base vectors (.fvecs).
         #[arg(long)]
         base: PathBuf,
+        /// The query vectors (.fvecs).
         #[arg(long)]
         queries: PathBuf,
+        /// The ground truth: each query's nearest base vectors (.ivecs).
         #[arg(long)]
         gt: PathBuf,
+        /// Neighbours per query (recall@k).
         #[arg(long, default_value_t = 10)]
         k: usize,
+        /// Search list sizes to measure (comma-separated).
         #[arg(long, value_delimiter = ',', default_value = "16,32,64,128,256")]
         ef: Vec<usize>,
+        /// Graph degree (links per node).
         #[arg(long, default_value_t = 16)]
         m: usize,
+        /// Candidate list size while building.
         #[arg(long, default_value_t = 200)]
         ef_construction: usize,
         /// Queries to time (default: all).
@@ -465,10 +492,13 @@ pub enum BenchCmd {
     /// Retrieval quality (recall@5/10) and latency of lexical, vector and hybrid search on a
     /// reproducible synthetic corpus of engineering memories.
     Search {
+        /// Records in the corpus.
         #[arg(long, default_value_t = 10_000)]
         records: usize,
+        /// Queries to run.
         #[arg(long, default_value_t = 300)]
         queries: usize,
+        /// The generator's seed.
         #[arg(long, default_value_t = 7)]
         seed: u64,
         /// Also run hybrid search with these lexical shares (comma-separated, in [0, 1]), to
@@ -502,8 +532,10 @@ pub enum BenchCmd {
     /// Embedding throughput (embeddings/s in batches, and the latency of one text) of each
     /// embedder on the search benchmark's texts; `--embedder` picks one.
     Embed {
+        /// Texts to embed.
         #[arg(long, default_value_t = 2_000)]
         texts: usize,
+        /// Texts per call.
         #[arg(long, default_value_t = 32)]
         batch: usize,
         /// Embedders to measure side by side (hash, minilm[:DIR], http).
@@ -517,6 +549,7 @@ pub enum BenchCmd {
     /// Latency (p50/p95/p99) of each knowledge-graph tool call of `mnemon mcp`, from request
     /// to response over stdio, at several graph sizes (entities with 5 observations each).
     Mcp {
+        /// Graph sizes in entities (comma-separated).
         #[arg(long, value_delimiter = ',', default_value = "500,1000,2000")]
         sizes: Vec<usize>,
         /// Calls per tool and size.
@@ -534,19 +567,56 @@ pub enum BenchCmd {
     },
     /// Write a seeded clustered data set with its exact cosine ground truth (TEXMEX format).
     AnnData {
+        /// The folder to write base.fvecs, queries.fvecs and gt.ivecs into.
         #[arg(long)]
         out: PathBuf,
+        /// Base vectors.
         #[arg(long, default_value_t = 100_000)]
         n: usize,
+        /// Dimensions.
         #[arg(long, default_value_t = 384)]
         dim: usize,
+        /// Query vectors.
         #[arg(long, default_value_t = 1_000)]
         queries: usize,
+        /// Clusters the vectors are drawn around.
         #[arg(long, default_value_t = 100)]
         clusters: usize,
+        /// Neighbours per query in the ground truth.
         #[arg(long, default_value_t = 100)]
         gt_k: usize,
+        /// The generator's seed.
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every command and every argument says what it is for (`--help` has no blank lines).
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                    missing.push(format!("{path} {} (the command)", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::Cli::command(), "mnemon", &mut missing);
+        assert!(missing.is_empty(), "{} without help:\n{}", missing.len(), missing.join("\n"));
+    }
 }
