@@ -88,7 +88,44 @@ pub fn short(id: RecordId) -> String {
     id.short()
 }
 
-/// A table of records at valid time `at`.
+/// A record's validity at `at` (active, superseded, retired, expired, not yet valid): where
+/// it stands in time, whatever its kind says of itself.
+fn validity(r: &Record, at: Timestamp) -> String {
+    format!("{:?}", r.status_at(at)).to_lowercase()
+}
+
+/// The snake_case name serde gives an enum value.
+fn name_of<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+/// What a record's kind says of its state: a decision's status; a task's status, priority and
+/// due date; a gotcha's severity; a pattern's category; an entity's or episode's type; role
+/// knowledge's category and confidence; a conversation open or ended; a message's role.
+pub fn state(r: &Record) -> String {
+    use mnemon::Body;
+    match &r.body {
+        Body::Decision(d) => name_of(&d.status),
+        Body::Task(t) => {
+            let due = t.due.map(|d| format!(", due {}", &d.to_rfc3339()[..10])).unwrap_or_default();
+            format!("{}, {}{due}", name_of(&t.status), name_of(&t.priority))
+        }
+        Body::Gotcha(g) => name_of(&g.severity),
+        Body::Pattern(p) => p.category.to_string(),
+        Body::Entity(e) => e.entity_type.to_string(),
+        Body::Episode(e) => e.episode_type.to_string(),
+        Body::Knowledge(k) => {
+            format!("{}, confidence {:.2}", k.category, r.envelope.confidence.unwrap_or(0.5))
+        }
+        Body::Preference(p) => p.key.to_string(),
+        Body::Conversation(c) => if c.ended_at.is_some() { "ended" } else { "open" }.to_string(),
+        Body::Message(m) => m.role.as_str().to_string(),
+        _ => String::new(),
+    }
+}
+
+/// A table of records at valid time `at`: VALIDITY says where each stands in time, STATE what
+/// its kind says of itself.
 pub fn records_table(records: &[Record], at: Timestamp) -> String {
     let rows: Vec<Vec<String>> = records
         .iter()
@@ -96,14 +133,15 @@ pub fn records_table(records: &[Record], at: Timestamp) -> String {
             vec![
                 short(r.id),
                 r.kind().to_string(),
-                format!("{:?}", r.status_at(at)).to_lowercase(),
+                validity(r, at),
+                cut(&state(r), 34),
                 when(Some(r.valid_from)),
                 when(r.valid_until),
                 cut(&r.body.title(), 70),
             ]
         })
         .collect();
-    table(&["ID", "KIND", "STATUS", "VALID FROM", "VALID UNTIL", "TITLE"], &rows)
+    table(&["ID", "KIND", "VALIDITY", "STATE", "VALID FROM", "VALID UNTIL", "TITLE"], &rows)
 }
 
 /// A record in full, as `field  value` lines followed by its body.
@@ -112,7 +150,8 @@ pub fn record_detail(r: &Record, at: Timestamp) -> String {
         ("id".into(), r.id.to_string()),
         ("namespace".into(), r.namespace.to_string()),
         ("kind".into(), r.kind().to_string()),
-        ("status".into(), format!("{:?} at {}", r.status_at(at), at.to_human()).to_lowercase()),
+        ("validity".into(), format!("{} at {}", validity(r, at), at.to_human())),
+        ("state".into(), state(r)),
         (
             "revision".into(),
             format!("{} ({:?}, recorded {})", r.rev, r.op, r.recorded_at.to_human()).to_lowercase(),
@@ -148,6 +187,7 @@ pub fn record_detail(r: &Record, at: Timestamp) -> String {
     if !e.metadata.is_null() {
         lines.push(("metadata".into(), e.metadata.as_str().to_string()));
     }
+    lines.retain(|(_, v)| !v.is_empty());
     let width = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     let mut out: Vec<String> = lines.into_iter().map(|(k, v)| format!("{k:width$}  {v}")).collect();
     out.push(String::new());
@@ -164,14 +204,15 @@ pub fn chain_table(links: &[Record], now: Timestamp, mark: Option<RecordId>) -> 
             vec![
                 (i + 1).to_string(),
                 short(r.id),
-                format!("{:?}", r.status_at(now)).to_lowercase(),
+                validity(r, now),
+                cut(&state(r), 20),
                 when(Some(r.valid_from)),
                 when(r.valid_until),
                 format!("{}{}", if Some(r.id) == mark { "* " } else { "" }, cut(&r.body.title(), 60)),
             ]
         })
         .collect();
-    table(&["#", "ID", "STATUS", "VALID FROM", "VALID UNTIL", "TITLE"], &rows)
+    table(&["#", "ID", "VALIDITY", "STATE", "VALID FROM", "VALID UNTIL", "TITLE"], &rows)
 }
 
 /// Every revision of a record as a table, with both time intervals.
@@ -193,7 +234,7 @@ pub fn history_table(revs: &[Record]) -> String {
     table(&["REV", "OP", "RECORDED", "REPLACED", "VALID FROM", "VALID UNTIL", "TITLE"], &rows)
 }
 
-/// Search results: score, id, kind, lexical and vector ranks, title.
+/// Search results: score, id, kind, state, lexical and vector ranks, title.
 pub fn hits_table(hits: &[mnemon::SearchHit]) -> String {
     let rows: Vec<Vec<String>> = hits
         .iter()
@@ -202,13 +243,14 @@ pub fn hits_table(hits: &[mnemon::SearchHit]) -> String {
                 format!("{:.4}", h.score),
                 short(h.record.id),
                 h.record.kind().to_string(),
+                cut(&state(&h.record), 24),
                 h.lexical.map_or_else(|| "-".into(), |l| l.0.to_string()),
                 h.vector.map_or_else(|| "-".into(), |v| v.0.to_string()),
                 cut(&h.record.body.title(), 60),
             ]
         })
         .collect();
-    table(&["SCORE", "ID", "KIND", "LEX", "VEC", "RECORD"], &rows)
+    table(&["SCORE", "ID", "KIND", "STATE", "LEX", "VEC", "RECORD"], &rows)
 }
 
 /// Print what a write did: the id (and, for corrections, the new revision number).

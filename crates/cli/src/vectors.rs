@@ -102,11 +102,12 @@ fn search(
                     format!("{:.4}", h.score),
                     short(h.record.id),
                     h.record.kind().to_string(),
-                    cut(&mnemon::loose_form(&h.record).to_string(), 60),
+                    cut(&crate::output::state(&h.record), 24),
+                    cut(&h.record.body.title(), 60),
                 ]
             })
             .collect();
-        out.line(table(&["score", "id", "kind", "record"], &rows))?;
+        out.line(table(&["SCORE", "ID", "KIND", "STATE", "RECORD"], &rows))?;
     }
     if explain {
         let fallback = plan.first.map(|p| format!(", after {p} found fewer than {k}")).unwrap_or_default();

@@ -1769,3 +1769,46 @@ fn a_mistyped_namespace_is_named() {
     let r = e.run(&["--ns", "project:1a2b3c4d-app", "list", "decision"]);
     assert!(r.ok().contains("no records valid") && r.stderr.is_empty(), "{}", r.stderr);
 }
+
+/// Tables speak the domain: VALIDITY says where a record stands in time, STATE what its kind
+/// says of itself (a rejected decision is rejected, a task shows its status, priority and due
+/// date, a gotcha its severity, a pattern its category); `vector search` prints a table too.
+#[test]
+fn tables_show_each_kinds_state() {
+    let e = Env::new();
+    e.init();
+    let rejected = e.add("decision", r#"{"title":"Use Mongo","status":"rejected"}"#, &[]);
+    e.add("task", r#"{"title":"Ship it","priority":"high","due":"2030-12-01","status":"in_progress"}"#, &[]);
+    e.add("gotcha", r#"{"title":"fsync cost","problem":"slow","solution":"batch","severity":"high"}"#, &[]);
+    e.add(
+        "pattern",
+        r#"{"title":"Repository","description":"one store per aggregate","category":"architecture"}"#,
+        &[],
+    );
+    let table = e.run(&["list"]).ok().to_string();
+    let header = table.lines().next().unwrap();
+    assert!(
+        header.contains("VALIDITY") && header.contains("STATE") && !header.contains("STATUS"),
+        "{header}"
+    );
+    let row = |title: &str| table.lines().find(|l| l.contains(title)).unwrap().to_string();
+    assert!(row("Use Mongo").contains("active") && row("Use Mongo").contains("rejected"), "{table}");
+    assert!(row("Ship it").contains("in_progress, high, due 2030-12-01"), "{table}");
+    assert!(row("fsync cost").contains("high"), "{table}");
+    assert!(row("Repository").contains("architecture"), "{table}");
+    let detail = e.run(&["get", &rejected]).ok().to_string();
+    assert!(detail.contains("validity   active") && detail.contains("state      rejected"), "{detail}");
+
+    e.run(&["vector", "put", &rejected, "--space", "s", "--vector", "[1, 0, 0]"]).ok();
+    let found = e.run(&["vector", "search", "--space", "s", "--vector", "[1, 0.1, 0]"]).ok().to_string();
+    let mut lines = found.lines();
+    assert!(lines.next().unwrap().starts_with("SCORE"), "{found}");
+    let hit = lines.next().unwrap();
+    assert!(
+        hit.contains("decision")
+            && hit.contains("rejected")
+            && hit.contains("Use Mongo")
+            && !hit.contains('{'),
+        "{found}"
+    );
+}
