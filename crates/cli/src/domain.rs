@@ -134,9 +134,12 @@ pub fn task(cli: &Cli, out: &mut Out, cmd: &TaskCmd) -> Result<()> {
             } else {
                 let rows: Vec<Vec<String>> = g
                     .iter()
-                    .map(|(t, d)| vec![short(*t), d.iter().map(|x| short(*x)).collect::<Vec<_>>().join(", ")])
+                    .map(|(t, d)| {
+                        let on = d.iter().map(|x| short(*x)).collect::<Vec<_>>().join(", ");
+                        vec![short(*t), if on.is_empty() { "-".to_string() } else { on }]
+                    })
                     .collect();
-                out.line(table(&["task", "depends on"], &rows))?;
+                out.line(table(&["TASK", "DEPENDS ON"], &rows))?;
             }
             Ok(())
         }
@@ -346,26 +349,26 @@ pub fn domain_stats(cli: &Cli, out: &mut Out) -> Result<()> {
     let rows = |m: &std::collections::BTreeMap<String, usize>| -> Vec<Vec<String>> {
         m.iter().map(|(k, v)| vec![k.clone(), v.to_string()]).collect()
     };
-    out.line(table(&["kind", "current"], &rows(&s.by_kind)))?;
+    out.line(table(&["KIND", "CURRENT"], &rows(&s.by_kind)))?;
     if !s.decisions_by_status.is_empty() {
-        out.line(table(&["decision status", "count"], &rows(&s.decisions_by_status)))?;
+        out.line(table(&["DECISION STATUS", "COUNT"], &rows(&s.decisions_by_status)))?;
     }
     if !s.tasks_by_status.is_empty() {
-        out.line(table(&["task status", "count"], &rows(&s.tasks_by_status)))?;
-        out.line(table(&["task priority", "count"], &rows(&s.tasks_by_priority)))?;
+        out.line(table(&["TASK STATUS", "COUNT"], &rows(&s.tasks_by_status)))?;
+        out.line(table(&["TASK PRIORITY", "COUNT"], &rows(&s.tasks_by_priority)))?;
         out.line(format!("overdue tasks: {}", s.tasks_overdue))?;
         if let Some(secs) = s.average_completion_secs {
             out.line(format!("average completion time: {:.1} h", secs / 3600.0))?;
         }
     }
     if !s.entities_by_type.is_empty() {
-        out.line(table(&["entity type", "count"], &rows(&s.entities_by_type)))?;
+        out.line(table(&["ENTITY TYPE", "COUNT"], &rows(&s.entities_by_type)))?;
         let top: Vec<Vec<String>> =
             s.most_mentioned.iter().map(|(n, c)| vec![n.clone(), c.to_string()]).collect();
-        out.line(table(&["most mentioned", "mentions"], &top))?;
+        out.line(table(&["MOST MENTIONED", "MENTIONS"], &top))?;
     }
     if !s.tags.is_empty() {
-        out.line(table(&["tag", "records"], &rows(&s.tags)))?;
+        out.line(table(&["TAG", "RECORDS"], &rows(&s.tags)))?;
     }
     Ok(())
 }
@@ -404,7 +407,7 @@ pub fn knowledge(cli: &Cli, out: &mut Out, cmd: &KnowledgeCmd) -> Result<()> {
             out.line(if rows.is_empty() {
                 "no role knowledge".to_string()
             } else {
-                table(&["id", "confidence", "category", "content"], &rows)
+                table(&["ID", "CONFIDENCE", "CATEGORY", "CONTENT"], &rows)
             })?;
             Ok(())
         }
@@ -463,7 +466,7 @@ pub fn agent(cli: &Cli, out: &mut Out, cmd: &AgentCmd) -> Result<()> {
                     .map(|(e, r, n)| vec![n.to_string(), e.clone(), r.clone()])
                     .collect();
                 if !rows.is_empty() {
-                    out.line(table(&["seen", "error", "resolution"], &rows))?;
+                    out.line(table(&["SEEN", "ERROR", "RESOLUTION"], &rows))?;
                 }
             }
             Ok(())
@@ -741,7 +744,7 @@ pub fn memory(cli: &Cli, out: &mut Out, cmd: &MemoryCmd) -> Result<()> {
                         ]
                     })
                     .collect();
-                out.line(table(&["project", "entries", "brief"], &rows))?;
+                out.line(table(&["PROJECT", "ENTRIES", "BRIEF"], &rows))?;
             }
             Ok(())
         }

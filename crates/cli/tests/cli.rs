@@ -997,6 +997,13 @@ fn task_decision_entity_conversation_groups() {
     assert_eq!(stats["entities_by_type"]["technology"], 1);
     let r = env.run(&["--json", "consolidate", "--older-than", "0"]).json();
     assert_eq!(r["decisions_superseded"], 1);
+    // A decision superseded from a later time is still valid until then: consolidate leaves
+    // it to end by itself (it used to fail retiring it).
+    let d = env.add("decision", r#"{"title":"Adopt tokio"}"#, &[]);
+    env.run(&["decision", "supersede", &d, "--data", r#"{"title":"Adopt smol"}"#, "--at", "2099-01-01"]).ok();
+    let r = env.run(&["--json", "consolidate", "--older-than", "0"]).json();
+    assert_eq!(r["decisions_retired"], 0, "{r}");
+    assert_eq!(env.run(&["--json", "get", &d]).json()["valid_until"], "2099-01-01T00:00:00.000000Z");
 }
 
 #[test]
@@ -1694,6 +1701,14 @@ fn context_has_entities_relationships_the_backlog_and_any_time() {
     let xml = e.run(&["--json", "context", "--format", "xml", "--as-of", "2024-02-01"]).json();
     assert!(xml["text"].as_str().unwrap().contains("<section name=\"active decisions\">"), "{xml}");
     e.run(&["context", "--as-of", "yesterday-ish"]).fails(2, "yesterday-ish");
+    // A rejected decision superseded from a later time is still valid, but was never in
+    // force: it is not an active decision.
+    let rejected = e.add("decision", r#"{"title":"Adopt tokio"}"#, &[]);
+    e.run(&["decision", "reject", &rejected]).ok();
+    e.run(&["decision", "supersede", &rejected, "--data", r#"{"title":"Adopt smol"}"#, "--at", "2099-01-01"])
+        .ok();
+    let later = e.run(&["context"]).ok().to_string();
+    assert!(!later.contains("Adopt tokio"), "{later}");
 }
 
 /// One behaviour for one action, whichever command does it: `decision supersede` takes

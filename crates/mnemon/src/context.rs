@@ -185,11 +185,24 @@ impl Ns {
             push(&mut items, "brief", &r);
         }
         // 3. Active decisions, newest first. A decision valid at the asked time whose body
-        //    says superseded was the accepted one then: its supersession took effect later in
-        //    valid time (a supersession closes the old decision's validity and marks it).
+        //    says superseded had, until its supersession took effect (later in valid time),
+        //    the status of its revision before it: accepted ones count.
         for r in list(self, &[Kind::Decision])? {
-            if matches!(&r.body, Body::Decision(d) if matches!(d.status, DecisionStatus::Accepted | DecisionStatus::Superseded))
-            {
+            let status = |r: &Record| match &r.body {
+                Body::Decision(d) => Some(d.status),
+                _ => None,
+            };
+            let accepted = match status(&r) {
+                Some(DecisionStatus::Accepted) => true,
+                Some(DecisionStatus::Superseded) => {
+                    let revisions = self.history(r.id)?;
+                    let before =
+                        revisions.iter().rev().find(|p| status(p) != Some(DecisionStatus::Superseded));
+                    before.and_then(status) == Some(DecisionStatus::Accepted)
+                }
+                _ => false,
+            };
+            if accepted {
                 push(&mut items, "active decisions", &r);
             }
         }

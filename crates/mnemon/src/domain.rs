@@ -218,8 +218,11 @@ impl Ns {
         report.decisions_superseded = superseded;
         let stale = |r: &Record| r.recorded_at.as_micros() < cutoff;
         for r in self.list_of::<Decision>(AsOf::now())? {
+            // A decision superseded through `supersede` ends by itself when its successor
+            // takes over (a later valid time): only one marked superseded by hand is retired.
             if let Body::Decision(d) = &r.body
                 && d.status == DecisionStatus::Superseded
+                && r.superseded_by.is_none()
                 && stale(&r)
             {
                 self.retire(r.id, None)?;
