@@ -47,7 +47,6 @@ pub(crate) fn open_with_id(cli: &Cli, id: &str) -> Result<(Db, Ns, RecordId)> {
     Ok((db, ns, id))
 }
 
-/// Validate an id argument's form before opening anything.
 /// A record id (or a unique prefix of one) in namespace `ns`.
 pub(crate) fn resolve_in(db: &Db, ns: &Namespace, s: &str) -> Result<RecordId> {
     check_id_form(s)?;
@@ -60,13 +59,9 @@ pub(crate) fn resolve(db: &Db, cli: &Cli, s: &str) -> Result<RecordId> {
     resolve_id(db, &namespace(cli)?, s)
 }
 
+/// Validate an id argument's form before opening anything (the facade's rule).
 pub(crate) fn check_id_form(s: &str) -> Result<()> {
-    let hex: String = s.chars().filter(|c| *c != '-').collect();
-    if RecordId::parse(s).is_ok() || (hex.len() >= 6 && hex.chars().all(|c| c.is_ascii_hexdigit())) {
-        Ok(())
-    } else {
-        Err(RecordId::parse(s).err().map_or_else(|| usage("invalid id"), Into::into))
-    }
+    Ok(mnemon::check_id_form(s)?)
 }
 
 pub(crate) fn open(cli: &Cli) -> Result<Db> {

@@ -1757,6 +1757,17 @@ fn supersession_and_importance_behave_alike_across_commands() {
     }
 }
 
+/// An argument that cannot be an id says what an id may be.
+#[test]
+fn a_malformed_id_says_what_ids_may_be() {
+    let e = Env::new();
+    e.init();
+    for bad in ["7", "zzzzzz", "01a2"] {
+        e.run(&["get", bad])
+            .fails(2, "expected a UUID, or a unique start or end of one (6 hex digits or more)");
+    }
+}
+
 /// A mistyped namespace gives an empty answer and a note on standard error naming the
 /// namespaces there and the nearest; a namespace that exists gets no note, even when empty.
 #[test]
@@ -1826,4 +1837,25 @@ fn tables_show_each_kinds_state() {
             && !hit.contains('{'),
         "{found}"
     );
+}
+
+/// Errors never show secrets: a password in the embedding server's URL is left out of the
+/// error that says the server cannot be reached.
+#[test]
+fn an_unreachable_embedding_server_is_named_without_its_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .env("MNEMON_EMBED_URL", "http://user:hunter2@127.0.0.1:9/v1?api-key=sk-abcdefghijklmnop")
+        .env("MNEMON_EMBED_MODEL", "m")
+        .env_remove("MNEMON_EMBED_KEY")
+        .args(["--db", dir.path().join("h.redb").to_str().unwrap(), "--embedder", "http", "init"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot reach the embedding server at http://127.0.0.1:9/v1/embeddings?[redacted]"),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2") && !err.contains("sk-abcdef"), "{err}");
 }

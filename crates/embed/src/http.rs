@@ -6,8 +6,8 @@ use serde::Deserialize;
 
 use crate::{EmbedError, Embedder, unit};
 
-/// Where and how to call the server.
-#[derive(Clone, Debug)]
+/// Where and how to call the server. Its `Debug` leaves the key out and the URL's secrets.
+#[derive(Clone)]
 pub struct HttpConfig {
     /// The API base, e.g. `https://api.openai.com/v1` (requests go to `{base}/embeddings`).
     pub base_url: String,
@@ -64,11 +64,26 @@ impl HttpConfig {
     }
 }
 
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("base_url", &redact_url(&self.base_url))
+            .field("model", &self.model)
+            .field("key", &self.key.as_ref().map(|_| "[redacted]"))
+            .field("dimension", &self.dimension)
+            .field("batch_size", &self.batch_size)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Calls `POST {base}/embeddings` of an OpenAI-compatible server.
 #[derive(Debug)]
 pub struct HttpEmbedder {
     config: HttpConfig,
     url: String,
+    /// `url` as errors show it (no user, password or query: see [`redact_url`]).
+    shown: String,
     id: String,
     dimension: usize,
     client: reqwest::blocking::Client,
@@ -119,38 +134,47 @@ impl HttpEmbedder {
         let base = config.base_url.trim_end_matches('/');
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(EmbedError::Config(format!(
-                "the base URL must start with http:// or https://: {base:?}"
+                "the base URL must start with http:// or https://: {:?}",
+                redact_url(base)
             )));
         }
-        let url = format!("{base}/embeddings");
+        // `{base}/embeddings`, before the base's query if it has one (`...?api-version=...`).
+        let url = match base.split_once('?') {
+            Some((path, query)) => format!("{}/embeddings?{query}", path.trim_end_matches('/')),
+            None => format!("{base}/embeddings"),
+        };
         let client = reqwest::blocking::Client::builder()
             .connect_timeout(config.connect_timeout)
             .timeout(config.timeout)
             .build()
             .map_err(|e| EmbedError::Config(format!("cannot build the HTTP client: {e}")))?;
         let id = format!("openai-compatible:{}", config.model);
-        let mut e = HttpEmbedder { url, id, dimension: config.dimension.unwrap_or(0), client, config };
+        let shown = redact_url(&url);
+        let mut e = HttpEmbedder { url, shown, id, dimension: config.dimension.unwrap_or(0), client, config };
         if e.dimension == 0 {
             let v = e.request(&["dimension probe"])?;
             e.dimension = v.first().map_or(0, Vec::len);
             if e.dimension == 0 {
-                return Err(EmbedError::Malformed { url: e.url.clone(), reason: "empty embedding".into() });
+                return Err(EmbedError::Malformed { url: e.shown.clone(), reason: "empty embedding".into() });
             }
         }
         Ok(e)
     }
 
-    /// The endpoint called.
-    pub fn url(&self) -> &str {
-        &self.url
+    /// The endpoint called, as errors show it (without a user, password or query).
+    pub fn shown_url(&self) -> &str {
+        &self.shown
     }
 
     /// A failure below HTTP: a timeout, or the server could not be reached or hung up.
     fn transport_error(&self, e: &reqwest::Error) -> EmbedError {
         if e.is_timeout() {
-            EmbedError::Timeout { url: self.url.clone(), secs: self.config.timeout.as_secs_f64() }
+            EmbedError::Timeout { url: self.shown.clone(), secs: self.config.timeout.as_secs_f64() }
         } else {
-            EmbedError::Connect { url: self.url.clone(), reason: root_cause(e) }
+            EmbedError::Connect {
+                url: self.shown.clone(),
+                reason: redact_secrets(&without_url(&root_cause(e))),
+            }
         }
     }
 
@@ -192,11 +216,15 @@ impl HttpEmbedder {
         let body = resp.text().map_err(|e| (self.transport_error(&e), None))?;
         if !status.is_success() {
             return Err((
-                EmbedError::Status { status: status.as_u16(), url: url.clone(), body: truncate(&body, 200) },
+                EmbedError::Status {
+                    status: status.as_u16(),
+                    url: self.shown.clone(),
+                    body: redact_secrets(&truncate(&body, 200)),
+                },
                 retry_after,
             ));
         }
-        let malformed = |reason: String| (EmbedError::Malformed { url: url.clone(), reason }, None);
+        let malformed = |reason: String| (EmbedError::Malformed { url: self.shown.clone(), reason }, None);
         let parsed: Response = serde_json::from_str(&body)
             .map_err(|e| malformed(format!("{e}; body starts {:?}", truncate(&body, 120))))?;
         if parsed.data.len() != texts.len() {
@@ -225,6 +253,57 @@ impl HttpEmbedder {
     }
 }
 
+/// `url` without what may be a secret: the user and password before the host, and the query
+/// (`http://user:pw@host/v1?key=k` is shown as `http://host/v1?[redacted]`).
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let (rest, query) = match rest.split_once('?') {
+        Some((r, _)) => (r, "?[redacted]"),
+        None => (rest, ""),
+    };
+    let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    format!("{scheme}://{host}{path}{query}")
+}
+
+/// `text` with API keys (`sk-...`) and bearer tokens replaced by `[redacted]`: a server's error
+/// body may echo what it was sent.
+pub fn redact_secrets(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut after_bearer = false;
+    for (i, word) in text.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        let bare = word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_');
+        if after_bearer && !bare.is_empty() {
+            out.push_str(&word.replace(bare, "[redacted]"));
+        } else if let Some(at) = word.find("sk-").filter(|at| word.len() - at > 8) {
+            let end = word[at..]
+                .find(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_')
+                .map_or(word.len(), |e| at + e);
+            out.push_str(&word[..at]);
+            out.push_str("sk-[redacted]");
+            out.push_str(&word[end..]);
+        } else {
+            out.push_str(word);
+        }
+        after_bearer = bare.eq_ignore_ascii_case("bearer");
+    }
+    out
+}
+
+/// `message` without the ` for url (...)` reqwest puts in it: the URL is named (redacted) by
+/// the error around it.
+fn without_url(message: &str) -> String {
+    let Some(start) = message.find(" for url (") else { return message.to_string() };
+    let rest = &message[start + " for url (".len()..];
+    match rest.find(')') {
+        Some(end) => format!("{}{}", &message[..start], &rest[end + 1..]),
+        None => message[..start].to_string(),
+    }
+}
+
 fn root_cause(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
@@ -250,5 +329,37 @@ impl Embedder for HttpEmbedder {
             out.extend(self.request(chunk)?);
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::{redact_secrets, redact_url};
+
+    #[test]
+    fn urls_and_bodies_lose_their_secrets() {
+        assert_eq!(
+            redact_url("http://user:secret@127.0.0.1:9/v1/embeddings"),
+            "http://127.0.0.1:9/v1/embeddings"
+        );
+        assert_eq!(redact_url("https://h.example/v1?api-key=abc"), "https://h.example/v1?[redacted]");
+        assert_eq!(redact_url("https://h.example"), "https://h.example");
+        assert_eq!(redact_url("not a url"), "not a url");
+        assert_eq!(
+            redact_secrets(r#"{"error":"bad key sk-proj-abcdefghijkl, header Bearer xyz123."}"#),
+            r#"{"error":"bad key sk-[redacted], header Bearer [redacted]."}"#
+        );
+        assert_eq!(redact_secrets("sk- is short"), "sk- is short");
+        assert_eq!(
+            super::without_url("error sending request for url (http://h/v1?k=s): refused"),
+            "error sending request: refused"
+        );
+        let config = super::HttpConfig {
+            base_url: "http://u:pw@h/v1".into(),
+            key: Some("sk-topsecret-123456".into()),
+            ..Default::default()
+        };
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("topsecret") && !shown.contains("pw@"), "{shown}");
     }
 }

@@ -546,10 +546,8 @@ impl Ns {
         if let Ok(id) = RecordId::parse(s) {
             return Ok(id);
         }
+        check_id_form(s)?;
         let hex: String = s.chars().filter(|c| *c != '-').collect();
-        if hex.len() < 6 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Ok(RecordId::parse(s)?);
-        }
         // Its end (what tables show) or its start (what a full id begins with): an id matching
         // either way counts, so a short id means one record or is refused as ambiguous.
         let snap = self.db.snapshot()?;
@@ -954,4 +952,18 @@ fn group_by_ns(items: &[Pending]) -> Vec<(Namespace, Vec<&Pending>)> {
         }
     }
     out
+}
+
+/// Whether `s` has the form of a record id as every interface takes it: a UUID, or a start
+/// or end of one of at least 6 hex digits (dashes allowed). What it names is for
+/// [`Ns::resolve_id`] to find.
+pub fn check_id_form(s: &str) -> Result<()> {
+    let hex: String = s.chars().filter(|c| *c != '-').collect();
+    if RecordId::parse(s).is_ok() || (hex.len() >= 6 && hex.chars().all(|c| c.is_ascii_hexdigit())) {
+        Ok(())
+    } else {
+        Err(crate::error::invalid(format!(
+            "invalid record id {s:?}: expected a UUID, or a unique start or end of one (6 hex digits or more)"
+        )))
+    }
 }
