@@ -3,18 +3,17 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
-use mnemon::json::{RecordView, parse_input};
+use mnemon::json::RecordView;
 use mnemon::transfer::{self, ImportOptions};
 use mnemon::{Db, ListQuery, Timestamp};
 use serde_json::json;
 
 use crate::cli::{AsOfArgs, Cli, Command, NewArgs};
 use crate::open::{
-    check_id_form, default_local, namespace, ns_handle, open, open_read, open_with_id, read_data, resolve_id,
-    usage, with_embedder,
+    check_id_form, default_local, namespace, open, open_read, read_data, resolve_id, usage, with_embedder,
 };
 use crate::output::{
-    Out, chain_table, history_table, print_outcome, record_detail, records_table, table, when,
+    Out, chain_table, history_table, print_written, record_detail, records_table, table, when,
 };
 
 /// Run a parsed command line.
@@ -40,52 +39,51 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Revise { id, data } => {
             check_id_form(id)?;
-            let patch = read_data(data)?;
-            let (_db, ns, id) = open_with_id(&cli, id)?;
-            let o = ns.revise_json(id, &patch)?;
-            print_outcome(&mut out, &o, true)?;
+            let serde_json::Value::Object(patch) = read_data(data)? else {
+                return Err(usage("--data must be a JSON object (a merge patch)"));
+            };
+            let session = session(&cli, open(&cli)?)?;
+            let written = session.call(mnemon::ops::Revise { id: id.clone(), patch, namespace: None })?;
+            print_written(&mut out, &written, true)?;
         }
-        Command::Retire { id, at } => {
-            let (_db, ns, id) = open_with_id(&cli, id)?;
-            let o = ns.retire(id, *at)?;
-            print_outcome(&mut out, &o, true)?;
-        }
-        Command::Expire { id, at } => {
-            let (_db, ns, id) = open_with_id(&cli, id)?;
-            let o = ns.expire(id, *at)?;
-            print_outcome(&mut out, &o, true)?;
+        Command::Retire { id, at } | Command::Expire { id, at } => {
+            check_id_form(id)?;
+            let expire = matches!(cli.command, Command::Expire { .. });
+            let at = at.map(|t| t.to_rfc3339());
+            let session = session(&cli, open(&cli)?)?;
+            let written =
+                session.call(mnemon::ops::Retire { id: id.clone(), at, expire, namespace: None })?;
+            print_written(&mut out, &written, true)?;
         }
         Command::Supersede { old_id, data, at, tags, importance } => {
             check_id_form(old_id)?;
-            let value = read_data(data)?;
-            let db = open(&cli)?;
-            let old = resolve_id(&db, &namespace(&cli)?, old_id)?;
-            let ns = ns_handle(&db, &cli)?;
-            let latest = ns
-                .latest(old)?
-                .ok_or_else(|| mnemon::StorageError::NotFound { namespace: ns.name().clone(), id: old })?;
-            let mut input = parse_input(value, Some(latest.kind()), ns.name())?.record;
-            if let Some(t) = at {
-                input.valid_from = Some(*t);
-            }
-            input.envelope.tags.extend(tags.iter().map(|t| mnemon::Text::from(t.as_str())));
-            if importance.is_some() {
-                input.envelope.importance = *importance;
-            }
-            let new = ns.supersede_with(old, input)?;
+            let serde_json::Value::Object(mut data) = read_data(data)? else {
+                return Err(usage("--data must be a JSON object"));
+            };
+            add_tags(&mut data, tags);
+            let session = session(&cli, open(&cli)?)?;
+            let done = session.call(mnemon::ops::Supersede {
+                id: old_id.clone(),
+                data: Some(data),
+                importance: *importance,
+                at: at.map(|t| t.to_rfc3339()),
+                ..Default::default()
+            })?;
             if out.json {
-                out.json_line(&json!({"old": old, "new": new}))?;
+                out.json_line(&done)?;
             } else {
-                out.line(new.to_string())?;
+                out.line(done.new.to_string())?;
             }
         }
         Command::Forget { id } => {
-            let (_db, ns, id) = open_with_id(&cli, id)?;
-            let n = ns.forget(id)?;
+            check_id_form(id)?;
+            let session = session(&cli, open(&cli)?)?;
+            let gone = session.call(mnemon::ops::Forget { id: id.clone(), erase: true, namespace: None })?;
+            let n = gone.erased_revisions.unwrap_or(0);
             if out.json {
-                out.json_line(&json!({"forgotten": id, "revisions": n}))?;
+                out.json_line(&json!({"forgotten": gone.id, "revisions": n}))?;
             } else {
-                out.line(format!("forgot {id}: {n} revision(s) erased"))?;
+                out.line(format!("forgot {}: {n} revision(s) erased", gone.id))?;
             }
         }
         Command::History { id } => history(&cli, &mut out, id)?,
@@ -231,34 +229,44 @@ fn init(cli: &Cli, out: &mut Out) -> Result<()> {
 }
 
 fn add(cli: &Cli, out: &mut Out, kind: mnemon::Kind, new: &NewArgs) -> Result<()> {
-    let value = read_data(&new.data)?;
-    let ns = namespace(cli)?;
-    let mut input = parse_input(value, Some(kind), &ns)?;
-    if let Some(n) = &input.namespace
-        && n != &ns
-    {
-        return Err(usage(format!("the data names namespace {n:?} but --ns is {ns:?}")));
-    }
-    let r = &mut input.record;
-    if new.valid_from.is_some() {
-        r.valid_from = new.valid_from;
-    }
-    if new.valid_until.is_some() {
-        r.valid_until = new.valid_until;
-    }
-    if new.importance.is_some() {
-        r.envelope.importance = new.importance;
-    }
-    r.envelope.tags.extend(new.tags.iter().map(|t| mnemon::Text::from(t.as_str())));
-    let db = open(cli)?;
-    let handle = db.ns(ns.as_str())?;
-    // Tasks go through the task rules (dependencies must exist and not form a cycle).
-    let o = if kind == mnemon::Kind::Task {
-        handle.tasks().insert(input.record)?
-    } else {
-        handle.insert(input.record)?
+    let serde_json::Value::Object(mut record) = read_data(&new.data)? else {
+        return Err(usage("--data must be a JSON object"));
     };
-    print_outcome(out, &o, false)
+    // The flags are envelope fields of the loose form; they win over the data's.
+    let time = |t: Timestamp| serde_json::Value::String(t.to_rfc3339());
+    if let Some(t) = new.valid_from {
+        record.insert("valid_from".into(), time(t));
+    }
+    if let Some(t) = new.valid_until {
+        record.insert("valid_until".into(), time(t));
+    }
+    if let Some(i) = new.importance {
+        record.insert("importance".into(), json!(i));
+    }
+    add_tags(&mut record, &new.tags);
+    let session = session(cli, open(cli)?)?;
+    let written =
+        session.call(mnemon::ops::Add { kind: kind.name().to_string(), record, namespace: None })?;
+    print_written(out, &written, false)
+}
+
+/// Add `--tag` values to the tags a loose record's JSON gives.
+fn add_tags(record: &mut serde_json::Map<String, serde_json::Value>, tags: &[String]) {
+    if tags.is_empty() {
+        return;
+    }
+    let mut all = match record.remove("tags") {
+        Some(serde_json::Value::Array(t)) => t,
+        Some(other) => vec![other],
+        None => Vec::new(),
+    };
+    all.extend(tags.iter().map(|t| json!(t)));
+    record.insert("tags".into(), serde_json::Value::Array(all));
+}
+
+/// A session in `--ns` over `db`: how commands run operations.
+pub(crate) fn session(cli: &Cli, db: Db) -> Result<mnemon::ops::Session> {
+    Ok(mnemon::ops::Session::new(db, &cli.ns)?)
 }
 
 fn get(cli: &Cli, out: &mut Out, id: &str, a: AsOfArgs) -> Result<()> {
@@ -332,13 +340,9 @@ fn list(cli: &Cli, out: &mut Out, q: &ListQuery, explain: bool) -> Result<()> {
 
 fn history(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
     check_id_form(id)?;
-    let db = open_read(cli)?;
-    let ns = namespace(cli)?;
-    let id = resolve_id(&db, &ns, id)?;
-    let revs = db.snapshot()?.history(&ns, id)?;
-    if revs.is_empty() {
-        return Err(mnemon::StorageError::NotFound { namespace: ns, id }.into());
-    }
+    let session = session(cli, open_read(cli)?)?;
+    let revs = session.call(mnemon::ops::History { id: id.to_string(), namespace: None })?.revisions;
+    let revs: Vec<mnemon::Record> = revs.into_iter().map(|r| r.record).collect();
     if out.json {
         for r in &revs {
             out.json_line(&mnemon::json::RecordJson::from_record(r))?;
@@ -351,18 +355,18 @@ fn history(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
 
 fn chain(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
     check_id_form(id)?;
-    let db = open_read(cli)?;
-    let ns = namespace(cli)?;
-    let id = resolve_id(&db, &ns, id)?;
-    let now = db.now();
-    let links = db.snapshot()?.chain(&ns, id)?;
+    let session = session(cli, open_read(cli)?)?;
+    let links = session.call(mnemon::ops::Chain { id: id.to_string(), namespace: None })?.chain;
     if out.json {
         for r in &links {
-            out.json_line(&RecordView::new(r, now))?;
+            out.json_line(r)?;
         }
         return Ok(());
     }
-    out.line(chain_table(&links, now, Some(id)))?;
+    let asked = session.ns(None)?.resolve_id(id)?;
+    let now = links.first().map_or_else(|| session.db().now(), |r| r.at);
+    let links: Vec<mnemon::Record> = links.into_iter().map(|r| r.record).collect();
+    out.line(chain_table(&links, now, Some(asked)))?;
     Ok(())
 }
 

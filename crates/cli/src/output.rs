@@ -253,6 +253,28 @@ pub fn hits_table(hits: &[mnemon::SearchHit]) -> String {
     table(&["SCORE", "ID", "KIND", "STATE", "LEX", "VEC", "RECORD"], &rows)
 }
 
+/// Print what an operation's write did: the id (and, for corrections, the new revision
+/// number), as [`print_outcome`] does for the facade's outcomes.
+pub(crate) fn print_written(
+    out: &mut Out,
+    w: &mnemon::ops::WriteResult,
+    show_rev: bool,
+) -> anyhow::Result<()> {
+    let (doc, text) = match (w.existing, w.rev) {
+        (true, _) => (json!({"id": w.id, "existing": true}), w.id.to_string()),
+        (false, Some(rev)) if show_rev => {
+            (json!({"id": w.id, "rev": rev}), format!("{} is now at revision {rev}", w.id))
+        }
+        _ => (json!({"id": w.id}), w.id.to_string()),
+    };
+    if out.json {
+        out.json_line(&doc)?;
+    } else {
+        out.line(text)?;
+    }
+    Ok(())
+}
+
 /// Print what a write did: the id (and, for corrections, the new revision number).
 pub(crate) fn print_outcome(out: &mut Out, o: &Outcome, show_rev: bool) -> anyhow::Result<()> {
     let (doc, text) = match *o {

@@ -34,6 +34,9 @@ pub struct OwnTools {
 
 impl Visitor for OwnTools {
     fn visit<O: Operation>(&mut self) {
+        if !O::MCP {
+            return;
+        }
         let annotations =
             ToolAnnotations::new().read_only(O::READ_ONLY).destructive(O::DESTRUCTIVE).open_world(false);
         let mut tool = Tool::new(O::NAME, O::DESCRIPTION, unwrapped(&schema_for_type::<O>()))

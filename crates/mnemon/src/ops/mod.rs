@@ -31,6 +31,7 @@ mod memory;
 mod records;
 mod search;
 mod tasks;
+mod writes;
 
 pub use memory::{
     Block, Entries, EpisodeHit, EpisodeQuery, EpisodeStore, Episodes, KnowledgeLearn, KnowledgeList,
@@ -43,6 +44,7 @@ pub use records::{
 };
 pub use search::{BlockFormat, Context, ContextOut, Hit, Hits, Mode, Recall};
 pub use tasks::{TaskAction, TaskMove, TaskMoved};
+pub use writes::{Add, Retire, Revise, WriteResult};
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -63,6 +65,9 @@ pub trait Operation: DeserializeOwned + JsonSchema + Send + 'static {
     const READ_ONLY: bool;
     /// Whether it may erase what cannot be recovered.
     const DESTRUCTIVE: bool = false;
+    /// Whether MCP offers it as a tool (the model-facing set; every interface that takes
+    /// whole records offers the rest too).
+    const MCP: bool = true;
     /// What it answers.
     type Output: Serialize + JsonSchema + Send + 'static;
 
@@ -99,6 +104,9 @@ pub fn each(visitor: &mut impl Visitor) {
     visitor.visit::<KnowledgeList>();
     visitor.visit::<ProjectRelate>();
     visitor.visit::<ProjectKnowledge>();
+    visitor.visit::<Add>();
+    visitor.visit::<Revise>();
+    visitor.visit::<Retire>();
 }
 
 /// A database and the namespaces a caller works in: its own (where a request that names none
