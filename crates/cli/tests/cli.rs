@@ -1859,3 +1859,27 @@ fn an_unreachable_embedding_server_is_named_without_its_password() {
     );
     assert!(!err.contains("hunter2") && !err.contains("sk-abcdef"), "{err}");
 }
+
+/// Unbounded result counts are refused with a clear error (no overflow, no allocation that
+/// aborts): a search returns at most 10,000 results, in any mode, in a batch too.
+#[test]
+fn result_counts_are_bounded() {
+    let e = Env::new();
+    e.init();
+    let id = e.add("learning", r#"{"text":"redb is embedded"}"#, &[]);
+    for mode in ["hybrid", "lexical", "vector"] {
+        e.run(&["search", "redb", "--mode", mode, "--limit", "18446744073709551615"])
+            .fails(2, "above the most a search returns (10000)");
+        e.run(&["search", "redb", "--mode", mode, "--limit", "100000000"]).fails(2, "(10000)");
+    }
+    assert!(e.run(&["search", "redb", "--limit", "10000"]).ok().contains("redb is embedded"));
+    let batch = e.dir.path().join("q.jsonl");
+    std::fs::write(&batch, "{\"query\":\"redb\",\"limit\":99999999999}\n{\"query\":\"redb\"}\n").unwrap();
+    let lines = e.run(&["--json", "search", "--batch", batch.to_str().unwrap()]).json_lines();
+    assert!(lines[0]["error"].as_str().unwrap().contains("(10000)"), "{lines:?}");
+    assert_eq!(lines[1]["results"][0]["id"], id.as_str());
+    let v = format!("[{}]", ["0.1"; 4].join(","));
+    e.run(&["vector", "put", &id, "--space", "s", "--vector", &v]).ok();
+    e.run(&["vector", "search", "--space", "s", "--vector", &v, "-k", "18446744073709551615"])
+        .fails(2, "(10000)");
+}

@@ -120,6 +120,10 @@ impl Engine {
     }
 }
 
+/// The most results one search returns: a larger `k` is refused (a caller asking for
+/// billions gets a clear error, not an allocation that aborts the process).
+pub const MAX_K: usize = 10_000;
+
 /// Tuning of the index and its planner.
 #[derive(Clone, Debug)]
 pub struct IndexOptions {
@@ -542,6 +546,12 @@ impl VectorIndexes {
 
     /// Search. See the crate documentation for the plan.
     pub fn search(&self, snap: &Snapshot, q: &Query<'_>) -> Result<Found, IndexError> {
+        if q.k > MAX_K {
+            return Err(IndexError::BadQuery(format!(
+                "k {} is above the most a search returns ({MAX_K})",
+                q.k
+            )));
+        }
         let Some(space) = snap.vector_space(q.space)? else {
             return Ok(Found { hits: Vec::new(), plan: Plan::new(SearchPath::Empty) });
         };
@@ -618,7 +628,7 @@ impl VectorIndexes {
         } else {
             exact::scan_all(&s.data, s.dim, query, want, &|p| s.state.get(p as usize) == Some(&LIVE))
         };
-        let mut hits = Vec::with_capacity(k);
+        let mut hits = Vec::with_capacity(k.min(scored.len()));
         for h in &scored {
             if hits.len() == k {
                 break;

@@ -236,13 +236,24 @@ impl<'a> TextSearch<'a> {
 
     /// Run it.
     pub fn run(self) -> Result<Vec<SearchHit>> {
+        if self.limit > mnemon_index::MAX_K {
+            return Err(crate::error::invalid(format!(
+                "a limit of {} is above the most a search returns ({})",
+                self.limit,
+                mnemon_index::MAX_K
+            )));
+        }
         let db = self.ns.db();
         let snap = db.snapshot()?;
         // Hybrid fuses each side's candidates, so it reads deeper than it returns: a text a
         // little down one side's list may lead once both scores count. 60 a side is what the
         // LoCoMo figures were measured with (docs/search.md; 100 gave the same recall). A
         // single side returns its own order.
-        let fetch = if self.mode == TextMode::Hybrid { (self.limit * 3).max(60) } else { self.limit };
+        let fetch = if self.mode == TextMode::Hybrid {
+            self.limit.saturating_mul(3).clamp(60, mnemon_index::MAX_K)
+        } else {
+            self.limit
+        };
         let mut hits: Vec<SearchHit> = Vec::new();
         // Where each record's hit is in `hits`, by namespace and id.
         let mut at: HashMap<(Namespace, RecordId), usize> = HashMap::new();
