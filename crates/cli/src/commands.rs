@@ -493,10 +493,26 @@ fn compact(cli: &Cli, out: &mut Out) -> Result<()> {
 }
 
 fn check(cli: &Cli, out: &mut Out) -> Result<()> {
-    let db = open(cli)?;
-    let problems = db.snapshot()?.verify()?;
-    drop(db);
-    let intact = mnemon::check_integrity(&cli.db)?;
+    // A damaged page can make redb panic while the indexes are read: that is the answer.
+    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<_> {
+        let db = open(cli)?;
+        let problems = db.snapshot()?.verify()?;
+        drop(db);
+        Ok((problems, mnemon::check_integrity(&cli.db)?))
+    }));
+    let (problems, intact) = match checked {
+        Ok(r) => r?,
+        Err(payload) => {
+            let message = mnemon::panic_message(payload.as_ref());
+            if out.json {
+                out.json_line(&json!({"problems": [format!("damaged: {message}")], "file_intact": false}))?;
+            } else {
+                out.line(format!("file integrity: damaged ({message})"))?;
+            }
+            out.flush()?;
+            return Err(anyhow!("{} is damaged: restore it from an export or a backup", cli.db.display()));
+        }
+    };
     if out.json {
         out.json_line(&json!({"problems": problems, "file_intact": intact}))?;
     } else {

@@ -17,6 +17,15 @@ mod search;
 mod tour;
 mod vectors;
 
+/// The last panic's message and place, kept by the panic hook (see `main`).
+static LAST_PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// A source path from its crate's folder on (`redb-4.5.0/src/tree_store/btree.rs`), not the
+/// machine's registry path.
+fn short_path(file: &str) -> &str {
+    file.rfind("/src/").and_then(|i| file[..i].rfind('/').map(|j| &file[j + 1..])).unwrap_or(file)
+}
+
 /// A mistake in how the command was called (exit code 2).
 #[derive(Debug)]
 pub struct UsageError(pub String);
@@ -110,7 +119,22 @@ fn main() -> ExitCode {
             };
         }
     };
-    match commands::run(cli) {
+    // A panic (a dependency's, on a damaged page) becomes one line and exit code 1, like any
+    // other error; its message is kept by the hook instead of printed.
+    std::panic::set_hook(Box::new(|info| {
+        let at =
+            info.location().map(|l| format!(" at {}:{}", short_path(l.file()), l.line())).unwrap_or_default();
+        let msg = mnemon::panic_message(info.payload());
+        if let Ok(mut last) = LAST_PANIC.lock() {
+            *last = Some(format!("{msg}{at}"));
+        }
+    }));
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| commands::run(cli)));
+    let ran = ran.unwrap_or_else(|_| {
+        let message = LAST_PANIC.lock().ok().and_then(|mut l| l.take()).unwrap_or_else(|| "a panic".into());
+        Err(mnemon::Error::Panicked { what: "the command".into(), message }.into())
+    });
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {

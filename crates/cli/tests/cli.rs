@@ -1883,3 +1883,42 @@ fn result_counts_are_bounded() {
     e.run(&["vector", "search", "--space", "s", "--vector", &v, "-k", "18446744073709551615"])
         .fails(2, "(10000)");
 }
+
+/// A damaged file never panics a command: with a page zeroed anywhere in a file of 300
+/// records, search, list, export, get and check either answer or fail with one line (exit 1,
+/// never 101), and `check` says the file is damaged when it cannot read it.
+#[test]
+fn a_damaged_page_gives_an_error_not_a_panic() {
+    let e = Env::new();
+    e.init();
+    let lines: String = (0..300)
+        .map(|i| {
+            format!(
+                "{{\"kind\":\"learning\",\"namespace\":\"default\",\"text\":\"note {i} about topic{}\"}}\n",
+                i % 10
+            )
+        })
+        .collect();
+    let file = e.dir.path().join("b.jsonl");
+    std::fs::write(&file, lines).unwrap();
+    e.run(&["import", file.to_str().unwrap()]).ok();
+    let id = e.run(&["--json", "list", "--limit", "1"]).json_lines()[0]["id"].as_str().unwrap().to_string();
+    let clean = std::fs::read(e.db()).unwrap();
+    let damaged = e.dir.path().join("x.redb");
+    let mut failures = 0;
+    for page in (1..clean.len() / 4096).step_by(3) {
+        let mut bytes = clean.clone();
+        bytes[page * 4096..(page + 1) * 4096].fill(0);
+        std::fs::write(&damaged, &bytes).unwrap();
+        for args in [&["search", "topic3"][..], &["list"], &["export", "--all"], &["get", &id], &["check"]] {
+            let r = run_at(e.dir.path(), &damaged, args, None);
+            assert!(!r.stderr.contains("panicked") && r.code != 101, "page {page} {args:?}: {}", r.stderr);
+            if r.code != 0 {
+                failures += 1;
+                assert_eq!(r.code, 1, "page {page} {args:?}: {}", r.stderr);
+                assert_eq!(r.stderr.trim().lines().count(), 1, "page {page} {args:?}: {}", r.stderr);
+            }
+        }
+    }
+    assert!(failures > 0, "some damage was noticed");
+}

@@ -106,6 +106,18 @@ pub enum Error {
         /// The digits given.
         tail: String,
     },
+    /// A read or write stopped inside a dependency with a panic, caught at the operation's
+    /// boundary (see [`guard`]): on a read of a file this means a damaged page redb did not
+    /// detect as such.
+    #[error(
+        "{what} failed inside the storage engine ({message}): the file may be damaged; run `mnemon check`, and restore it from an export or a backup if it is"
+    )]
+    Panicked {
+        /// What was being done.
+        what: String,
+        /// The panic's message.
+        message: String,
+    },
     /// The record exists but was not valid, or not yet known, at the time asked about.
     #[error("{id} exists but was not valid (or not yet known) at that time")]
     NotValidThen {
@@ -236,6 +248,7 @@ impl Error {
             Error::NoSuchId { .. } | Error::NotValidThen { .. } => Code::NotFound,
             Error::NotAllowed { .. } => Code::Forbidden,
             Error::Rule { .. } | Error::Contended { .. } => Code::Conflict,
+            Error::Panicked { .. } => Code::Damaged,
             Error::ImportStopped { cause, .. } if cause.is_damage() => Code::Damaged,
             Error::Index(_)
             | Error::ImportStopped { .. }
@@ -262,6 +275,27 @@ impl From<OpenError> for Error {
     fn from(e: OpenError) -> Self {
         Error::Storage(e.into())
     }
+}
+
+/// Run `f`, turning a panic inside it (a dependency's `unreachable!` on a damaged page, an
+/// overflow on input no check caught) into [`Error::Panicked`], so that a caller gets an error
+/// and a server keeps serving. `what` names the work in the error.
+pub fn guard<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            Err(Error::Panicked { what: what.to_string(), message: panic_message(payload.as_ref()) })
+        }
+    }
+}
+
+/// The text of a panic's payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string())
 }
 
 /// The result type of this crate.

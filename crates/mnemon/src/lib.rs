@@ -68,7 +68,7 @@ pub use domain::{
     Tasks,
 };
 pub use embedding::{EmbedStats, EmbedderRecord};
-pub use error::{Code, Error, LineError, Result};
+pub use error::{Code, Error, LineError, Result, guard, panic_message};
 /// Embedders (offline hashing default, OpenAI-compatible HTTP).
 pub use mnemon_embed as embed;
 /// The vector index (exact scan, HNSW, planner, persistence).

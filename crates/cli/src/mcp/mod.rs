@@ -228,8 +228,14 @@ impl ServerHandler for MemoryServer {
     ) -> Result<CallToolResponse, McpError> {
         let a = Value::Object(request.arguments.clone().unwrap_or_default());
         let name = request.name.to_string();
-        // The runtime has one thread (see `serve`): the call runs right here.
-        let r = self.call(&name, a);
+        // The runtime has one thread (see `serve`): the call runs right here. A panic inside it
+        // (a dependency's, on a damaged page) is the call's error, and the server keeps serving.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.call(&name, a)))
+            .unwrap_or_else(|payload| {
+                let message = mnemon::panic_message(payload.as_ref());
+                let e = mnemon::Error::Panicked { what: format!("tool {name}"), message };
+                Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]))
+            });
         self.idle.calls.fetch_add(1, Ordering::Relaxed);
         if !self.idle.waiting.swap(true, Ordering::Relaxed) {
             tokio::spawn(merge_when_idle(self.db.clone(), self.ns.clone(), Arc::clone(&self.idle)));

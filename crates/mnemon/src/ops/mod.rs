@@ -143,9 +143,10 @@ impl Session {
         &self.ns
     }
 
-    /// Run operation `op`.
+    /// Run operation `op`. A panic inside it (a dependency's, on a damaged file) comes back as
+    /// [`Error::Panicked`] (code `damaged`), so a server answers the call and keeps serving.
     pub fn call<O: Operation>(&self, op: O) -> Result<O::Output> {
-        op.run(self)
+        crate::error::guard(O::NAME, || op.run(self))
     }
 
     /// The namespace a request names (its own if none), if the session may reach it.
@@ -289,5 +290,47 @@ mod tests {
         ] {
             assert_eq!(glob(p, n), want, "{p} {n}");
         }
+    }
+}
+
+#[cfg(test)]
+mod guard_tests {
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+
+    use super::{Operation, Session};
+    use crate::{Code, Db, Error};
+
+    /// An operation that panics the way redb does on a damaged page.
+    #[derive(Deserialize, JsonSchema)]
+    struct Explodes;
+
+    impl Operation for Explodes {
+        const NAME: &'static str = "explodes";
+        const TITLE: &'static str = "Explodes";
+        const DESCRIPTION: &'static str = "Panics.";
+        const READ_ONLY: bool = true;
+        type Output = ();
+
+        #[allow(clippy::panic, reason = "the panic under test")]
+        fn run(self, _: &Session) -> crate::Result<()> {
+            panic!("internal error: entered unreachable code")
+        }
+    }
+
+    #[test]
+    fn a_panic_inside_an_operation_is_its_error() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let session = Session::new(Db::create(dir.path().join("m.redb"))?, "p")?;
+        let e = session.call(Explodes).err().ok_or("the panic was not caught")?;
+        assert!(
+            matches!(&e, Error::Panicked { what, message } if what == "explodes" && message.contains("unreachable"))
+        );
+        assert_eq!(e.code(), Code::Damaged);
+        assert!(e.to_string().contains("the file may be damaged"), "{e}");
+        // The session still serves.
+        let listed = session.call(super::List::default())?;
+        assert!(listed.records.is_empty());
+        Ok(())
     }
 }
