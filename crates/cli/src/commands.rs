@@ -10,11 +10,9 @@ use serde_json::json;
 
 use crate::cli::{AsOfArgs, Cli, Command, NewArgs};
 use crate::open::{
-    check_id_form, default_local, namespace, open, open_read, read_data, resolve_id, usage, with_embedder,
+    check_id_form, default_local, namespace, open, open_read, read_data, usage, with_embedder,
 };
-use crate::output::{
-    Out, chain_table, history_table, print_written, record_detail, records_table, table, when,
-};
+use crate::output::{Out, chain_table, history_table, print_written, record_detail, records_table, table};
 
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
@@ -271,42 +269,20 @@ pub(crate) fn session(cli: &Cli, db: Db) -> Result<mnemon::ops::Session> {
 
 fn get(cli: &Cli, out: &mut Out, id: &str, a: AsOfArgs) -> Result<()> {
     check_id_form(id)?;
-    let db = open_read(cli)?;
-    let ns = namespace(cli)?;
-    let id = resolve_id(&db, &ns, id)?;
-    let snap = db.snapshot()?;
-    let at = a.as_of.unwrap_or_else(|| db.now());
-    let q = crate::open::as_of(a);
-    match snap.get(&ns, id, q)? {
-        Some(r) => {
-            if out.json {
-                out.json_line(&RecordView::new(&r, at))?;
-            } else {
-                out.line(record_detail(&r, at))?;
-            }
-            Ok(())
-        }
-        None => {
-            let known = snap.revision_at(&ns, id, a.known_at.unwrap_or(Timestamp::MAX))?;
-            match known {
-                None if a.known_at.is_some() && snap.latest(&ns, id)?.is_some() => Err(anyhow!(
-                    "record {id} was not yet known at {}",
-                    a.known_at.map(Timestamp::to_human).unwrap_or_default()
-                )),
-                None => Err(mnemon::StorageError::NotFound { namespace: ns, id }.into()),
-                Some(r) => {
-                    let why = format!("{:?}", r.status_at(at)).to_lowercase();
-                    Err(anyhow!(
-                        "record {id} is not valid at {} ({why}; valid {} -> {}{}); use --as-of to see it",
-                        at.to_human(),
-                        when(Some(r.valid_from)),
-                        when(r.valid_until),
-                        r.superseded_by.map(|n| format!(", superseded by {n}")).unwrap_or_default()
-                    ))
-                }
-            }
-        }
+    let session = session(cli, open_read(cli)?)?;
+    let time = |t: Option<Timestamp>| t.map(|t| t.to_rfc3339());
+    let got = session.call(mnemon::ops::Get {
+        id: id.to_string(),
+        as_of: time(a.as_of),
+        known_at: time(a.known_at),
+        namespace: None,
+    })?;
+    if out.json {
+        out.json_line(&got.record)?;
+    } else {
+        out.line(record_detail(&got.record.record, got.record.at))?;
     }
+    Ok(())
 }
 
 fn list(cli: &Cli, out: &mut Out, q: &ListQuery, explain: bool) -> Result<()> {

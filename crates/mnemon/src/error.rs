@@ -119,10 +119,12 @@ pub enum Error {
         message: String,
     },
     /// The record exists but was not valid, or not yet known, at the time asked about.
-    #[error("{id} exists but was not valid (or not yet known) at that time")]
+    #[error("record {id} is not visible then: {why}; ask as of another time (as_of, known_at) to see it")]
     NotValidThen {
         /// The record.
         id: mnemon_storage::RecordId,
+        /// Why: not yet known then, or its status and valid interval then.
+        why: String,
     },
     /// A namespace the session may not reach (see [`crate::ops::Session`]).
     #[error("namespace {namespace:?} is outside this session's scope ({scope})")]

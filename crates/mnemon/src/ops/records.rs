@@ -110,13 +110,29 @@ impl Operation for Get {
         let id = ns.resolve_id(&self.id)?;
         let as_of = AsOf { valid: time("as_of", &self.as_of)?, known: time("known_at", &self.known_at)? };
         let at = as_of.valid.unwrap_or_else(|| session.db().now());
-        match ns.get_as_of(id, as_of)? {
-            Some(r) => Ok(GotRecord { record: RecordOut::new(r, at) }),
-            None => Err(match ns.latest(id)? {
-                Some(_) => crate::Error::NotValidThen { id },
-                None => not_found(&ns, id),
-            }),
+        if let Some(r) = ns.get_as_of(id, as_of)? {
+            return Ok(GotRecord { record: RecordOut::new(r, at) });
         }
+        // Why not: unknown, not yet known at that time, or not valid at that valid time.
+        let snap = session.db().snapshot()?;
+        let known = snap.revision_at(ns.name(), id, as_of.known.unwrap_or(crate::Timestamp::MAX))?;
+        Err(match known {
+            None if as_of.known.is_some() && ns.latest(id)?.is_some() => {
+                crate::Error::NotValidThen { id, why: "it was not yet known then".into() }
+            }
+            None => not_found(&ns, id),
+            Some(r) => {
+                let until = r.valid_until.map_or_else(|| "open".to_string(), crate::Timestamp::to_human);
+                let by = r.superseded_by.map(|n| format!(", superseded by {n}")).unwrap_or_default();
+                let status = format!("{:?}", r.status_at(at)).to_lowercase();
+                let why = format!(
+                    "it is not valid at {} ({status}; valid {} -> {until}{by})",
+                    at.to_human(),
+                    r.valid_from.to_human()
+                );
+                crate::Error::NotValidThen { id, why }
+            }
+        })
     }
 }
 
