@@ -50,7 +50,11 @@ fn exit_code(e: &anyhow::Error) -> u8 {
         if let Some(s) = cause.downcast_ref::<mnemon::StorageError>() {
             return if s.is_input() { 2 } else { 1 };
         }
-        if cause.is::<mnemon::InputError>() || cause.is::<mnemon::TimeError>() {
+        if cause.is::<mnemon::InputError>()
+            || cause.is::<mnemon::TimeError>()
+            || cause.is::<mnemon::IdError>()
+            || cause.is::<mnemon::UnknownKind>()
+        {
             return 2;
         }
     }

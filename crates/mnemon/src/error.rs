@@ -261,6 +261,18 @@ impl Error {
     }
 }
 
+impl From<mnemon_storage::IdError> for Error {
+    fn from(e: mnemon_storage::IdError) -> Self {
+        Error::Storage(InputError::from(e).into())
+    }
+}
+
+impl From<mnemon_storage::UnknownKind> for Error {
+    fn from(e: mnemon_storage::UnknownKind) -> Self {
+        Error::Storage(InputError::from(e).into())
+    }
+}
+
 impl From<InputError> for Error {
     fn from(e: InputError) -> Self {
         Error::Storage(e.into())

@@ -79,10 +79,10 @@ pub use mnemon_storage::Error as StorageError;
 pub use mnemon_storage::body;
 pub use mnemon_storage::text_list;
 pub use mnemon_storage::{
-    AsOf, Body, Clock, Durability, Envelope, Expiry, FORMAT_VERSION, InputError, JsonText, Kind, KindBody,
-    ListPath, ListQuery, ManualClock, Namespace, NamespaceCounters, NewRecord, OnConflict, Op, OpenError,
-    Outcome, Receipt, Record, RecordId, Revise, Snapshot, Status, SystemClock, Text, TextList, TimeError,
-    Timestamp, VectorSpace, Visible, WriteOp, normalise,
+    AsOf, Body, Clock, Durability, Envelope, Expiry, FORMAT_VERSION, IdError, InputError, JsonText, Kind,
+    KindBody, ListPath, ListQuery, ManualClock, Namespace, NamespaceCounters, NewRecord, OnConflict, Op,
+    OpenError, Outcome, Receipt, Record, RecordId, Revise, Snapshot, Status, SystemClock, Text, TextList,
+    TimeError, Timestamp, UnknownKind, VectorSpace, Visible, WriteOp, normalise,
 };
 pub use project::{ORDERED_RELATIONS, Project};
 pub use search::{SearchHit, TextMode, TextSearch, Weights, default_lexical_share};

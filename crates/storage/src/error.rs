@@ -6,27 +6,11 @@
 
 use std::path::PathBuf;
 
-use crate::id::{Namespace, RecordId};
-use crate::kind::Kind;
+use crate::id::{IdError, Namespace, RecordId};
+use crate::kind::{Kind, UnknownKind};
 use crate::time::Timestamp;
 
-/// A time that could not be parsed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TimeError {
-    /// Not RFC 3339 and not a plain date.
-    #[error("invalid time {input:?}: expected RFC 3339 (2024-05-07T10:00:00Z) or a date (2024-05-07)")]
-    Malformed {
-        /// What was given.
-        input: String,
-    },
-    /// Outside the years 0000..=9999.
-    #[error("time {input:?} is out of range (years 0000 to 9999)")]
-    OutOfRange {
-        /// What was given.
-        input: String,
-    },
-}
+pub use crate::time::TimeError;
 
 /// A caller mistake: nothing was read or written because the input itself is wrong.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -423,6 +407,34 @@ pub enum Error {
         /// The database file.
         path: PathBuf,
     },
+}
+
+/// [`IdError`]s are the input errors they describe.
+impl From<IdError> for InputError {
+    fn from(e: IdError) -> Self {
+        match e {
+            IdError::BadId { input } => InputError::BadId { input },
+            IdError::BadNamespace { name, reason } => InputError::BadNamespace { name, reason },
+        }
+    }
+}
+
+impl From<UnknownKind> for InputError {
+    fn from(e: UnknownKind) -> Self {
+        InputError::UnknownKind { input: e.input }
+    }
+}
+
+impl From<IdError> for Error {
+    fn from(e: IdError) -> Self {
+        Error::Input(e.into())
+    }
+}
+
+impl From<UnknownKind> for Error {
+    fn from(e: UnknownKind) -> Self {
+        Error::Input(e.into())
+    }
 }
 
 impl Error {

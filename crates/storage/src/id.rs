@@ -7,7 +7,25 @@ use std::sync::Arc;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
 
-use crate::error::InputError;
+/// An id or namespace that cannot be one (an [`crate::InputError`] where it is reported).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IdError {
+    /// Not a UUID.
+    #[error("invalid record id {input:?}: expected a UUID")]
+    BadId {
+        /// What was given.
+        input: String,
+    },
+    /// A namespace name that is not allowed.
+    #[error("invalid namespace {name:?}: {reason}")]
+    BadNamespace {
+        /// What was given.
+        name: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+}
 
 /// A record id: a UUIDv7, so ids sort by creation time.
 ///
@@ -37,10 +55,10 @@ impl RecordId {
     }
 
     /// Parse the hyphenated (or simple) UUID form.
-    pub fn parse(text: &str) -> Result<Self, InputError> {
+    pub fn parse(text: &str) -> Result<Self, IdError> {
         Uuid::parse_str(text.trim())
             .map(|u| RecordId(u.as_u128()))
-            .map_err(|_| InputError::BadId { input: text.to_string() })
+            .map_err(|_| IdError::BadId { input: text.to_string() })
     }
 
     /// The last eight hex digits (the random part of a UUIDv7; its first digits are the
@@ -70,7 +88,7 @@ impl fmt::Debug for RecordId {
 }
 
 impl FromStr for RecordId {
-    type Err = InputError;
+    type Err = IdError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         RecordId::parse(s)
     }
@@ -118,9 +136,9 @@ impl fmt::Debug for Namespace {
 
 impl Namespace {
     /// Validate a namespace name: 1 to 200 bytes, no control characters, no surrounding spaces.
-    pub fn new(name: impl Into<String>) -> Result<Self, InputError> {
+    pub fn new(name: impl Into<String>) -> Result<Self, IdError> {
         let name = name.into();
-        let bad = |reason: &'static str| InputError::BadNamespace { name: name.clone(), reason };
+        let bad = |reason: &'static str| IdError::BadNamespace { name: name.clone(), reason };
         if name.is_empty() {
             return Err(bad("it is empty"));
         }
@@ -149,7 +167,7 @@ impl fmt::Display for Namespace {
 }
 
 impl FromStr for Namespace {
-    type Err = InputError;
+    type Err = IdError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Namespace::new(s)
     }
@@ -187,7 +205,7 @@ mod tests {
     }
 
     #[test]
-    fn id_text_round_trips() -> Result<(), InputError> {
+    fn id_text_round_trips() -> Result<(), IdError> {
         let a = RecordId::new();
         assert_eq!(RecordId::parse(&a.to_string())?, a);
         assert!(RecordId::parse("not-an-id").is_err());

@@ -5,7 +5,15 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::error::InputError;
+/// Not one of the kinds (an [`crate::InputError`] where it is reported).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown kind {input:?} (kinds: decision, task, entity, relation, observation, pattern, gotcha, learning, error_fix, episode, knowledge, preference, brief, conversation, message, metrics)"
+)]
+pub struct UnknownKind {
+    /// What was given.
+    pub input: String,
+}
 
 macro_rules! kinds {
     ($( $(#[$doc:meta])* $variant:ident = $code:literal, $name:literal; )*) => {
@@ -97,7 +105,7 @@ impl fmt::Display for Kind {
 }
 
 impl FromStr for Kind {
-    type Err = InputError;
+    type Err = UnknownKind;
 
     /// Accepts the snake_case name, with `-` for `_`, in any case; plurals are accepted too
     /// (`decisions`), as are `error-fix` and `errorfix`.
@@ -111,7 +119,7 @@ impl FromStr for Kind {
                 let n = k.name();
                 n == norm || n == singular || n.replace('_', "") == norm.replace('_', "")
             })
-            .ok_or_else(|| InputError::UnknownKind { input: s.to_string() })
+            .ok_or_else(|| UnknownKind { input: s.to_string() })
     }
 }
 
@@ -142,7 +150,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn codes_round_trip_and_names_parse() -> Result<(), InputError> {
+    fn codes_round_trip_and_names_parse() -> Result<(), UnknownKind> {
         for k in Kind::ALL {
             assert_eq!(Kind::from_code(k.code()), Some(*k));
             assert_eq!(k.name().parse::<Kind>()?, *k);

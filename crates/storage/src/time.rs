@@ -7,7 +7,23 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::error::TimeError;
+/// A time that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TimeError {
+    /// Not RFC 3339 and not a plain date.
+    #[error("invalid time {input:?}: expected RFC 3339 (2024-05-07T10:00:00Z) or a date (2024-05-07)")]
+    Malformed {
+        /// What was given.
+        input: String,
+    },
+    /// Outside the years 0000..=9999.
+    #[error("time {input:?} is out of range (years 0000 to 9999)")]
+    OutOfRange {
+        /// What was given.
+        input: String,
+    },
+}
 
 /// A point in time: microseconds since the Unix epoch, UTC.
 ///
