@@ -18,9 +18,11 @@ impl Out {
         Out { w: Box::new(std::io::BufWriter::new(std::io::stdout())), json }
     }
 
-    /// A line of text.
+    /// A line (or lines) of text, with every control character but line breaks and tabs
+    /// escaped (see [`escape_text`]): what a record holds is shown, never acted on by the
+    /// terminal.
     pub fn line(&mut self, s: impl AsRef<str>) -> std::io::Result<()> {
-        writeln!(self.w, "{}", s.as_ref())
+        writeln!(self.w, "{}", escape_text(s.as_ref()))
     }
 
     /// One JSON document on one line.
@@ -298,7 +300,27 @@ pub(crate) fn print_outcome(out: &mut Out, o: &Outcome, show_rev: bool) -> anyho
 /// `s` with every control character (escape sequences a terminal would act on, carriage
 /// returns, line breaks) written as `\u{..}`, for one line of terminal output.
 pub(crate) fn escape(s: &str) -> String {
+    escape_where(s, |_| true)
+}
+
+/// [`escape`], keeping line breaks and tabs: for text of several lines.
+pub(crate) fn escape_text(s: &str) -> String {
+    escape_where(s, |c| c != '\n' && c != '\t')
+}
+
+fn escape_where(s: &str, escaped: impl Fn(char) -> bool) -> String {
+    if !s.chars().any(|c| c.is_control() && escaped(c)) {
+        return s.to_string();
+    }
     s.chars()
-        .map(|c| if c.is_control() { format!("\\u{{{:x}}}", u32::from(c)) } else { c.to_string() })
+        .map(
+            |c| {
+                if c.is_control() && escaped(c) {
+                    format!("\\u{{{:x}}}", u32::from(c))
+                } else {
+                    c.to_string()
+                }
+            },
+        )
         .collect()
 }

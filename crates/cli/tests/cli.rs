@@ -1922,3 +1922,26 @@ fn a_damaged_page_gives_an_error_not_a_panic() {
     }
     assert!(failures > 0, "some damage was noticed");
 }
+
+/// Content is data: a record's text holding terminal escape sequences is shown escaped in
+/// tables, record views and errors, never sent raw to the terminal; JSON keeps it exact.
+#[test]
+fn terminal_control_characters_are_escaped() {
+    let e = Env::new();
+    e.init();
+    let id = e.add("learning", r#"{"text":"evil \u001b[31mred\u001b[0m bell\u0007"}"#, &[]);
+    for args in [&["list"][..], &["search", "evil"], &["get", &id], &["history", &id]] {
+        let out = e.run(args).ok().to_string();
+        assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{args:?}: {out:?}");
+        // Escaped the terminal's way (`\u{1b}`) in tables, JSON's (`\u001b`) in a body.
+        assert!(out.contains("\\u{1b}[31mred") || out.contains("\\u001b[31mred"), "{args:?}: {out}");
+    }
+    let json = e.run(&["--json", "get", &id]).json();
+    assert_eq!(json["body"]["text"], "evil \u{1b}[31mred\u{1b}[0m bell\u{7}");
+    let r = e.run(&["list", "--tag", "\u{1b}[2J"]);
+    assert!(
+        !r.stderr.contains('\u{1b}') && !r.stdout.contains('\u{1b}'),
+        "{r:?}",
+        r = (&r.stdout, &r.stderr)
+    );
+}
