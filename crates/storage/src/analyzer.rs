@@ -323,16 +323,48 @@ fn stemmed<'t>(text: &'t str, term: &mut impl FnMut(Cow<'t, str>)) {
                     if is_english_stopword(&t) {
                         return;
                     }
-                    term(match t {
-                        Cow::Borrowed(b) => stemmer.stem(b),
-                        Cow::Owned(o) => Cow::Owned(stemmer.stem(&o).into_owned()),
-                    });
+                    term(stem(&stemmer, t));
                 });
             }
             rest = tail;
         }
     }
     bigrams(&mut run, term);
+}
+
+/// Words whose stems a thread keeps: a word's stem is looked up rather than computed again
+/// (Snowball's suffix search is most of the analysis of a text, and words repeat); the cache
+/// is emptied when it holds this many.
+const STEM_CACHE: usize = 1 << 15;
+
+thread_local! {
+    /// Stems of the words this thread analysed lately: `None` when a word is its own stem.
+    static STEMS: std::cell::RefCell<std::collections::HashMap<Box<str>, Option<Box<str>>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// The stem of `word` (what `stemmer` gives), from the thread's cache when it is there.
+fn stem<'t>(stemmer: &rust_stemmers::Stemmer, word: Cow<'t, str>) -> Cow<'t, str> {
+    let cached = STEMS.with(|c| c.borrow().get(word.as_ref()).cloned());
+    let found = match cached {
+        Some(found) => found,
+        None => {
+            let stemmed = stemmer.stem(&word);
+            let computed = (stemmed != word).then(|| stemmed.into_owned().into_boxed_str());
+            STEMS.with(|c| {
+                let mut c = c.borrow_mut();
+                if c.len() >= STEM_CACHE {
+                    c.clear();
+                }
+                c.insert(word.as_ref().into(), computed.clone());
+            });
+            computed
+        }
+    };
+    match found {
+        None => word,
+        Some(s) => Cow::Owned(s.into_string()),
+    }
 }
 
 /// Emit a run of unspaced-script characters as overlapping bigrams (a lone character as
@@ -358,6 +390,24 @@ mod tests {
         let mut v = Vec::new();
         Analyzer::Stemmed.terms(text, |t| v.push(t.into_owned()));
         v
+    }
+
+    #[test]
+    fn cached_stems_are_the_stemmers() {
+        let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+        let words: Vec<String> = (0..(super::STEM_CACHE * 2 + 100))
+            .map(|i| format!("{}ing{}", ["runn", "jump", "flush", "cach"][i % 4], "s".repeat(i % 3)))
+            .chain(["running", "caches", "redb", "flushed", "running"].map(String::from))
+            .collect();
+        // Twice over, past the cache's size: hits, misses and clears all give the stemmer's
+        // own answer, borrowed when the word is its own stem.
+        for _ in 0..2 {
+            for w in &words {
+                let cached = super::stem(&stemmer, Cow::Borrowed(w.as_str()));
+                assert_eq!(cached, stemmer.stem(w), "{w}");
+                assert_eq!(matches!(cached, Cow::Borrowed(_)), stemmer.stem(w) == w.as_str(), "{w}");
+            }
+        }
     }
 
     #[test]
