@@ -16,28 +16,12 @@ pub use crate::time::TimeError;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InputError {
-    /// Not a UUID.
-    #[error("invalid record id {input:?}: expected a UUID")]
-    BadId {
-        /// What was given.
-        input: String,
-    },
-    /// A namespace name that is not allowed.
-    #[error("invalid namespace {name:?}: {reason}")]
-    BadNamespace {
-        /// What was given.
-        name: String,
-        /// Why it is refused.
-        reason: &'static str,
-    },
+    /// A bad record id or namespace name.
+    #[error(transparent)]
+    Id(#[from] IdError),
     /// Not one of the kinds.
-    #[error(
-        "unknown kind {input:?} (kinds: decision, task, entity, relation, observation, pattern, gotcha, learning, error_fix, episode, knowledge, preference, brief, conversation, message, metrics)"
-    )]
-    UnknownKind {
-        /// What was given.
-        input: String,
-    },
+    #[error(transparent)]
+    UnknownKind(#[from] UnknownKind),
     /// The body does not fit the kind.
     #[error("invalid {kind} body: {reason}")]
     BadBody {
@@ -407,22 +391,6 @@ pub enum Error {
         /// The database file.
         path: PathBuf,
     },
-}
-
-/// [`IdError`]s are the input errors they describe.
-impl From<IdError> for InputError {
-    fn from(e: IdError) -> Self {
-        match e {
-            IdError::BadId { input } => InputError::BadId { input },
-            IdError::BadNamespace { name, reason } => InputError::BadNamespace { name, reason },
-        }
-    }
-}
-
-impl From<UnknownKind> for InputError {
-    fn from(e: UnknownKind) -> Self {
-        InputError::UnknownKind { input: e.input }
-    }
 }
 
 impl From<IdError> for Error {
