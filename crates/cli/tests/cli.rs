@@ -1945,3 +1945,26 @@ fn terminal_control_characters_are_escaped() {
         r = (&r.stdout, &r.stderr)
     );
 }
+
+/// A record larger than a record may hold (4 MiB by default) is refused with one line and
+/// exit code 2, on add and on revise, and nothing is written.
+#[test]
+fn oversized_records_are_refused() {
+    let e = Env::new();
+    e.init();
+    let big = "x".repeat(5 << 20);
+    let data = e.dir.path().join("big.json");
+    std::fs::write(&data, format!("{{\"text\":\"{big}\"}}")).unwrap();
+    let at = format!("@{}", data.display());
+    e.run(&["add", "learning", "--data", &at]).fails(2, "more than the 4194304 a record may hold");
+    let id = e.add("learning", r#"{"text":"small"}"#, &[]);
+    std::fs::write(&data, format!("{{\"text\":\"{big}\"}}")).unwrap();
+    e.run(&["revise", &id, "--data", &at]).fails(2, "a record may hold");
+    let listed = e.run(&["--json", "list"]).json_lines();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["body"]["text"], "small");
+    assert_eq!(listed[0]["rev"], 0);
+    // Just under the limit is fine.
+    std::fs::write(&data, format!("{{\"text\":\"{}\"}}", "y".repeat(3 << 20))).unwrap();
+    e.run(&["add", "learning", "--data", &at]).ok();
+}

@@ -25,7 +25,12 @@ pub struct DbBuilder {
     index: Option<IndexOptions>,
     embedder: Option<Arc<dyn Embedder>>,
     reembed: bool,
+    max_record_bytes: usize,
 }
+
+/// The most bytes a record may hold by default (its body and envelope as JSON): see
+/// [`DbBuilder::max_record_bytes`].
+pub const MAX_RECORD_BYTES: usize = 4 << 20;
 
 impl std::fmt::Debug for DbBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -114,6 +119,14 @@ impl DbBuilder {
         self
     }
 
+    /// The most bytes a new record may hold, its body and envelope measured as JSON (default
+    /// [`MAX_RECORD_BYTES`], 4 MiB): a larger one is refused as invalid input before anything
+    /// is written, whichever interface sends it.
+    pub fn max_record_bytes(mut self, n: usize) -> Self {
+        self.max_record_bytes = n;
+        self
+    }
+
     /// Open it.
     pub fn open(self) -> Result<Db> {
         if self.options.create
@@ -153,7 +166,14 @@ impl DbBuilder {
                 store.write(vec![WriteOp::PutAux { key: MODEL_KEY.into(), value: Some(value) }])?;
             }
         }
-        Ok(Db { store, index, embedding, read_only, extensions: Arc::default() })
+        Ok(Db {
+            store,
+            index,
+            embedding,
+            read_only,
+            extensions: Arc::default(),
+            max_record_bytes: self.max_record_bytes,
+        })
     }
 }
 
@@ -166,6 +186,7 @@ pub struct Db {
     embedding: Arc<Embedding>,
     read_only: bool,
     extensions: Arc<Extensions>,
+    max_record_bytes: usize,
 }
 
 /// The state that modules above [`Db`] keep per database (the buffered access counts of
@@ -209,6 +230,7 @@ impl Db {
             index: None,
             embedder: None,
             reembed: false,
+            max_record_bytes: MAX_RECORD_BYTES,
         }
     }
 
@@ -517,8 +539,9 @@ impl Ns {
             .ok_or_else(|| crate::error::invalid("the writer returned no outcome"))
     }
 
-    /// The domain rules a new record obeys (see `rules.rs`): a task's dependencies.
+    /// The domain rules a new record obeys (see `rules.rs`): its size, a task's dependencies.
     fn check_rules(&self, record: &NewRecord) -> Result<()> {
+        crate::rules::record_size(record, self.db.max_record_bytes)?;
         if let mnemon_storage::Body::Task(t) = &record.body
             && !t.dependencies.is_empty()
         {
@@ -638,6 +661,7 @@ impl Ns {
             json::merge_patch(&mut loose, patch);
             let parsed = json::parse_input(loose, Some(rec.kind()), &self.ns)?;
             let n = parsed.record;
+            crate::rules::record_size(&n, self.db.max_record_bytes)?;
             rec.body = n.body;
             rec.envelope = n.envelope;
             if let Some(f) = n.valid_from {

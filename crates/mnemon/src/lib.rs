@@ -60,8 +60,8 @@ pub mod when;
 
 pub use agent::{Access, Agent, EpisodeContext, Episodes, Performance};
 pub use db::{
-    Db, DbBuilder, Ns, RecordBuilder, VectorSearch, check_id_form, check_integrity, compact, embedder_for,
-    loose_form,
+    Db, DbBuilder, MAX_RECORD_BYTES, Ns, RecordBuilder, VectorSearch, check_id_form, check_integrity,
+    compact, embedder_for, loose_form,
 };
 pub use domain::{
     CONVERSATIONS_KEPT, CanStart, Consolidation, Conversations, Decisions, DomainStats, Entities, TaskQuery,

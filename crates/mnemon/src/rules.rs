@@ -53,3 +53,22 @@ pub(crate) fn carry_over(old: &Record, new: &mut NewRecord) {
         d.related_decisions.push(old.id);
     }
 }
+
+/// A new record's size, its body and envelope measured as JSON, at most `max` bytes.
+pub(crate) fn record_size(record: &NewRecord, max: usize) -> Result<()> {
+    // The text fields first: a record far over the limit is refused without serialising it.
+    let text = record.body.text().len();
+    let size = if text > max {
+        text
+    } else {
+        serde_json::to_vec(&record.body.to_json()).map_or(text, |b| b.len())
+            + record.envelope.metadata.as_str().len()
+            + record.envelope.tags.iter().map(|t| t.len()).sum::<usize>()
+    };
+    if size > max {
+        return Err(crate::error::invalid(format!(
+            "the record is {size} bytes, more than the {max} a record may hold here (DbBuilder::max_record_bytes)"
+        )));
+    }
+    Ok(())
+}

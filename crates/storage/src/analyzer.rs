@@ -343,8 +343,17 @@ thread_local! {
         std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
-/// The stem of `word` (what `stemmer` gives), from the thread's cache when it is there.
+/// Words longer than this (in bytes) are indexed as they are, not stemmed: no English word
+/// is, and Snowball's stemmer copies the whole word at every change it makes, so a long run of
+/// letters (a pasted blob, a megabyte of `y`) took time growing with its square.
+pub(crate) const LONGEST_STEMMED: usize = 64;
+
+/// The stem of `word` (what `stemmer` gives), from the thread's cache when it is there; a word
+/// longer than [`LONGEST_STEMMED`] is its own stem.
 fn stem<'t>(stemmer: &rust_stemmers::Stemmer, word: Cow<'t, str>) -> Cow<'t, str> {
+    if word.len() > LONGEST_STEMMED {
+        return word;
+    }
     let cached = STEMS.with(|c| c.borrow().get(word.as_ref()).cloned());
     let found = match cached {
         Some(found) => found,
@@ -399,6 +408,9 @@ mod tests {
             .map(|i| format!("{}ing{}", ["runn", "jump", "flush", "cach"][i % 4], "s".repeat(i % 3)))
             .chain(["running", "caches", "redb", "flushed", "running"].map(String::from))
             .collect();
+        // A long word is its own stem (the stemmer would take time growing with its square).
+        let long = "y".repeat(super::LONGEST_STEMMED + 1);
+        assert!(matches!(super::stem(&stemmer, Cow::Borrowed(long.as_str())), Cow::Borrowed(w) if w == long));
         // Twice over, past the cache's size: hits, misses and clears all give the stemmer's
         // own answer, borrowed when the word is its own stem.
         for _ in 0..2 {
