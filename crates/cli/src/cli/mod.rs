@@ -322,7 +322,8 @@ pub enum Command {
     #[command(subcommand)]
     Episode(domain::EpisodeCmd),
     /// The context block for a prompt: critical gotchas, the brief, active decisions and
-    /// tasks, relevant records, preferences, role knowledge; never over --budget tokens
+    /// tasks, relevant records, the entities and relationships the query names, preferences,
+    /// role knowledge, the backlog; as of --as-of / --known-at; never over --budget tokens
     /// (o200k_base). The token count goes to stderr (or `tokens` in --json).
     Context {
         /// What you are about to do: ranks the relevant memories and the entities shown.
