@@ -29,6 +29,9 @@ pub struct HttpConfig {
     pub backoff: Duration,
     /// The longest wait between attempts (also caps `Retry-After`).
     pub max_backoff: Duration,
+    /// Send the key over plain `http://` to a host other than this machine (default off:
+    /// refused, the key would cross the network in the clear).
+    pub insecure: bool,
 }
 
 impl Default for HttpConfig {
@@ -44,13 +47,15 @@ impl Default for HttpConfig {
             max_retries: 4,
             backoff: Duration::from_millis(250),
             max_backoff: Duration::from_secs(20),
+            insecure: false,
         }
     }
 }
 
 impl HttpConfig {
     /// From the environment: `MNEMON_EMBED_URL`, `MNEMON_EMBED_MODEL`, `MNEMON_EMBED_KEY`
-    /// (falling back to `OPENAI_API_KEY`), `MNEMON_EMBED_DIM`; defaults otherwise.
+    /// (falling back to `OPENAI_API_KEY`), `MNEMON_EMBED_DIM`, `MNEMON_EMBED_INSECURE=1`;
+    /// defaults otherwise.
     pub fn from_env() -> Self {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let d = HttpConfig::default();
@@ -59,6 +64,7 @@ impl HttpConfig {
             model: var("MNEMON_EMBED_MODEL").unwrap_or(d.model),
             key: var("MNEMON_EMBED_KEY").or_else(|| var("OPENAI_API_KEY")),
             dimension: var("MNEMON_EMBED_DIM").and_then(|v| v.parse().ok()),
+            insecure: var("MNEMON_EMBED_INSECURE").is_some_and(|v| v == "1"),
             ..d
         }
     }
@@ -135,6 +141,12 @@ impl HttpEmbedder {
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(EmbedError::Config(format!(
                 "the base URL must start with http:// or https://: {:?}",
+                redact_url(base)
+            )));
+        }
+        if config.key.is_some() && !config.insecure && !key_may_go_to(base) {
+            return Err(EmbedError::Config(format!(
+                "refusing to send the API key over plain http to {}: use https, or set MNEMON_EMBED_INSECURE=1",
                 redact_url(base)
             )));
         }
@@ -253,6 +265,20 @@ impl HttpEmbedder {
     }
 }
 
+/// Whether a key may be sent to `base`: over https, or over http to this machine.
+fn key_may_go_to(base: &str) -> bool {
+    let Some(rest) = base.strip_prefix("http://") else { return true };
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(v6) = host_port.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        host_port.rsplit_once(':').map_or(host_port, |(h, _)| h)
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
 /// `url` without what may be a secret: the user and password before the host, and the query
 /// (`http://user:pw@host/v1?key=k` is shown as `http://host/v1?[redacted]`).
 pub fn redact_url(url: &str) -> String {
@@ -350,6 +376,26 @@ mod redaction_tests {
             r#"{"error":"bad key sk-[redacted], header Bearer [redacted]."}"#
         );
         assert_eq!(redact_secrets("sk- is short"), "sk- is short");
+        for (base, ok) in [
+            ("https://api.example/v1", true),
+            ("http://127.0.0.1:8080/v1", true),
+            ("http://localhost/v1", true),
+            ("http://[::1]:9/v1", true),
+            ("http://user:pw@127.0.0.1/v1", true),
+            ("http://10.0.0.5:8080/v1", false),
+            ("http://api.example/v1", false),
+            ("http://127.0.0.1.evil.example/v1", false),
+        ] {
+            assert_eq!(super::key_may_go_to(base), ok, "{base}");
+        }
+        let plain = super::HttpConfig {
+            base_url: "http://api.example/v1".into(),
+            key: Some("k".into()),
+            ..Default::default()
+        };
+        let refused =
+            super::HttpEmbedder::new(plain.clone()).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(refused.contains("refusing to send the API key over plain http"), "{refused}");
         assert_eq!(
             super::without_url("error sending request for url (http://h/v1?k=s): refused"),
             "error sending request: refused"
