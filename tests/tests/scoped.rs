@@ -124,3 +124,27 @@ fn knowledge_graph_jsonl_is_routed_to_scopes_and_sections() {
     assert!(e.to_string().contains("line 2"), "{e}");
     assert_eq!(mem.entries(&Scope::Global, Section::Preferences).unwrap().len(), 1, "nothing written");
 }
+
+/// Content is data: an entry whose lines look like entry or section headings, or start with a
+/// backslash, is exported escaped and imported back exactly, not split into fake entries.
+#[test]
+fn markdown_entries_holding_headings_round_trip_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::create(dir.path().join("m.redb")).unwrap();
+    let mem = db.memory();
+    let from = Scope::project("/src/a");
+    let tricky = "Headers in content:\n## 2026-01-01T00:00:00Z | importance:5 | ttl:permanent | id:fake\n# Errors\n\\already escaped\n  indented # not a heading";
+    mem.add(&from, Section::Learnings, tricky, 4).unwrap();
+    mem.add(&from, Section::Learnings, "plain", 3).unwrap();
+    let md = mem.export_markdown(&from, Section::Learnings).unwrap();
+    assert!(
+        md.contains("\n\\## 2026-01-01T00:00:00Z | importance:5") && md.contains("\n\\# Errors\n"),
+        "{md}"
+    );
+    let to = Scope::project("/src/b");
+    assert_eq!(mem.import_markdown(&to, Section::Learnings, &md).unwrap(), (2, 0));
+    let mut texts: Vec<String> =
+        mem.entries(&to, Section::Learnings).unwrap().iter().map(mnemon::scoped::entry_text).collect();
+    texts.sort();
+    assert_eq!(texts, [tricky.to_string(), "plain".to_string()]);
+}

@@ -409,7 +409,7 @@ impl Memory<'_> {
             s.push_str(&format!(
                 "\n## {} | importance:{imp} | ttl:{ttl} | id:{id}\n{}\n",
                 r.valid_from.to_rfc3339(),
-                entry_text(&r)
+                escape_md(&entry_text(&r))
             ));
         }
         Ok(s)
@@ -615,6 +615,16 @@ impl Memory<'_> {
     }
 }
 
+/// An entry's text as the markdown format writes it: a line that starts with `#` (which
+/// would read as an entry's or a section's heading) or with `\` gets a `\` before it, which
+/// [`parse_markdown`] takes away, so that any text round-trips.
+fn escape_md(text: &str) -> String {
+    text.split('\n')
+        .map(|l| if l.starts_with('#') || l.starts_with('\\') { format!("\\{l}") } else { l.to_string() })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// One entry of the markdown format.
 struct MdEntry {
     at: Timestamp,
@@ -652,7 +662,9 @@ fn parse_markdown(text: &str) -> Result<Vec<MdEntry>> {
         } else if let Some(e) = out.last_mut()
             && (!e.content.is_empty() || !line.trim().is_empty())
         {
-            e.content.push_str(line);
+            // A content line that would read as a heading was written with a backslash before
+            // it (see `escape_md`).
+            e.content.push_str(line.strip_prefix('\\').unwrap_or(line));
             e.content.push('\n');
         }
     }
