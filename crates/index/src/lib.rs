@@ -55,7 +55,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use mnemon_storage::{AsOf, Durability, Kind, ListQuery, Namespace, Record, Snapshot, Store, WriteOp};
+use mnemon_storage::{AsOf, Durability, ListQuery, Namespace, Record, Snapshot, Store, WriteOp};
 
 pub use error::IndexError;
 pub use exact::{Scored, TopK};
@@ -198,16 +198,8 @@ pub struct Query<'a> {
     pub vector: &'a [f32],
     /// How many results.
     pub k: usize,
-    /// When.
-    pub as_of: AsOf,
-    /// Only these kinds (empty: all).
-    pub kinds: Vec<Kind>,
-    /// Only records with all these tags.
-    pub tags: Vec<String>,
-    /// Only records from this agent.
-    pub source: Option<String>,
-    /// Only records of this task.
-    pub task: Option<String>,
+    /// Which records, as of when: the storage's own filter (its `limit` is not used; `k` is).
+    pub filter: ListQuery,
     /// Candidates examined in the graph (default: the options' `ef_search`).
     pub ef: Option<usize>,
     /// Exact, graph or planned.
@@ -217,27 +209,16 @@ pub struct Query<'a> {
 impl<'a> Query<'a> {
     /// The `k` nearest records to `vector` in a namespace, valid now.
     pub fn new(space: &'a str, namespace: &'a Namespace, vector: &'a [f32], k: usize) -> Self {
-        Query {
-            space,
-            namespace,
-            vector,
-            k,
-            as_of: AsOf::now(),
-            kinds: Vec::new(),
-            tags: Vec::new(),
-            source: None,
-            task: None,
-            ef: None,
-            mode: Mode::Auto,
-        }
+        Query { space, namespace, vector, k, filter: ListQuery::new(), ef: None, mode: Mode::Auto }
     }
 
     fn unfiltered_now(&self) -> bool {
-        self.as_of == AsOf::now()
-            && self.kinds.is_empty()
-            && self.tags.is_empty()
-            && self.source.is_none()
-            && self.task.is_none()
+        let f = &self.filter;
+        f.as_of == AsOf::now()
+            && f.kinds.is_empty()
+            && f.tags.is_empty()
+            && f.source.is_none()
+            && f.task.is_none()
     }
 }
 
@@ -654,14 +635,7 @@ impl VectorIndexes {
         first: Option<SearchPath>,
     ) -> Result<Found, IndexError> {
         let k = q.k;
-        let lq = ListQuery {
-            kinds: q.kinds.clone(),
-            tags: q.tags.clone(),
-            source: q.source.clone(),
-            task: q.task.clone(),
-            as_of: q.as_of,
-            limit: None,
-        };
+        let lq = ListQuery { limit: None, ..q.filter.clone() };
         let records = snap.list(q.namespace, &lq)?;
         let mut by_slot: HashMap<u32, Record> = HashMap::with_capacity(records.len());
         let mut extra: Vec<Hit> = Vec::new();

@@ -896,19 +896,19 @@ pub struct VectorSearch<'a> {
 impl VectorSearch<'_> {
     /// As valid at, and known at, this time (default: now).
     pub fn as_of(mut self, as_of: impl Into<AsOf>) -> Self {
-        self.query.as_of = as_of.into();
+        self.query.filter.as_of = as_of.into();
         self
     }
 
     /// Only these kinds.
     pub fn kinds(mut self, kinds: impl IntoIterator<Item = mnemon_storage::Kind>) -> Self {
-        self.query.kinds = kinds.into_iter().collect();
+        self.query.filter.kinds = kinds.into_iter().collect();
         self
     }
 
     /// Only records carrying this tag (repeat for all of several).
     pub fn tag(mut self, tag: impl Into<String>) -> Self {
-        self.query.tags.push(tag.into());
+        self.query.filter.tags.push(tag.into());
         self
     }
 

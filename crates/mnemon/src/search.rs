@@ -301,11 +301,7 @@ impl<'a> TextSearch<'a> {
             for ns in &namespaces {
                 {
                     let mut q = Query::new(db.space(), ns, &v, fetch);
-                    q.as_of = self.filter.as_of;
-                    q.kinds.clone_from(&self.filter.kinds);
-                    q.tags.clone_from(&self.filter.tags);
-                    q.source.clone_from(&self.filter.source);
-                    q.task.clone_from(&self.filter.task);
+                    q.filter = self.filter.clone();
                     q.mode = if self.mode == TextMode::Exact { Mode::Exact } else { Mode::Auto };
                     let found = db.index().search(&snap, &q)?;
                     for (rank, h) in found.hits.into_iter().enumerate() {

@@ -77,7 +77,7 @@ fn filtered_search_at_every_selectivity_returns_the_exact_top_k() {
         let (mut exact_matches, mut found) = (0, 0);
         for q in &queries {
             let mut query = Query::new(SPACE, &ns, q, 10);
-            query.tags = tag.map(|t| vec![t.to_string()]).unwrap_or_default();
+            query.filter.tags = tag.map(|t| vec![t.to_string()]).unwrap_or_default();
             query.mode = Mode::Exact;
             let exact = index.search(&snap, &query).unwrap();
             query.mode = Mode::Auto;
@@ -168,7 +168,7 @@ fn namespaces_and_time_travel_are_honoured_on_both_paths() {
             let top1 = |axis_no: usize, as_of: AsOf| -> Option<RecordId> {
                 let v = axis(axis_no);
                 let mut q = Query::new(SPACE, &ns, &v, 1);
-                q.as_of = as_of;
+                q.filter.as_of = as_of;
                 q.mode = mode;
                 let found = index.search(&snap, &q).unwrap();
                 found.hits.first().map(|h| h.record.id)
