@@ -173,12 +173,15 @@ pub fn run(cli: Cli) -> Result<()> {
             min_score,
         } => {
             let filter = crate::search::Filter {
-                kinds: kinds.clone(),
-                tags: tags.clone(),
-                agent: agent.clone(),
-                task: task.clone(),
+                records: ListQuery {
+                    kinds: kinds.clone(),
+                    tags: tags.clone(),
+                    source: agent.clone(),
+                    task: task.clone(),
+                    as_of: crate::open::as_of(*a),
+                    limit: None,
+                },
                 also: also.clone(),
-                as_of: crate::open::as_of(*a),
                 min_score: *min_score,
             };
             crate::search::run(&cli, &mut out, query.as_deref(), &filter, *limit, *mode, batch.as_deref())?

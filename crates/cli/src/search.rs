@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use mnemon::json::RecordView;
-use mnemon::{AsOf, Kind, SearchHit, TextMode};
+use mnemon::{Kind, SearchHit, TextMode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -14,12 +14,10 @@ use crate::open::{open, open_read, usage};
 use crate::output::{Out, hits_table};
 
 pub struct Filter {
-    pub kinds: Vec<Kind>,
-    pub tags: Vec<String>,
-    pub agent: Option<String>,
-    pub task: Option<String>,
+    /// Which records, as of when (the storage's listing filter).
+    pub records: mnemon::ListQuery,
+    /// Search these namespaces too.
     pub also: Vec<String>,
-    pub as_of: AsOf,
     /// Leave out results scoring below this, instead of the default relevance rule.
     pub min_score: Option<f64>,
 }
@@ -33,16 +31,7 @@ fn search(
     mode: TextMode,
 ) -> mnemon::Result<Vec<SearchHit>> {
     let ns = db.ns(ns)?;
-    let mut s = ns.search(query).limit(limit).mode(mode).kinds(f.kinds.iter().copied()).as_of(f.as_of);
-    for t in &f.tags {
-        s = s.tag(t.clone());
-    }
-    if let Some(a) = &f.agent {
-        s = s.source(a.clone());
-    }
-    if let Some(t) = &f.task {
-        s = s.task(t.clone());
-    }
+    let mut s = ns.search(query).limit(limit).mode(mode).filter(f.records.clone());
     for n in &f.also {
         s = s.also_in(n.clone());
     }
@@ -94,7 +83,7 @@ pub fn run(
     batch: Option<&Path>,
 ) -> Result<()> {
     let db = open_read(cli)?;
-    let at = f.as_of.valid.unwrap_or_else(|| db.now());
+    let at = f.records.as_of.valid.unwrap_or_else(|| db.now());
     if let Some(path) = batch {
         if query.is_some() {
             return Err(usage("give either a query or --batch, not both"));
@@ -115,12 +104,8 @@ pub fn run(
                         (Err(e), _) | (_, Err(e)) => json!({"error": e}),
                         (Ok(kinds), Ok(m)) => {
                             let filter = Filter {
-                                kinds,
-                                tags: f.tags.clone(),
-                                agent: f.agent.clone(),
-                                task: f.task.clone(),
+                                records: mnemon::ListQuery { kinds, ..f.records.clone() },
                                 also: f.also.clone(),
-                                as_of: f.as_of,
                                 min_score: b.min_score.or(f.min_score),
                             };
                             let ns = b.namespace.unwrap_or_else(|| cli.ns.clone());

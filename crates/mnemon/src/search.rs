@@ -175,6 +175,13 @@ impl<'a> TextSearch<'a> {
         self
     }
 
+    /// Only the records `filter` keeps (kinds, tags, source, task), as of its time: the
+    /// listing filter, whole (its `limit` is not used; [`Self::limit`] is).
+    pub fn filter(mut self, filter: ListQuery) -> Self {
+        self.filter = filter;
+        self
+    }
+
     /// Only records carrying this tag (repeat for all of several).
     pub fn tag(mut self, t: impl Into<String>) -> Self {
         self.filter.tags.push(t.into());
