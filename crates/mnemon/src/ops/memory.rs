@@ -332,7 +332,7 @@ impl Operation for EpisodeQuery {
         let eps = ns.episodes();
         let now = session.db().now();
         let mut out = Vec::new();
-        for r in eps.query(&self.query, self.limit.unwrap_or(5).clamp(1, 100))? {
+        for r in eps.query(&self.query, super::count(self.limit, 5, 100)?)? {
             let a = eps.access(r.id)?;
             out.push(EpisodeHit {
                 record: RecordOut::new(r, now),

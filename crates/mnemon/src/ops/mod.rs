@@ -199,6 +199,16 @@ pub(crate) fn kinds_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schem
     schemars::json_schema!({"type": "array", "items": {"type": "string", "enum": names}, "description": "Only these kinds."})
 }
 
+/// A request's result count: `default` when not given, refused (not cut) when 0 or above
+/// `max`, so a caller always gets what it asked for or an error saying why.
+pub(crate) fn count(limit: Option<usize>, default: usize, max: usize) -> Result<usize> {
+    match limit {
+        None => Ok(default),
+        Some(n) if (1..=max).contains(&n) => Ok(n),
+        Some(n) => Err(crate::error::invalid(format!("a limit of {n} is outside 1 to {max}"))),
+    }
+}
+
 /// Kinds by name.
 pub(crate) fn kinds(names: &[String]) -> Result<Vec<crate::Kind>> {
     names.iter().map(|n| n.parse::<crate::Kind>().map_err(Error::from)).collect()
@@ -269,7 +279,20 @@ impl JsonSchema for RecordOut {
 
 #[cfg(test)]
 mod tests {
-    use super::glob;
+    use super::{count, glob};
+
+    #[test]
+    fn counts_are_refused_outside_their_range_not_cut() {
+        assert_eq!(count(None, 50, 1000).ok(), Some(50));
+        assert_eq!(count(Some(1000), 50, 1000).ok(), Some(1000));
+        for bad in [0, 1001, usize::MAX] {
+            let e = count(Some(bad), 50, 1000).err().map(|e| (e.code(), e.to_string()));
+            assert_eq!(
+                e,
+                Some((crate::Code::InvalidInput, format!("a limit of {bad} is outside 1 to 1000")))
+            );
+        }
+    }
 
     #[test]
     fn globs_match_runs_of_anything() {

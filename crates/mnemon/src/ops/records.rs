@@ -182,7 +182,7 @@ impl Operation for List {
             source: self.agent,
             task: None,
             as_of: AsOf { valid: time("as_of", &self.as_of)?, known: time("known_at", &self.known_at)? },
-            limit: Some(self.limit.unwrap_or(50).clamp(1, 1000)),
+            limit: Some(super::count(self.limit, 50, 1000)?),
         };
         let at = q.as_of.valid.unwrap_or_else(|| session.db().now());
         Ok(Records { records: ns.list(&q)?.into_iter().map(|r| RecordOut::new(r, at)).collect() })

@@ -88,7 +88,7 @@ impl Operation for Recall {
         let as_of = AsOf { valid: time("as_of", &self.as_of)?, known: time("known_at", &self.known_at)? };
         let mut s = ns
             .search(&self.query)
-            .limit(self.limit.unwrap_or(10).clamp(1, 100))
+            .limit(super::count(self.limit, 10, 100)?)
             .mode(mode)
             .kinds(kinds(&self.kinds)?)
             .as_of(as_of);
