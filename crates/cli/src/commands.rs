@@ -335,14 +335,14 @@ fn history(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
 fn chain(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
     check_id_form(id)?;
     let session = session(cli, open_read(cli)?)?;
-    let links = session.call(mnemon::ops::Chain { id: id.to_string(), namespace: None })?.chain;
+    let mnemon::ops::ChainOut { asked, chain: links } =
+        session.call(mnemon::ops::Chain { id: id.to_string(), namespace: None })?;
     if out.json {
         for r in &links {
             out.json_line(r)?;
         }
         return Ok(());
     }
-    let asked = session.ns(None)?.resolve_id(id)?;
     let now = links.first().map_or_else(|| session.db().now(), |r| r.at);
     let links: Vec<mnemon::Record> = links.into_iter().map(|r| r.record).collect();
     out.line(chain_table(&links, now, Some(asked)))?;

@@ -295,6 +295,9 @@ pub struct Chain {
 /// A supersession chain.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ChainOut {
+    /// The memory the chain was asked through.
+    #[schemars(with = "String")]
+    pub asked: RecordId,
     /// From the first memory to the latest.
     pub chain: Vec<RecordOut>,
 }
@@ -314,7 +317,7 @@ impl Operation for Chain {
         if rs.is_empty() {
             return Err(not_found(&ns, id));
         }
-        Ok(ChainOut { chain: rs.into_iter().map(|r| RecordOut::new(r, now)).collect() })
+        Ok(ChainOut { asked: id, chain: rs.into_iter().map(|r| RecordOut::new(r, now)).collect() })
     }
 }
 
