@@ -1,7 +1,8 @@
 //! Lexical search, top 10, side by side on the same texts and queries: mnemon's BM25 index
 //! (through `Ns::search` in lexical mode, as users call it), SQLite's FTS5 (`bm25()`
 //! ranking, the query's words joined by OR, as mnemon matches any of them) and tantivy (an
-//! index in RAM, one segment after a merge, the query parser's default OR, BM25 top 10).
+//! index in RAM, one segment after a merge, the query parser's default OR, BM25 top 10), the
+//! latter alone (document addresses) and with the 10 documents read from its store.
 //!
 //! Texts of 30 words from a vocabulary of 5,000 with a Zipf-like law (`realistic_text`),
 //! 100,000 of them (`MNEMON_BENCH_LEXICAL_N` sets another number), loaded in bulk commits;
@@ -69,7 +70,7 @@ fn lexical(c: &mut Criterion) {
         })
     });
     let mut schema = tantivy::schema::Schema::builder();
-    let body = schema.add_text_field("body", tantivy::schema::TEXT);
+    let body = schema.add_text_field("body", tantivy::schema::TEXT | tantivy::schema::STORED);
     let index = tantivy::Index::create_in_ram(schema.build());
     {
         let mut writer: tantivy::IndexWriter = index.writer(200_000_000).unwrap();
@@ -93,6 +94,18 @@ fn lexical(c: &mut Criterion) {
         b.iter(|| {
             k = (k + 1) % parsed.len();
             searcher.search(&parsed[k], &tantivy::collector::TopDocs::with_limit(10)).unwrap().len()
+        })
+    });
+    // The same search with its documents read from tantivy's store, as mnemon's answer holds
+    // the records (the store uncompressed: this build has no compression features).
+    let mut l = 0;
+    g.bench_function("tantivy_with_documents", |b| {
+        b.iter(|| {
+            l = (l + 1) % parsed.len();
+            let top = searcher.search(&parsed[l], &tantivy::collector::TopDocs::with_limit(10)).unwrap();
+            top.iter()
+                .map(|(_, addr)| searcher.doc::<tantivy::TantivyDocument>(*addr).unwrap())
+                .collect::<Vec<_>>()
         })
     });
     g.finish();

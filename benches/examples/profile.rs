@@ -1,4 +1,4 @@
-//! Drive one workload for a profiler: `profile (now|recent|past|known|insert|batch|many|gc|ratio|jobs|expire|fresh) [n]`.
+//! Drive one workload for a profiler: `profile (now|recent|past|known|insert|batch|many|gc|ratio|jobs|expire|fresh|lexical) [n]`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::print_stdout, reason = "profiling driver")]
 
 use std::time::Instant;
@@ -53,6 +53,35 @@ fn main() {
                     each.iter().sum::<f64>() / each.len() as f64
                 );
             }
+        }
+        "lexical" => {
+            // The workload of `cargo bench --bench lexical`: `size` texts of 30 words loaded in
+            // commits of 10,000, then 20,000 lexical top-10 searches of three words.
+            let db = mnemon::Db::create(dir.path().join("s.redb")).unwrap();
+            let ns = db.ns("bench").unwrap();
+            let texts: Vec<String> = (0..size as u64).map(|i| mnemon_bench::realistic_text(i, 30)).collect();
+            for chunk in texts.chunks(10_000) {
+                let ops = chunk
+                    .iter()
+                    .map(|t| {
+                        WriteOp::Insert(mnemon::NewRecord::new(
+                            ns.name().clone(),
+                            mnemon::body::Learning { text: t.clone(), ..Default::default() },
+                        ))
+                    })
+                    .collect();
+                db.write(ops).unwrap();
+            }
+            let queries: Vec<String> =
+                (0..200).map(|q| mnemon_bench::realistic_text(10_000_000 + q, 3)).collect();
+            let start = Instant::now();
+            let rounds = 20_000;
+            for i in 0..rounds {
+                let hits =
+                    ns.search(&queries[i % 200]).mode(mnemon::TextMode::Lexical).limit(10).run().unwrap();
+                assert_eq!(hits.len(), 10);
+            }
+            println!("lexical: {:.3} ms per search", start.elapsed().as_secs_f64() * 1e3 / rounds as f64);
         }
         "jobs" => {
             // Per-job cost inside a commit: 20,000 one-record jobs submitted at once.
