@@ -25,15 +25,14 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Add { kind, new } => add(&cli, &mut out, *kind, new)?,
         Command::Get { id, as_of } => get(&cli, &mut out, id, *as_of)?,
         Command::List { kinds, as_of, tags, agent, task, limit, explain } => {
-            let q = ListQuery {
-                kinds: kinds.clone(),
+            let q = mnemon::ops::List {
+                kinds: kinds.iter().map(|k| k.name().to_string()).collect(),
                 tags: tags.clone(),
-                source: agent.clone(),
+                agent: agent.clone(),
                 task: task.clone(),
-                as_of: crate::open::as_of(*as_of),
-                limit: *limit,
+                ..Default::default()
             };
-            list(&cli, &mut out, &q, *explain)?;
+            list(&cli, &mut out, q, *as_of, *limit, *explain)?;
         }
         Command::Revise { id, data } => {
             check_id_form(id)?;
@@ -179,7 +178,7 @@ pub fn run(cli: Cli) -> Result<()> {
                     source: agent.clone(),
                     task: task.clone(),
                     as_of: crate::open::as_of(*a),
-                    limit: None,
+                    ..Default::default()
                 },
                 also: also.clone(),
                 min_score: *min_score,
@@ -288,27 +287,55 @@ fn get(cli: &Cli, out: &mut Out, id: &str, a: AsOfArgs) -> Result<()> {
     Ok(())
 }
 
-fn list(cli: &Cli, out: &mut Out, q: &ListQuery, explain: bool) -> Result<()> {
+/// List through the `list` operation, page after page (at most [`PAGE`] records each) until
+/// `limit` records or the end, every page at the same valid and transaction time (the first
+/// page's), so that the pages make one consistent listing.
+fn list(
+    cli: &Cli,
+    out: &mut Out,
+    mut q: mnemon::ops::List,
+    a: AsOfArgs,
+    limit: Option<usize>,
+    explain: bool,
+) -> Result<()> {
+    const PAGE: usize = 1000;
     let db = open_read(cli)?;
     let ns = namespace(cli)?;
-    let at = q.as_of.valid.unwrap_or_else(|| db.now());
-    let (records, path) = db.snapshot()?.list_explain(&ns, q)?;
+    let at = a.as_of.unwrap_or_else(|| db.now());
+    q.as_of = Some(at.to_rfc3339());
+    q.known_at = Some(a.known_at.unwrap_or_else(|| db.now()).to_rfc3339());
+    let session = session(cli, db.clone())?;
+    let mut records: Vec<mnemon::Record> = Vec::new();
+    let mut path = None;
+    let mut left = limit.unwrap_or(usize::MAX);
+    while left > 0 {
+        q.limit = Some(left.min(PAGE));
+        let page = session.call(mnemon::ops::List { cursor: q.cursor.take(), ..q.clone() })?;
+        path = path.or(page.path);
+        left -= page.records.len();
+        if out.json {
+            for r in &page.records {
+                out.json_line(&RecordView::new(&r.record, at))?;
+            }
+        }
+        records.extend(page.records.into_iter().map(|r| r.record));
+        match page.next_cursor {
+            Some(c) => q.cursor = Some(c),
+            None => break,
+        }
+    }
     if records.is_empty()
         && let Some(note) = crate::open::empty_namespace_note(&db, ns.as_str())?
     {
         eprintln!("{note}");
     }
-    if out.json {
-        for r in &records {
-            out.json_line(&RecordView::new(r, at))?;
-        }
-    } else {
+    if !out.json {
         if records.is_empty() {
             out.line(format!("no records valid at {} in namespace {ns}", at.to_human()))?;
         } else {
             out.line(records_table(&records, at))?;
         }
-        if explain {
+        if let Some(path) = path.filter(|_| explain) {
             out.line(
                 format!("({} record(s), answered from the {path:?} index)", records.len()).to_lowercase(),
             )?;

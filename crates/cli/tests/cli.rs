@@ -335,6 +335,31 @@ fn import_simple_form_and_bad_lines() {
     assert_eq!(r.json()["created"], 1);
 }
 
+/// `list` reads the listing operation page by page (1,000 records a page): every record once,
+/// newest first, however many pages, and `--limit` cut across a page boundary.
+#[test]
+fn list_reads_every_page() {
+    let e = Env::new();
+    e.init();
+    let lines: String =
+        (0..2_345).map(|i| format!("{{\"kind\":\"learning\",\"text\":\"note {i}\"}}\n")).collect();
+    let file = e.dir.path().join("many.jsonl");
+    std::fs::write(&file, lines).unwrap();
+    assert_eq!(e.run(&["--json", "import", file.to_str().unwrap()]).json()["created"], 2_345);
+    let all = e.run(&["--json", "list"]).json_lines();
+    assert_eq!(all.len(), 2_345);
+    let ids: Vec<&str> = all.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    sorted.dedup();
+    assert_eq!(ids, sorted, "newest first, each once");
+    let some = e.run(&["--json", "list", "--limit", "1001"]).json_lines();
+    assert_eq!(some.len(), 1_001);
+    assert_eq!(some, all[..1_001].to_vec());
+    let table = e.run(&["list", "--limit", "1200", "--explain"]);
+    assert!(table.stdout.contains("(1200 record(s), answered from the current index)"), "{}", table.stdout);
+}
+
 /// An import the file cannot hold (here: the process may not grow any file past a few MiB,
 /// as on a full disk) stops at the first failed commit and names the cause and the first line
 /// not imported; every line before it is in the database, none after, and importing the rest

@@ -609,6 +609,11 @@ impl Ns {
         Ok(self.db.snapshot()?.list(&self.ns, query)?)
     }
 
+    /// [`Ns::list`], also saying which index answered.
+    pub fn list_explain(&self, query: &ListQuery) -> Result<(Vec<Record>, crate::ListPath)> {
+        Ok(self.db.snapshot()?.list_explain(&self.ns, query)?)
+    }
+
     /// Records of one kind valid at `as_of`; read their bodies with [`Record::body_as`].
     pub fn list_of<T: KindBody>(&self, as_of: impl Into<AsOf>) -> Result<Vec<Record>> {
         self.list(&ListQuery::new().kinds([T::KIND]).as_of(as_of))

@@ -68,6 +68,9 @@ pub struct ListQuery {
     pub as_of: AsOf,
     /// At most this many (the newest).
     pub limit: Option<usize>,
+    /// Only records with an id below this one: the next page of a listing (records are
+    /// listed newest id first, so a page continues before the last id of the previous one).
+    pub before: Option<RecordId>,
 }
 
 impl ListQuery {
@@ -100,6 +103,12 @@ impl ListQuery {
         self
     }
 
+    /// Only records with an id below `id`: the page after one that ended with `id`.
+    pub fn before(mut self, id: RecordId) -> Self {
+        self.before = Some(id);
+        self
+    }
+
     /// Whether a record passes every filter besides the time: kinds, tags, source, task.
     pub(crate) fn matches(&self, r: &Record) -> bool {
         (self.kinds.is_empty() || self.kinds.contains(&r.kind())) && self.accepts(r)
@@ -108,7 +117,8 @@ impl ListQuery {
     /// Whether a record passes the filters besides the time and its kind (which listings
     /// apply through their access paths).
     fn accepts(&self, r: &Record) -> bool {
-        self.tags.iter().all(|t| r.envelope.tags.iter().any(|x| x.as_str() == t.as_str()))
+        self.before.is_none_or(|b| r.id < b)
+            && self.tags.iter().all(|t| r.envelope.tags.iter().any(|x| x.as_str() == t.as_str()))
             && self.source.as_ref().is_none_or(|s| r.envelope.source.as_deref() == Some(s.as_str()))
             && self.task.as_ref().is_none_or(|s| r.envelope.task.as_deref() == Some(s.as_str()))
     }
@@ -368,7 +378,7 @@ impl Snapshot {
             // rather than moving them as the vector grows.
             let rows = usize::try_from(t.len()?).unwrap_or(usize::MAX);
             out.reserve(rows.min(limit).min(4096));
-            let mut stream = CurrentRows::open(t, ns.as_str(), &codes)?;
+            let mut stream = CurrentRows::open(t, ns.as_str(), &codes, q.before)?;
             while let Some((id, bytes)) = stream.next()? {
                 let decoded = record::decode_current_row_at(
                     ns,
@@ -412,7 +422,8 @@ impl Snapshot {
         out.reserve(live.len().min(limit));
         // Known at an earlier time (or as known now on a format-4 file opened read-only, which
         // has neither the byte-keyed current table nor the ended table): one seek per record.
-        for (id, _) in live.into_iter().rev() {
+        let after = q.before.map(RecordId::as_u128);
+        for (id, _) in live.into_iter().rev().filter(|(id, _)| after.is_none_or(|b| *id < b)) {
             let rid = RecordId::from_u128(id);
             // Decoded straight into `out`, then checked and filtered in place (see the
             // current-table path).
@@ -486,8 +497,13 @@ impl Snapshot {
         // are unique, so the positions never decide). A stable sort, which finds runs: the
         // current rows come in runs of ascending ids, one per kind, and are most of a listing
         // not far in the past (`profile recent` at 100k: 258-263 -> 246-250 µs).
-        let mut order: Vec<(u128, u32)> =
-            rows.iter().enumerate().map(|(i, (id, _))| (*id, u32::try_from(i).unwrap_or(u32::MAX))).collect();
+        let below = q.before.map_or(u128::MAX, |b| b.as_u128());
+        let mut order: Vec<(u128, u32)> = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, (id, _))| q.before.is_none() || *id < below)
+            .map(|(i, (id, _))| (*id, u32::try_from(i).unwrap_or(u32::MAX)))
+            .collect();
         order.sort_by_key(|p| std::cmp::Reverse(p.0));
         out.reserve(order.len().min(limit));
         for (id, i) in order {
@@ -1245,15 +1261,22 @@ fn previous_row<'t>(
 }
 
 impl<'t> CurrentRows<'t> {
+    /// The rows of kinds `codes`, of ids below `before` if given.
     fn open(
         t: &'t redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
         ns: &str,
         codes: &[u8],
+        before: Option<RecordId>,
     ) -> Result<Self, Error> {
         let mut kinds = Vec::with_capacity(codes.len());
         for &c in codes {
             let (lo, hi) = tables::current_kind_range(ns, c);
-            let mut cursor = t.upper_bound(std::ops::Bound::Included(hi.as_slice()))?;
+            let end = before.map(|b| tables::current_key(ns, c, b.as_u128()));
+            let bound = match &end {
+                Some(e) => std::ops::Bound::Excluded(e.as_slice()),
+                None => std::ops::Bound::Included(hi.as_slice()),
+            };
+            let mut cursor = t.upper_bound(bound)?;
             if let Some(head) = previous_row(&mut cursor, &lo)? {
                 kinds.push(KindRows { head, cursor, lo });
             }

@@ -317,6 +317,56 @@ mod tests {
 }
 
 #[cfg(test)]
+mod list_tests {
+    use super::{List, Remember, Session};
+    use crate::{Code, Db};
+
+    #[test]
+    fn a_listing_pages_with_its_cursor() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let session = Session::new(Db::create(dir.path().join("m.redb"))?, "p")?;
+        let mut made = Vec::new();
+        for i in 0..7 {
+            let kind = if i % 2 == 0 { "learning" } else { "gotcha" };
+            let r = Remember { kind: kind.into(), text: Some(format!("note {i}")), ..Default::default() };
+            made.push(session.call(r)?.id);
+        }
+        made.reverse();
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        let mut pages = 0;
+        loop {
+            let page = session.call(List { limit: Some(3), cursor, ..Default::default() })?;
+            pages += 1;
+            assert!(page.records.len() <= 3);
+            seen.extend(page.records.iter().map(|r| r.record.id));
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        // 3 + 3 + 1: the last page says no more follow, and no page is empty.
+        assert_eq!((seen, pages), (made.clone(), 3));
+        // A full last page has no cursor either.
+        let six = session.call(List { limit: Some(6), ..Default::default() })?;
+        let rest = session.call(List { limit: Some(1), cursor: six.next_cursor, ..Default::default() })?;
+        assert_eq!((rest.records.len(), rest.next_cursor), (1, None));
+        // Filters hold across pages.
+        let first =
+            session.call(List { kinds: vec!["gotcha".into()], limit: Some(2), ..Default::default() })?;
+        let second = session.call(List {
+            kinds: vec!["gotcha".into()],
+            cursor: first.next_cursor,
+            ..Default::default()
+        })?;
+        assert_eq!(first.records.len() + second.records.len(), 3);
+        let bad = session.call(List { cursor: Some("nope".into()), ..Default::default() });
+        assert_eq!(bad.err().map(|e| e.code()), Some(Code::InvalidInput));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
 mod guard_tests {
     use schemars::JsonSchema;
     use serde::Deserialize;

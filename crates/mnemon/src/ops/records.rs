@@ -137,7 +137,7 @@ impl Operation for Get {
 }
 
 /// List memories valid at a time.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct List {
     /// Only these kinds.
@@ -153,9 +153,14 @@ pub struct List {
     pub tags: Vec<String>,
     /// Only memories recorded by this agent.
     pub agent: Option<String>,
+    /// Only memories of this task.
+    pub task: Option<String>,
     /// At most this many, the newest (default 50).
     #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
+    /// Continue a listing: the `next_cursor` of the page before (pass the same filters and
+    /// times, `known_at` included, for pages of one consistent listing).
+    pub cursor: Option<String>,
     /// The namespace (default: the session's).
     pub namespace: Option<String>,
 }
@@ -165,6 +170,13 @@ pub struct List {
 pub struct Records {
     /// The records, newest first.
     pub records: Vec<RecordOut>,
+    /// Present when more records follow: pass it as `cursor` for the next page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// Which index answered (for `--explain`; not part of the serialized answer).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub path: Option<crate::ListPath>,
 }
 
 impl Operation for List {
@@ -176,16 +188,35 @@ impl Operation for List {
 
     fn run(self, session: &Session) -> Result<Records> {
         let ns = session.ns(self.namespace.as_deref())?;
+        let limit = super::count(self.limit, 50, 1000)?;
+        let before = self
+            .cursor
+            .as_deref()
+            .map(|c| {
+                RecordId::parse(c)
+                    .map_err(|e| invalid(format!("`cursor`: {e} (pass a listing's next_cursor)")))
+            })
+            .transpose()?;
         let q = ListQuery {
             kinds: kinds(&self.kinds)?,
             tags: self.tags,
             source: self.agent,
-            task: None,
+            task: self.task,
             as_of: AsOf { valid: time("as_of", &self.as_of)?, known: time("known_at", &self.known_at)? },
-            limit: Some(super::count(self.limit, 50, 1000)?),
+            // One more than asked: whether another page follows.
+            limit: Some(limit + 1),
+            before,
         };
         let at = q.as_of.valid.unwrap_or_else(|| session.db().now());
-        Ok(Records { records: ns.list(&q)?.into_iter().map(|r| RecordOut::new(r, at)).collect() })
+        let (mut found, path) = ns.list_explain(&q)?;
+        let next_cursor = if found.len() > limit {
+            found.truncate(limit);
+            found.last().map(|r| r.id.to_string())
+        } else {
+            None
+        };
+        let records = found.into_iter().map(|r| RecordOut::new(r, at)).collect();
+        Ok(Records { records, next_cursor, path: Some(path) })
     }
 }
 

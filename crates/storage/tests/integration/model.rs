@@ -403,6 +403,7 @@ impl Harness {
                     let got: BTreeSet<(RecordId, u32)> = got.iter().map(|r| (r.id, r.rev)).collect();
                     let want = self.model.list(ns, v, k);
                     assert_eq!(got, want, "list {ns} at valid {v} known {k} via {path:?}");
+                    assert_eq!(paged(&snap, &nsv, &q), want, "paged list {ns} at valid {v} known {k}");
                 }
             }
             // Default as-of uses the fast path and agrees with the model.
@@ -415,6 +416,7 @@ impl Harness {
             }
             let got: BTreeSet<(RecordId, u32)> = got.iter().map(|r| (r.id, r.rev)).collect();
             assert_eq!(got, self.model.list(ns, now, i64::MAX - 1), "default list of {ns}");
+            assert_eq!(paged(&snap, &nsv, &ListQuery::new()), got, "default list of {ns} in pages");
         }
         // get and history of every known record.
         for (ns, id) in &self.model.ids {
@@ -480,4 +482,21 @@ proptest! {
         h.open(false);
         h.check_with(true);
     }
+}
+
+/// A listing read in pages of 3 records, each before the last id of the page before: the ids
+/// strictly descending across pages, and the whole as a set.
+fn paged(snap: &Snapshot, ns: &Namespace, q: &ListQuery) -> BTreeSet<(RecordId, u32)> {
+    let mut out: Vec<(RecordId, u32)> = Vec::new();
+    let mut page = q.clone().limit(3);
+    loop {
+        let got = snap.list(ns, &page).unwrap();
+        out.extend(got.iter().map(|r| (r.id, r.rev)));
+        match got.last() {
+            Some(last) => page = page.before(last.id),
+            None => break,
+        }
+    }
+    assert!(out.windows(2).all(|w| w[0].0 > w[1].0), "pages in descending id order: {out:?}");
+    out.into_iter().collect()
 }

@@ -730,6 +730,23 @@ fn past_listings_known_now_agree_with_brute_force() {
                 assert_eq!(path, path_wanted);
                 let got: Vec<(RecordId, u32)> = got.iter().map(|r| (r.id, r.rev)).collect();
                 assert_eq!(got, want, "{back} hours back, {q:?}, {path:?}");
+                // The same listing in pages of 4, each before the last id of the one before.
+                let mut paged: Vec<(RecordId, u32)> = Vec::new();
+                let mut page = q.clone();
+                loop {
+                    let left = q.limit.unwrap_or(usize::MAX) - paged.len();
+                    if left == 0 {
+                        break;
+                    }
+                    let (got, p) = snap.list_explain(&n, &page.clone().limit(left.min(4))).unwrap();
+                    assert_eq!(p, path_wanted);
+                    paged.extend(got.iter().map(|r| (r.id, r.rev)));
+                    match got.last() {
+                        Some(last) => page = page.before(last.id),
+                        None => break,
+                    }
+                }
+                assert_eq!(paged, want, "paged, {back} hours back, {q:?}");
             }
         }
         assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
