@@ -803,29 +803,29 @@ pub(crate) struct ContextArgs<'a> {
 }
 
 pub(crate) fn context(cli: &Cli, out: &mut Out, a: ContextArgs<'_>) -> Result<()> {
-    use mnemon::context::{ContextRequest, Format};
+    use mnemon::ops::BlockFormat;
     let format = match a.format {
-        "markdown" | "md" => Format::Markdown,
-        "xml" => Format::Xml,
+        "markdown" | "md" => BlockFormat::Markdown,
+        "xml" => BlockFormat::Xml,
         f => return Err(usage(format!("unknown format {f:?} (markdown, xml)"))),
     };
-    let budget = a.budget;
-    let db = open_read(cli)?;
-    let ns = ns_of(&db, cli)?;
-    let req = ContextRequest {
+    let session = crate::commands::session(cli, open_read(cli)?)?;
+    let time = |t: Option<mnemon::Timestamp>| t.map(|t| t.to_rfc3339());
+    let b = session.call(mnemon::ops::Context {
         query: a.query.to_string(),
         task: a.task.map(str::to_string),
         agent: a.agent.map(str::to_string),
-        budget,
-        format,
-        as_of: crate::open::as_of(a.at),
-    };
-    let b = ns.context(&req)?;
+        budget_tokens: Some(a.budget),
+        format: Some(format),
+        as_of: time(a.at.as_of),
+        known_at: time(a.at.known_at),
+        namespace: None,
+    })?;
     if out.json {
         out.json_line(&b)?;
     } else {
-        out.line(b.text.trim_end())?;
-        eprintln!("{} tokens (o200k_base) of {budget}; {} item(s) left out", b.tokens, b.left_out);
+        out.line(b.context.trim_end())?;
+        eprintln!("{} tokens (o200k_base) of {}; {} item(s) left out", b.tokens, a.budget, b.left_out);
     }
     Ok(())
 }

@@ -1276,7 +1276,7 @@ fn context_and_prune_commands() {
     env.add("decision", r#"{"title":"Use redb","rationale":"embedded"}"#, &[]);
     env.add("learning", r#"{"text":"redb commits fsync by default"}"#, &[]);
     let b = env.run(&["--json", "context", "--query", "redb", "--budget", "500"]).json();
-    let text = b["text"].as_str().unwrap();
+    let text = b["context"].as_str().unwrap();
     assert!(text.starts_with("## critical gotchas\n- One writer"), "{text}");
     assert!(b["tokens"].as_u64().unwrap() <= 500);
     let xml = env.run(&["context", "--format", "xml", "--budget", "40"]);
@@ -1724,7 +1724,7 @@ fn context_has_entities_relationships_the_backlog_and_any_time() {
     let known = e.run(&["context", "--known-at", &before_gotcha]).ok().to_string();
     assert!(known.contains("Store memories in redb") && !known.contains("fsync"), "{known}");
     let xml = e.run(&["--json", "context", "--format", "xml", "--as-of", "2024-02-01"]).json();
-    assert!(xml["text"].as_str().unwrap().contains("<section name=\"active decisions\">"), "{xml}");
+    assert!(xml["context"].as_str().unwrap().contains("<section name=\"active decisions\">"), "{xml}");
     e.run(&["context", "--as-of", "yesterday-ish"]).fails(2, "yesterday-ish");
     // A rejected decision superseded from a later time is still valid, but was never in
     // force: it is not an active decision.
