@@ -89,6 +89,60 @@ impl Server {
     }
 }
 
+/// Every line gets what JSON-RPC 2.0 asks: a request with a readable id exactly one reply with
+/// that id; a line that is not JSON a parse error (-32700), and one that is not a message an
+/// invalid-request error (-32600), both with `id: null`; a notification nothing. The server
+/// keeps serving through them and exits cleanly.
+#[test]
+fn every_line_gets_its_json_rpc_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Server::start(&db_in(&dir), "p");
+    let lines = [
+        "{not json",
+        "\u{1b}]0;title\u{7}",
+        "{}",
+        "[1,2]",
+        "[]",
+        "42",
+        r#"{"jsonrpc":"2.0","id":101}"#,
+        r#"{"jsonrpc":"1.0","id":102,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":103,"method":"no/such/method"}"#,
+        r#"{"jsonrpc":"2.0","id":104,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/whatever"}"#,
+        "",
+        r#"{"jsonrpc":"2.0","id":"last","method":"ping"}"#,
+    ];
+    let w = s.stdin.as_mut().unwrap();
+    for l in lines {
+        writeln!(w, "{l}").unwrap();
+    }
+    w.flush().unwrap();
+    drop(s.stdin.take());
+    let replies: Vec<Value> = s
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(&l.unwrap()).expect("stdout carries only JSON-RPC"))
+        .collect();
+    assert!(s.child.wait().unwrap().success());
+    let with_id = |id: Value| replies.iter().filter(|r| r["id"] == id).cloned().collect::<Vec<_>>();
+    let codes = |rs: Vec<Value>| rs.iter().map(|r| r["error"]["code"].as_i64()).collect::<Vec<_>>();
+    // Six lines with no readable id, each answered once with `id: null`.
+    let anonymous = with_id(Value::Null);
+    assert!(anonymous.iter().all(|r| r.as_object().unwrap().contains_key("id")));
+    let mut got = codes(anonymous);
+    got.sort();
+    assert_eq!(got, [-32700, -32700, -32600, -32600, -32600, -32600, -32600].map(Some), "{replies:?}");
+    assert_eq!(codes(with_id(json!(101))), [Some(-32600)]);
+    assert_eq!(codes(with_id(json!(102))), [Some(-32600)]);
+    assert_eq!(codes(with_id(json!(103))), [Some(-32601)]);
+    let listed = with_id(json!(104));
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0]["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()));
+    assert_eq!(with_id(json!("last")).len(), 1);
+    assert_eq!(replies.len(), 12, "one reply per line that asks for one: {replies:?}");
+}
+
 fn mnemon(db: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
         .env_remove("MNEMON_DB")

@@ -23,6 +23,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 pub mod bench;
+mod framing;
 mod tools;
 
 const REFERENCE_TOOLS: &str = include_str!("reference-tools.json");
@@ -308,11 +309,20 @@ pub fn serve(db: Db, ns: &str, allow: &[String]) -> Result<()> {
     // cost a good part of that. Calls on one namespace were serialised anyway (`Ns::graph`);
     // concurrency comes from several processes sharing the file. For the same reason stdin and
     // stdout, pipes when a client starts the server, are polled by the reactor
-    // (`stdio_pipes`) rather than read and written on tokio's blocking pool.
+    // (`stdio_pipes`) rather than read and written on tokio's blocking pool. The framing layer
+    // (`framing.rs`) stands between them and rmcp, answering lines that are not messages.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async move {
-        let running = server.serve(rmcp::transport::io::stdio_pipes()).await?;
-        running.waiting().await?;
+        let (transport, pipes) = framing::pipes();
+        let (input, output) = rmcp::transport::io::stdio_pipes();
+        let serving = async {
+            let running = server.serve(transport).await?;
+            running.waiting().await?;
+            Ok::<(), anyhow::Error>(())
+        };
+        let (served, pumped) = tokio::join!(serving, framing::pump(pipes, input, output));
+        served?;
+        pumped.context("stdio")?;
         Ok::<(), anyhow::Error>(())
     })?;
     db.flush_access()?;
