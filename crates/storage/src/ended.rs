@@ -252,9 +252,9 @@ mod tests {
     }
 
     /// A row as the table holds it: the kind, then a current row's header with interval `v`
-    /// (no revision after it: the search reads only the header).
+    /// (version 1, unsealed, and no revision after it: the search reads only the header).
     fn row(kind: u8, v: Visible) -> Vec<u8> {
-        let mut row = vec![kind, record::CURRENT_ROW_VERSION];
+        let mut row = vec![kind, record::CURRENT_ROW_UNSEALED];
         row.extend_from_slice(&[0u8; 12]);
         row.extend_from_slice(&v.from.as_micros().to_le_bytes());
         row.extend_from_slice(&v.until.as_micros().to_le_bytes());

@@ -227,6 +227,12 @@ pub enum CodecError {
         /// Why it failed.
         reason: String,
     },
+    /// A value whose checksum does not match its bytes: the file was damaged under it.
+    #[error("the stored {what} fails its checksum: the file is damaged")]
+    Checksum {
+        /// What was being decoded.
+        what: &'static str,
+    },
     /// A value written by a newer or unknown codec version.
     #[error("cannot decode {what}: codec version {found}, expected {expected}")]
     Version {

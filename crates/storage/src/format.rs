@@ -53,6 +53,11 @@
 //!   search bounds a term without reading its postings. A format-11 file is upgraded by
 //!   writing its blocks again with their bounds; opened read-only, its blocks are read as
 //!   they are.
+//! - 13: stored revisions and current rows (of `mnemon.revisions`, `mnemon.live` and
+//!   `mnemon.ended`) end with a CRC-32 of their bytes (revision and row version 2), checked
+//!   on every read: a damaged value is an error naming its table, never a wrong answer. A
+//!   format-12 file is upgraded by sealing every such value (each revision decoded first);
+//!   opened read-only, its unsealed values are read as they are.
 //!
 //! A file with a newer version is refused with [`OpenError::NewerFormat`]; one older than
 //! [`OLDEST_SUPPORTED_FORMAT_VERSION`] with [`OpenError::TooOld`]; anything between is upgraded
@@ -70,7 +75,9 @@ use crate::time::Timestamp;
 /// The magic value stored under `magic`.
 pub const MAGIC: [u8; 8] = *b"mnemon\x00\x01";
 /// The format version this build writes.
-pub const FORMAT_VERSION: u32 = 12;
+pub const FORMAT_VERSION: u32 = 13;
+/// The first format whose revisions and current rows are sealed by a checksum.
+pub(crate) const SEALED_VALUES: u32 = 13;
 /// The first format whose segment blocks hold their pieces' bounds.
 pub(crate) const BOUNDED_BLOCKS: u32 = 12;
 /// The first format whose `mnemon.ended` is keyed by the end of each interval.

@@ -229,8 +229,31 @@ impl Visible {
     }
 }
 
-/// The version byte of the revision layout.
-pub(crate) const REVISION_CODEC_VERSION: u8 = 1;
+/// The version byte of the revision layout this build writes: version 1's layout, sealed
+/// (format 13).
+pub(crate) const REVISION_CODEC_VERSION: u8 = 2;
+/// The version byte of revisions written before format 13: the same layout, with no checksum.
+pub(crate) const REVISION_UNSEALED: u8 = 1;
+
+/// Bytes of the checksum that ends a sealed value.
+const SEAL_BYTES: usize = 4;
+
+/// Seal a value: append the CRC-32 (IEEE) of its bytes, so that a read finds damage instead of
+/// decoding it (a changed letter in a text decodes as well as the right one).
+pub(crate) fn seal(out: &mut Vec<u8>) {
+    let crc = crc32fast::hash(out);
+    out.extend_from_slice(&crc.to_le_bytes());
+}
+
+/// A sealed value's bytes without its checksum, if the checksum matches them.
+pub(crate) fn unseal<'a>(what: &'static str, bytes: &'a [u8]) -> Result<&'a [u8], CodecError> {
+    let split = bytes.len().checked_sub(SEAL_BYTES).ok_or(CodecError::Checksum { what })?;
+    let (body, crc) = bytes.split_at(split);
+    if crc32fast::hash(body).to_le_bytes() != crc {
+        return Err(CodecError::Checksum { what });
+    }
+    Ok(body)
+}
 
 impl Op {
     /// The stable one-byte code of an operation (part of the file format).
@@ -259,15 +282,17 @@ impl Op {
 }
 
 /// Encode the stored form of a revision. The namespace, id, revision number and recorded time
-/// live in the key. Layout (version 1), hand-written because every read decodes it:
+/// live in the key. Layout (version 2; version 1 is the same without the checksum),
+/// hand-written because every read decodes it:
 ///
 /// ```text
-/// [version = 1][kind: u8][op: u8][valid_from: zigzag varint]
+/// [version = 2][kind: u8][op: u8][valid_from: zigzag varint]
 /// [valid_until: option<zigzag>][expires_at: option<zigzag>]
 /// [supersedes: option<u128 LE>][superseded_by: option<u128 LE>]
 /// [tag count: varint][tags: string...][importance: u8, 0 = none][confidence: option<f32 LE>]
 /// [source: option<string>][task: option<string>][key: option<string>][metadata: string]
 /// [body: the kind's struct, fields as listed by its `bin_struct!` line in `body.rs`]
+/// [CRC-32 of every byte before it: u32 LE]
 /// ```
 /// An option is a `0` byte, or a `1` byte and the value; a string is a varint length and UTF-8.
 pub(crate) fn encode_revision(r: &Record) -> Result<Vec<u8>, CodecError> {
@@ -289,7 +314,9 @@ pub(crate) fn encode_revision(r: &Record) -> Result<Vec<u8>, CodecError> {
     w.opt_str(e.key.as_deref());
     w.str(e.metadata.as_str());
     r.body.encode_into(&mut w);
-    Ok(w.out)
+    let mut out = w.out;
+    seal(&mut out);
+    Ok(out)
 }
 
 /// Decode a stored revision, given the parts that live in its key.
@@ -307,8 +334,25 @@ pub(crate) fn decode_revision(
 /// Decode a stored revision and hand it to `finish`. A listing passes `|r| out.push(r)`: once
 /// inlined, the record is assembled where it is stored instead of being moved there through
 /// two `Result`s (a record is about 550 bytes; the moves were 9% of a listing's instructions).
+/// A sealed revision's checksum is checked first.
 #[inline(always)]
 pub(crate) fn decode_revision_with<T>(
+    namespace: &Namespace,
+    id: RecordId,
+    rev: u32,
+    recorded_at: Timestamp,
+    bytes: &[u8],
+    finish: impl FnOnce(Record) -> T,
+) -> Result<T, CodecError> {
+    let bytes =
+        if bytes.first() == Some(&REVISION_CODEC_VERSION) { unseal("revision", bytes)? } else { bytes };
+    parse_revision(namespace, id, rev, recorded_at, bytes, finish)
+}
+
+/// Decode a revision whose checksum, if it had one, was checked (or whose container's was):
+/// the bytes of either version without a seal.
+#[inline(always)]
+fn parse_revision<T>(
     namespace: &Namespace,
     id: RecordId,
     rev: u32,
@@ -320,7 +364,7 @@ pub(crate) fn decode_revision_with<T>(
     let got = (|| -> codec::Got<T> {
         let r = &mut r;
         let version = r.u8()?;
-        if version != REVISION_CODEC_VERSION {
+        if version != REVISION_CODEC_VERSION && version != REVISION_UNSEALED {
             return Err(r.fail_with(CodecError::Version {
                 what: "revision",
                 found: version,
@@ -373,25 +417,59 @@ pub(crate) fn decode_revision_with<T>(
     got.map_err(|codec::Fail| r.error())
 }
 
-/// The version byte of the current-table row layout.
-pub(crate) const CURRENT_ROW_VERSION: u8 = 1;
+/// The version byte of the current-table row layout this build writes: sealed (format 13).
+pub(crate) const CURRENT_ROW_VERSION: u8 = 2;
+/// The version byte of current rows written before format 13: no checksum.
+pub(crate) const CURRENT_ROW_UNSEALED: u8 = 1;
 
 /// Bytes before the stored revision in a `CURRENT` row.
 const CURRENT_ROW_HEADER: usize = 1 + 4 + 8 + 8 + 8;
 
-/// A `CURRENT` row: `[version][rev: u32 LE][recorded_at: i64 LE][visible_from: i64 LE]
-/// [visible_until: i64 LE][stored revision]`: the fast path needs no second lookup for the parts
-/// that live in the revisions key, and can skip rows not visible at the queried time without
-/// decoding them.
+/// A `CURRENT` row: `[version = 2][rev: u32 LE][recorded_at: i64 LE][visible_from: i64 LE]
+/// [visible_until: i64 LE][the revision, version 2 without its seal][CRC-32 of every byte
+/// before it: u32 LE]` (version 1: the same with a version-1 revision and no checksum): the
+/// fast path needs no second lookup for the parts that live in the revisions key, and can skip
+/// rows not visible at the queried time without decoding them. `revision` is an encoded
+/// revision of either version.
 pub(crate) fn current_row(r: &Record, vis: Visible, revision: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(CURRENT_ROW_HEADER + revision.len());
+    let payload = match revision.first() {
+        Some(&REVISION_CODEC_VERSION) => revision.get(1..revision.len().saturating_sub(SEAL_BYTES)),
+        _ => revision.get(1..),
+    };
+    let payload = payload.unwrap_or_default();
+    let mut out = Vec::with_capacity(CURRENT_ROW_HEADER + 1 + payload.len() + SEAL_BYTES);
     out.push(CURRENT_ROW_VERSION);
     out.extend_from_slice(&r.rev.to_le_bytes());
     out.extend_from_slice(&r.recorded_at.as_micros().to_le_bytes());
     out.extend_from_slice(&vis.from.as_micros().to_le_bytes());
     out.extend_from_slice(&vis.until.as_micros().to_le_bytes());
-    out.extend_from_slice(revision);
+    out.push(REVISION_CODEC_VERSION);
+    out.extend_from_slice(payload);
+    seal(&mut out);
     out
+}
+
+/// A version-1 revision sealed as version 2 (the upgrade to format 13); `None` if it is not
+/// version 1.
+pub(crate) fn sealed_revision(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = bytes.to_vec();
+    let version = out.first_mut().filter(|v| **v == REVISION_UNSEALED)?;
+    *version = REVISION_CODEC_VERSION;
+    seal(&mut out);
+    Some(out)
+}
+
+/// A version-1 `CURRENT` row (holding a version-1 revision) sealed as version 2, the row
+/// [`current_row`] makes of the same record; `None` if it is not version 1.
+pub(crate) fn sealed_current_row(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = bytes.to_vec();
+    let version = out.first_mut().filter(|v| **v == CURRENT_ROW_UNSEALED)?;
+    *version = CURRENT_ROW_VERSION;
+    if let Some(v) = out.get_mut(CURRENT_ROW_HEADER).filter(|v| **v == REVISION_UNSEALED) {
+        *v = REVISION_CODEC_VERSION;
+    }
+    seal(&mut out);
+    Some(out)
 }
 
 /// Encode a `CURRENT` row for a visible record.
@@ -406,16 +484,27 @@ fn le_i64(bytes: &[u8], at: usize) -> Option<i64> {
     bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map(i64::from_le_bytes)
 }
 
-/// The visible interval stored in a `CURRENT` row's header.
-pub(crate) fn current_row_visible(bytes: &[u8]) -> Result<Visible, CodecError> {
-    let bad = || CodecError::Decode { what: "current row", reason: "truncated header".to_string() };
-    if bytes.first() != Some(&CURRENT_ROW_VERSION) {
-        return Err(CodecError::Version {
+/// A `CURRENT` row's bytes without its seal (its checksum checked), of either version.
+fn open_current_row(bytes: &[u8]) -> Result<&[u8], CodecError> {
+    match bytes.first() {
+        Some(&CURRENT_ROW_VERSION) => unseal("current row", bytes),
+        Some(&CURRENT_ROW_UNSEALED) => Ok(bytes),
+        found => Err(CodecError::Version {
             what: "current row",
-            found: bytes.first().copied().unwrap_or(0),
+            found: found.copied().unwrap_or(0),
             expected: CURRENT_ROW_VERSION,
-        });
+        }),
     }
+}
+
+/// The visible interval stored in a `CURRENT` row's header (its checksum checked).
+pub(crate) fn current_row_visible(bytes: &[u8]) -> Result<Visible, CodecError> {
+    visible_of(open_current_row(bytes)?)
+}
+
+/// The visible interval in the header of an opened `CURRENT` row.
+fn visible_of(bytes: &[u8]) -> Result<Visible, CodecError> {
+    let bad = || CodecError::Decode { what: "current row", reason: "truncated header".to_string() };
     let from = le_i64(bytes, 13).ok_or_else(bad)?;
     let until = le_i64(bytes, 21).ok_or_else(bad)?;
     Ok(Visible { from: Timestamp::from_micros(from), until: Timestamp::from_micros(until) })
@@ -443,14 +532,15 @@ pub(crate) fn decode_current_row_at<T>(
     finish: impl FnOnce(Record) -> T,
 ) -> Result<Option<T>, CodecError> {
     let bad = || CodecError::Decode { what: "current row", reason: "truncated header".to_string() };
-    let visible = current_row_visible(bytes)?;
+    let bytes = open_current_row(bytes)?;
+    let visible = visible_of(bytes)?;
     if at.is_some_and(|t| !visible.contains(t)) {
         return Ok(None);
     }
     let rev: [u8; 4] = bytes.get(1..5).and_then(|b| b.try_into().ok()).ok_or_else(bad)?;
     let rec = le_i64(bytes, 5).ok_or_else(bad)?;
     let body = bytes.get(CURRENT_ROW_HEADER..).ok_or_else(bad)?;
-    decode_revision_with(namespace, id, u32::from_le_bytes(rev), Timestamp::from_micros(rec), body, finish)
+    parse_revision(namespace, id, u32::from_le_bytes(rev), Timestamp::from_micros(rec), body, finish)
         .map(Some)
 }
 
@@ -500,6 +590,58 @@ mod tests {
         assert_eq!(at(4)?, None);
         assert_eq!(at(5)?.as_ref(), Some(&r));
         assert_eq!(at(50)?, None);
+        Ok(())
+    }
+
+    /// Any change to a sealed value's bytes is found: every bit of a revision and of a current
+    /// row flipped in turn fails to decode (a checksum mismatch, or a version this build does
+    /// not know when the version byte itself changed), where a version-1 value decoded a
+    /// changed letter as the right one. Version-1 values still decode.
+    #[test]
+    fn damage_to_a_sealed_value_is_found() -> Result<(), CodecError> {
+        let r = sample();
+        let bytes = encode_revision(&r)?;
+        let row = encode_current_row(&r)?.unwrap_or_default();
+        assert_eq!((bytes[0], row[0]), (REVISION_CODEC_VERSION, CURRENT_ROW_VERSION));
+        for i in 0..bytes.len() * 8 {
+            let mut b = bytes.clone();
+            b[i / 8] ^= 1 << (i % 8);
+            let e = decode_revision(&r.namespace, r.id, r.rev, r.recorded_at, &b);
+            assert!(
+                matches!(e, Err(CodecError::Checksum { .. } | CodecError::Version { .. })),
+                "bit {i}: {e:?}"
+            );
+        }
+        for i in 0..row.len() * 8 {
+            let mut b = row.clone();
+            b[i / 8] ^= 1 << (i % 8);
+            assert!(decode_current_row(&r.namespace, r.id, &b).is_err(), "bit {i}");
+            assert!(current_row_visible(&b).is_err(), "bit {i}");
+        }
+        for cut in [0, 1, 4, bytes.len() - 1] {
+            assert!(decode_revision(&r.namespace, r.id, r.rev, r.recorded_at, &bytes[..cut]).is_err());
+        }
+        // Version 1: the same layout unsealed, inside a version-1 row too.
+        let mut v1 = bytes[..bytes.len() - SEAL_BYTES].to_vec();
+        v1[0] = REVISION_UNSEALED;
+        assert_eq!(decode_revision(&r.namespace, r.id, r.rev, r.recorded_at, &v1)?, r);
+        let mut row1 = row[..CURRENT_ROW_HEADER].to_vec();
+        row1[0] = CURRENT_ROW_UNSEALED;
+        row1.extend_from_slice(&v1);
+        assert_eq!(decode_current_row(&r.namespace, r.id, &row1)?, r);
+        // The upgrade's sealing makes the values this build writes.
+        assert_eq!(sealed_revision(&v1), Some(bytes.clone()));
+        assert_eq!(sealed_current_row(&row1), Some(row.clone()));
+        assert_eq!((sealed_revision(&bytes), sealed_current_row(&row)), (None, None));
+        // A row made from a version-1 revision is the row made from its sealed form.
+        assert_eq!(
+            current_row(
+                &r,
+                r.visible().unwrap_or(Visible { from: r.valid_from, until: Timestamp::MAX }),
+                &v1
+            ),
+            row
+        );
         Ok(())
     }
 

@@ -871,7 +871,8 @@ fn check_meta(path: &Path, txn: &redb::ReadTransaction) -> Result<u32, Error> {
 /// empty with the other missing tables), formats before 5 `mnemon.ended`, formats 5 and 6 file
 /// its rows by their start, and every format before 11 has no lexical index or one of unstemmed
 /// words, of any of several layouts: it is dropped and every revision's text indexed again;
-/// format 11's segment blocks are written again with their bounds.
+/// format 11's segment blocks are written again with their bounds; values of a format before
+/// 13 are sealed with their checksums.
 fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
     use redb::ReadableTable;
     if version >= format::FORMAT_VERSION {
@@ -937,12 +938,110 @@ fn upgrade_tables(db: &Database, version: u32) -> Result<(), Error> {
         txn.open_table(tables::ENDED)?;
         crate::ended::fill(&txn)?;
     }
+    if found < format::SEALED_VALUES {
+        // Format 13 seals revisions and current rows with a checksum (last: the steps above
+        // may have written rows of either version).
+        seal_values(&txn)?;
+    }
     {
         let mut meta = txn.open_table(tables::META)?;
         format::upgrade(&mut meta)?;
     }
     txn.commit()?;
     Ok(())
+}
+
+/// Values rewritten per read of a table while sealing: the rewrite cannot write into a table
+/// it is reading, so it reads a batch, writes it, and reads on after its last key.
+const SEAL_BATCH: usize = 4096;
+
+/// A key of `mnemon.revisions`, owned.
+type RevisionKey = (String, u128, i64, u32);
+
+/// Seal every version-1 revision (decoded first: damage is refused, not sealed in), current
+/// row and ended row (format 13).
+fn seal_values(txn: &redb::WriteTransaction) -> Result<(), Error> {
+    use redb::ReadableTable;
+    use std::ops::Bound;
+    let mut revisions = txn.open_table(tables::REVISIONS)?;
+    let mut after: Option<RevisionKey> = None;
+    loop {
+        let mut batch: Vec<(RevisionKey, Vec<u8>)> = Vec::new();
+        let mut last = None;
+        {
+            let start = match &after {
+                Some((ns, id, rec, rev)) => Bound::Excluded((ns.as_str(), *id, *rec, *rev)),
+                None => Bound::Unbounded,
+            };
+            for r in revisions.range::<(&str, u128, i64, u32)>((start, Bound::Unbounded))?.take(SEAL_BATCH) {
+                let (k, v) = r?;
+                let (ns, id, rec, rev) = k.value();
+                last = Some((ns.to_string(), id, rec, rev));
+                let Some(sealed) = crate::record::sealed_revision(v.value()) else { continue };
+                let namespace = crate::id::Namespace::new(ns).map_err(|e| Error::Inconsistent {
+                    namespace: ns.to_string(),
+                    detail: format!("stored revision under a bad namespace: {e}"),
+                })?;
+                crate::record::decode_revision(
+                    &namespace,
+                    crate::id::RecordId::from_u128(id),
+                    rev,
+                    Timestamp::from_micros(rec),
+                    &sealed,
+                )
+                .map_err(|e| Error::Codec { table: tables::names::REVISIONS, source: e })?;
+                batch.push(((ns.to_string(), id, rec, rev), sealed));
+            }
+        }
+        for ((ns, id, rec, rev), sealed) in &batch {
+            revisions.insert((ns.as_str(), *id, *rec, *rev), sealed.as_slice())?;
+        }
+        match last {
+            Some(l) => after = Some(l),
+            None => break,
+        }
+    }
+    seal_rows(txn, tables::CURRENT, 0)?;
+    // An ended row is the kind's code, then a current row.
+    seal_rows(txn, tables::ENDED, 1)
+}
+
+/// Seal the version-1 current rows that the values of byte-keyed table `def` hold after
+/// `skip` bytes.
+fn seal_rows(
+    txn: &redb::WriteTransaction,
+    def: redb::TableDefinition<&[u8], &[u8]>,
+    skip: usize,
+) -> Result<(), Error> {
+    use redb::ReadableTable;
+    use std::ops::Bound;
+    let mut table = txn.open_table(def)?;
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut last = None;
+        {
+            let start = match &after {
+                Some(k) => Bound::Excluded(k.as_slice()),
+                None => Bound::Unbounded,
+            };
+            for r in table.range::<&[u8]>((start, Bound::Unbounded))?.take(SEAL_BATCH) {
+                let (k, v) = r?;
+                last = Some(k.value().to_vec());
+                let (head, row) = v.value().split_at(skip.min(v.value().len()));
+                if let Some(sealed) = crate::record::sealed_current_row(row) {
+                    batch.push((k.value().to_vec(), [head, sealed.as_slice()].concat()));
+                }
+            }
+        }
+        for (k, v) in &batch {
+            table.insert(k.as_slice(), v.as_slice())?;
+        }
+        match last {
+            Some(l) => after = Some(l),
+            None => return Ok(()),
+        }
+    }
 }
 
 /// Drop every table of the lexical index, of any format's layout, and create the current ones

@@ -469,7 +469,7 @@ fn revise_text(
 }
 
 /// The format version a closed file records.
-fn file_version(path: &std::path::Path) -> u32 {
+pub(super) fn file_version(path: &std::path::Path) -> u32 {
     let db = redb::Database::open(path).unwrap();
     let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
     let meta = txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta")).unwrap();

@@ -1,0 +1,163 @@
+//! Stored values are sealed by a checksum (format 13): a file of format 12 is sealed when a
+//! writer opens it, and a changed byte inside a stored value is an error on every read path
+//! and in the integrity check, never a wrong answer.
+
+use mnemon_storage::*;
+use redb::{ReadableDatabase, ReadableTable};
+
+use super::lexical::file_version;
+
+/// Every revision of every record of namespace `fixture` as of now, by listing valid then and
+/// at two past times, with each record's history, as `Debug` text.
+fn everything(snap: &Snapshot) -> Vec<String> {
+    let ns = Namespace::new("fixture").unwrap();
+    let mut out = Vec::new();
+    for at in [None, Some("2024-03-01"), Some("2024-09-01")] {
+        let mut q = ListQuery::new();
+        if let Some(t) = at {
+            q = q.as_of(AsOf::valid_at(Timestamp::parse(t).unwrap()));
+        }
+        for r in snap.list(&ns, &q).unwrap() {
+            out.push(format!("{at:?} {r:?}"));
+            for h in snap.history(&ns, r.id).unwrap() {
+                out.push(format!("  {h:?}"));
+            }
+        }
+    }
+    out
+}
+
+/// The first byte of every value of a table of the file at `path` (after `skip` bytes).
+fn versions<K: redb::Key + 'static>(path: &std::path::Path, table: &str, skip: usize) -> Vec<u8> {
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let t = txn.open_table(redb::TableDefinition::<K, &[u8]>::new(table)).unwrap();
+    t.iter().unwrap().map(|r| r.unwrap().1.value()[skip]).collect()
+}
+
+fn all_versions(path: &std::path::Path) -> [Vec<u8>; 3] {
+    [
+        versions::<(&str, u128, i64, u32)>(path, "mnemon.revisions", 0),
+        versions::<&[u8]>(path, "mnemon.live", 0),
+        versions::<&[u8]>(path, "mnemon.ended", 1),
+    ]
+}
+
+/// A file written by the previous format (12, values unsealed; made by the `mnemon` of commit
+/// 63fa504 with the hashing embedder: in namespace `fixture` a learning, a decision valid from
+/// 2024-01-01 to 2024-06-01 and a learning revised to "The caches are flushed hourly now",
+/// 300 learnings imported in one commit, the newest of them retired, then `compact`): read
+/// alike read-only, sealed when a writer opens it, and read alike after.
+#[test]
+fn a_format_12_file_is_sealed_and_reads_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f12.redb");
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/format12.redb"), &path).unwrap();
+    assert_eq!(file_version(&path), 12);
+    let [revs, live, ended] = all_versions(&path);
+    assert_eq!((revs.len(), live.len()), (305, 301));
+    assert!(!ended.is_empty());
+    assert!(revs.iter().chain(&live).chain(&ended).all(|&v| v == 1));
+    let ro = Store::open(&path, StoreOptions { read_only: true, ..Default::default() }).unwrap();
+    let snap = ro.snapshot().unwrap();
+    let before = everything(&snap);
+    assert!(before.len() > 600, "{}", before.len());
+    assert!(before.iter().any(|l| l.contains("Use redb for storage")));
+    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
+    drop((snap, ro));
+
+    drop(Store::open(&path, StoreOptions::default()).unwrap());
+    assert_eq!(file_version(&path), FORMAT_VERSION);
+    let [revs, live, ended] = all_versions(&path);
+    assert_eq!((revs.len(), live.len()), (305, 301));
+    assert!(revs.iter().chain(&live).chain(&ended).all(|&v| v == 2));
+    let store = Store::open(&path, StoreOptions::default()).unwrap();
+    let snap = store.snapshot().unwrap();
+    assert_eq!(everything(&snap), before);
+    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
+}
+
+/// Change one letter of a stored text inside the file, in the revision and in its current row:
+/// every read of the record fails with an error naming the table and the damage (a format-12
+/// file returned the changed text with no error), the integrity check reports it, and the
+/// other records still read.
+#[test]
+fn a_changed_letter_is_found_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.redb");
+    let store = Store::open(&path, StoreOptions { create: true, ..Default::default() }).unwrap();
+    let ns = Namespace::new("p").unwrap();
+    let mut ops = Vec::new();
+    for i in 0..50 {
+        let body =
+            Body::Learning(body::Learning { text: format!("note {i} about painting"), ..Default::default() });
+        ops.push(WriteOp::Insert(NewRecord::new(ns.clone(), body)));
+    }
+    let secret = NewRecord::new(
+        ns.clone(),
+        Body::Learning(body::Learning { text: "the deploy key lives in vault".into(), ..Default::default() }),
+    );
+    let id = secret.id;
+    ops.push(WriteOp::Insert(secret));
+    store.write(ops).unwrap();
+    drop(store);
+    {
+        // "vault" -> "vaulT" in every value that holds it, as a flipped bit on disk would.
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let mut changed = 0;
+        let live = redb::TableDefinition::<&[u8], &[u8]>::new("mnemon.live");
+        let rows: Vec<(Vec<u8>, Vec<u8>)> = {
+            let t = txn.open_table(live).unwrap();
+            t.iter()
+                .unwrap()
+                .map(|r| r.unwrap())
+                .map(|(k, v)| (k.value().to_vec(), v.value().to_vec()))
+                .collect()
+        };
+        for (k, mut v) in rows {
+            if let Some(at) = v.windows(5).position(|w| w == b"vault") {
+                v[at + 4] = b'T';
+                txn.open_table(live).unwrap().insert(k.as_slice(), v.as_slice()).unwrap();
+                changed += 1;
+            }
+        }
+        let def = redb::TableDefinition::<(&str, u128, i64, u32), &[u8]>::new("mnemon.revisions");
+        type Row = ((String, u128, i64, u32), Vec<u8>);
+        let rows: Vec<Row> = {
+            let t = txn.open_table(def).unwrap();
+            t.iter()
+                .unwrap()
+                .map(|r| {
+                    let (k, v) = r.unwrap();
+                    let (a, b, c, d) = k.value();
+                    ((a.to_string(), b, c, d), v.value().to_vec())
+                })
+                .collect()
+        };
+        for ((a, b, c, d), mut v) in rows {
+            if let Some(at) = v.windows(5).position(|w| w == b"vault") {
+                v[at + 4] = b'T';
+                txn.open_table(def).unwrap().insert((a.as_str(), b, c, d), v.as_slice()).unwrap();
+                changed += 1;
+            }
+        }
+        txn.commit().unwrap();
+        assert_eq!(changed, 2);
+    }
+    let store = Store::open(&path, StoreOptions::default()).unwrap();
+    let snap = store.snapshot().unwrap();
+    let damaged = |e: Error| {
+        let text = e.to_string();
+        assert!(text.contains("fails its checksum") && text.contains("mnemon."), "{text}");
+    };
+    damaged(snap.get(&ns, id, AsOf::now()).unwrap_err());
+    damaged(snap.history(&ns, id).unwrap_err());
+    damaged(snap.latest(&ns, id).unwrap_err());
+    damaged(snap.list(&ns, &ListQuery::new()).unwrap_err());
+    damaged(snap.lexical_search(&ns, "vault", &ListQuery::new(), 5).unwrap_err());
+    assert!(snap.verify().is_err() || !snap.verify().unwrap().is_empty());
+    // The other records still read.
+    let others = snap.lexical_search(&ns, "painting", &ListQuery::new(), 5).unwrap();
+    assert_eq!(others.len(), 5);
+}
