@@ -514,10 +514,10 @@ impl Snapshot {
             } else {
                 (names::CURRENT, row.value())
             };
-            let decoded =
-                record::decode_current_row_at(ns, RecordId::from_u128(id), bytes, None, |rec| out.push(rec))
-                    .map_err(|e| Error::Codec { table, source: e })?;
-            if decoded.is_some() && out.last().is_some_and(|rec| !q.accepts(rec)) {
+            // Both kinds of rows had their checksums checked when their visibility was read.
+            record::decode_checked_current_row(ns, RecordId::from_u128(id), bytes, |rec| out.push(rec))
+                .map_err(|e| Error::Codec { table, source: e })?;
+            if out.last().is_some_and(|rec| !q.accepts(rec)) {
                 out.pop();
             } else if out.len() >= limit {
                 break;
