@@ -208,6 +208,10 @@ fn revise_retire_supersede_forget_history_chain() {
     assert_eq!(got["body"]["rationale"], "everyone knows it");
     assert_eq!(got["body"]["title"], "Use SQLite", "merge patch keeps other fields");
     assert_eq!(got["tags"][0], "db");
+    // A field named as `add` takes it: `text` is a gotcha's title.
+    let gotcha = e.add("gotcha", r#"{"text":"fsync is slow on CI"}"#, &[]);
+    e.run(&["revise", &gotcha, "--data", r#"{"text":"fsync is slow on CI disks"}"#]).ok();
+    assert_eq!(e.run(&["--json", "get", &gotcha]).json()["body"]["title"], "fsync is slow on CI disks");
 
     let new = e
         .run(&["supersede", &id, "--data", r#"{"title":"Use redb"}"#, "--at", "2024-03-01"])

@@ -663,7 +663,7 @@ impl Ns {
         }
         self.update(id, |rec| {
             let mut loose = loose_form(rec);
-            json::merge_patch(&mut loose, patch);
+            json::merge_patch(&mut loose, &json::canonical_patch(rec.kind(), &rec.body.to_json(), patch));
             let parsed = json::parse_input(loose, Some(rec.kind()), &self.ns)?;
             let n = parsed.record;
             crate::rules::record_size(&n, self.db.max_record_bytes)?;

@@ -280,6 +280,33 @@ pub fn parse_input(value: Value, kind: Option<Kind>, default_ns: &Namespace) -> 
     Ok(RecordInput { namespace, record })
 }
 
+/// `patch` with its keys that are other names of `body`'s fields (a gotcha's `text` for its
+/// `title`, an error fix's `pattern` for its `error`) renamed to the fields they stand for, so
+/// that merged into a record's JSON it replaces the field instead of naming it twice. Which
+/// field a name stands for is found by letting the kind's own deserializer place the value.
+pub fn canonical_patch(kind: Kind, body: &Value, patch: &Value) -> Value {
+    let (Some(fields), Some(p)) = (body.as_object(), patch.as_object()) else { return patch.clone() };
+    let mut out = p.clone();
+    for (k, v) in p {
+        if fields.contains_key(k) || ENVELOPE_KEYS.contains(&k.as_str()) || v.is_null() {
+            continue;
+        }
+        let stands_for = fields.keys().find(|f| {
+            let mut probe = fields.clone();
+            probe.remove(*f);
+            probe.insert(k.clone(), v.clone());
+            Body::from_json(kind, Value::Object(probe)).is_ok_and(|b| b.to_json().get(*f) == Some(v))
+        });
+        if let Some(f) = stands_for
+            && !p.contains_key(f)
+            && let Some(v) = out.remove(k)
+        {
+            out.insert(f.clone(), v);
+        }
+    }
+    Value::Object(out)
+}
+
 /// RFC 7386 JSON merge patch: objects merge recursively, `null` deletes, anything else replaces.
 pub fn merge_patch(target: &mut Value, patch: &Value) {
     match patch {
@@ -305,6 +332,32 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A revision may name a field by any name the kind takes on input: the name is replaced
+    /// by the field's, so the merged record names it once (a gotcha revised with `text` was
+    /// refused: "duplicate field `title`").
+    #[test]
+    fn a_patch_names_fields_by_their_input_names() -> std::result::Result<(), mnemon_storage::InputError> {
+        let gotcha = Body::from_json(Kind::Gotcha, json!({"title": "old", "problem": "d"}))?.to_json();
+        let cases = [
+            (
+                Kind::Gotcha,
+                &gotcha,
+                json!({"text": "new", "tags": ["x"]}),
+                json!({"title": "new", "tags": ["x"]}),
+            ),
+            // The field's own name too: kept, and the other name left for the parser to refuse.
+            (Kind::Gotcha, &gotcha, json!({"text": "a", "title": "b"}), json!({"text": "a", "title": "b"})),
+            // Deleting (null) and unknown names are left alone.
+            (Kind::Gotcha, &gotcha, json!({"text": null, "nope": 1}), json!({"text": null, "nope": 1})),
+        ];
+        for (kind, body, patch, want) in cases {
+            assert_eq!(canonical_patch(kind, body, &patch), want, "{patch}");
+        }
+        let fix = Body::from_json(Kind::ErrorFix, json!({"error": "E1", "solution": "s"}))?.to_json();
+        assert_eq!(canonical_patch(Kind::ErrorFix, &fix, &json!({"pattern": "E2"})), json!({"error": "E2"}));
+        Ok(())
+    }
 
     #[test]
     fn loose_input_splits_envelope_and_body() -> Result<()> {
