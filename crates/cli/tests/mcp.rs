@@ -127,7 +127,7 @@ fn every_line_gets_its_json_rpc_answer() {
     assert!(s.child.wait().unwrap().success());
     let with_id = |id: Value| replies.iter().filter(|r| r["id"] == id).cloned().collect::<Vec<_>>();
     let codes = |rs: Vec<Value>| rs.iter().map(|r| r["error"]["code"].as_i64()).collect::<Vec<_>>();
-    // Six lines with no readable id, each answered once with `id: null`.
+    // Seven lines with no readable id, each answered once with `id: null`.
     let anonymous = with_id(Value::Null);
     assert!(anonymous.iter().all(|r| r.as_object().unwrap().contains_key("id")));
     let mut got = codes(anonymous);

@@ -110,8 +110,11 @@ pub(crate) fn row_from_current(
     id: u128,
     current: &[u8],
 ) -> Result<(Vec<u8>, Vec<u8>), Error> {
-    let v = record::current_row_visible(current)
+    let (v, held) = record::current_row_visible(current, ns, crate::id::RecordId::from_u128(id))
         .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
+    if held != kind {
+        return Err(Error::Codec { table: names::CURRENT, source: record::kind_mismatch(kind, held) });
+    }
     Ok((key(ns, level(v), v.until.as_micros(), id), value(kind, current)))
 }
 
@@ -179,8 +182,15 @@ pub(crate) fn visible_at<'t>(
             if kinds.is_some_and(|k| !k.contains(&kind)) {
                 continue;
             }
-            let visible = record::current_row_visible(row)
+            // The row's checksum covers its record's id; its kind and end must be its key's.
+            let (visible, held) = record::current_row_visible(row, ns, crate::id::RecordId::from_u128(id))
                 .map_err(|e| Error::Codec { table: names::ENDED, source: e })?;
+            if held != kind {
+                return Err(Error::Codec { table: names::ENDED, source: record::kind_mismatch(kind, held) });
+            }
+            if visible.until.as_micros() != until {
+                return Err(bad_key());
+            }
             if visible.from.as_micros() <= v {
                 out.push((id, value));
             }
@@ -252,12 +262,15 @@ mod tests {
     }
 
     /// A row as the table holds it: the kind, then a current row's header with interval `v`
-    /// (version 1, unsealed, and no revision after it: the search reads only the header).
+    /// (version 1, unsealed, and only the start of a revision after it: the search reads only
+    /// the header and the revision's kind).
     fn row(kind: u8, v: Visible) -> Vec<u8> {
         let mut row = vec![kind, record::CURRENT_ROW_UNSEALED];
         row.extend_from_slice(&[0u8; 12]);
         row.extend_from_slice(&v.from.as_micros().to_le_bytes());
         row.extend_from_slice(&v.until.as_micros().to_le_bytes());
+        // The start of a version-1 revision: its version and kind.
+        row.extend_from_slice(&[record::REVISION_UNSEALED, kind]);
         row
     }
 

@@ -379,7 +379,7 @@ impl Snapshot {
             let rows = usize::try_from(t.len()?).unwrap_or(usize::MAX);
             out.reserve(rows.min(limit).min(4096));
             let mut stream = CurrentRows::open(t, ns.as_str(), &codes, q.before)?;
-            while let Some((id, bytes)) = stream.next()? {
+            while let Some((id, kind, bytes)) = stream.next()? {
                 let decoded = record::decode_current_row_at(
                     ns,
                     RecordId::from_u128(id),
@@ -388,6 +388,16 @@ impl Snapshot {
                     |rec| out.push(rec),
                 )
                 .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
+                // The row's checksum covers its record's id; its kind must be its key's.
+                if decoded.is_some()
+                    && let Some(held) = out.last().map(|r| r.kind().code())
+                    && held != kind
+                {
+                    return Err(Error::Codec {
+                        table: names::CURRENT,
+                        source: record::kind_mismatch(kind, held),
+                    });
+                }
                 // Filter in place: moving a record out and back costs more than popping it.
                 if decoded.is_some() && out.last().is_some_and(|rec| !q.accepts(rec)) {
                     out.pop();
@@ -487,8 +497,14 @@ impl Snapshot {
             if !codes.contains(&kind) {
                 continue;
             }
-            let vis = record::current_row_visible(row.value())
+            let (vis, held) = record::current_row_visible(row.value(), ns.as_str(), RecordId::from_u128(id))
                 .map_err(|e| Error::Codec { table: names::CURRENT, source: e })?;
+            if held != kind {
+                return Err(Error::Codec {
+                    table: names::CURRENT,
+                    source: record::kind_mismatch(kind, held),
+                });
+            }
             if vis.contains(Timestamp::from_micros(v)) {
                 rows.push((id, row));
             }
@@ -1119,7 +1135,8 @@ impl Snapshot {
             let mut actual_current: BTreeMap<(u8, u128), Vec<u8>> = BTreeMap::new();
             // A file of a format before 13 (read-only) holds unsealed rows: compared sealed.
             self.for_each_current_row(n, |kind, id, row| {
-                let row = record::sealed_current_row(row).unwrap_or_else(|| row.to_vec());
+                let row = record::sealed_current_row(row, n, RecordId::from_u128(id))
+                    .unwrap_or_else(|| row.to_vec());
                 actual_current.insert((kind, id), row);
             })?;
             if actual_current != expected_current {
@@ -1150,7 +1167,8 @@ impl Snapshot {
                         continue;
                     };
                     let (kind, row) = v.value().split_at(v.value().len().min(1));
-                    let row = record::sealed_current_row(row).unwrap_or_else(|| row.to_vec());
+                    let row = record::sealed_current_row(row, n, RecordId::from_u128(key.2))
+                        .unwrap_or_else(|| row.to_vec());
                     actual.insert(key, [kind, row.as_slice()].concat());
                 }
                 if actual != expected {
@@ -1229,6 +1247,8 @@ struct CurrentRows<'t> {
 
 /// One kind's current rows, read backwards: the row read next, and the cursor before it.
 struct KindRows<'t> {
+    /// The kind's code.
+    kind: u8,
     head: CurrentRow<'t>,
     cursor: redb::Cursor<'t, &'static [u8], &'static [u8]>,
     /// The kind's lowest key: a key below it belongs to another kind.
@@ -1237,6 +1257,8 @@ struct KindRows<'t> {
 
 /// A current row: the record's id and the stored row.
 type CurrentRow<'t> = (u128, redb::AccessGuard<'t, &'static [u8]>);
+/// A current row with the kind of its key: `(id, kind, row)`.
+type KindedRow<'t> = (u128, u8, redb::AccessGuard<'t, &'static [u8]>);
 
 /// The id of a current row's key: its last 16 bytes.
 fn current_key_id(key: &[u8]) -> Option<u128> {
@@ -1282,22 +1304,24 @@ impl<'t> CurrentRows<'t> {
             };
             let mut cursor = t.upper_bound(bound)?;
             if let Some(head) = previous_row(&mut cursor, &lo)? {
-                kinds.push(KindRows { head, cursor, lo });
+                kinds.push(KindRows { kind: c, head, cursor, lo });
             }
         }
         Ok(CurrentRows { kinds })
     }
 
-    /// The next row, `(id, row)`.
-    fn next(&mut self) -> Result<Option<CurrentRow<'t>>, Error> {
+    /// The next row, `(id, kind of its key, row)`.
+    fn next(&mut self) -> Result<Option<KindedRow<'t>>, Error> {
         // The kind whose next row has the highest id.
         let Some(i) = self.kinds.iter().enumerate().max_by_key(|(_, k)| k.head.0).map(|(i, _)| i) else {
             return Ok(None);
         };
         let Some(kind) = self.kinds.get_mut(i) else { return Ok(None) };
-        match previous_row(&mut kind.cursor, &kind.lo)? {
-            Some(row) => Ok(Some(std::mem::replace(&mut kind.head, row))),
-            None => Ok(Some(self.kinds.swap_remove(i).head)),
-        }
+        let code = kind.kind;
+        let (id, row) = match previous_row(&mut kind.cursor, &kind.lo)? {
+            Some(row) => std::mem::replace(&mut kind.head, row),
+            None => self.kinds.swap_remove(i).head,
+        };
+        Ok(Some((id, code, row)))
     }
 }

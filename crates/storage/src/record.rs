@@ -238,18 +238,54 @@ pub(crate) const REVISION_UNSEALED: u8 = 1;
 /// Bytes of the checksum that ends a sealed value.
 const SEAL_BYTES: usize = 4;
 
-/// Seal a value: append the CRC-32 (IEEE) of its bytes, so that a read finds damage instead of
-/// decoding it (a changed letter in a text decodes as well as the right one).
-pub(crate) fn seal(out: &mut Vec<u8>) {
-    let crc = crc32fast::hash(out);
-    out.extend_from_slice(&crc.to_le_bytes());
+/// The key parts a revision is stored under besides its namespace: its id, recorded time and
+/// number (little-endian), which its checksum covers.
+pub(crate) fn revision_key(id: RecordId, recorded_at: Timestamp, rev: u32) -> [u8; 28] {
+    let mut k = [0u8; 28];
+    let (a, rest) = k.split_at_mut(16);
+    let (b, c) = rest.split_at_mut(8);
+    a.copy_from_slice(&id.as_u128().to_le_bytes());
+    b.copy_from_slice(&recorded_at.as_micros().to_le_bytes());
+    c.copy_from_slice(&rev.to_le_bytes());
+    k
 }
 
-/// A sealed value's bytes without its checksum, if the checksum matches them.
-pub(crate) fn unseal<'a>(what: &'static str, bytes: &'a [u8]) -> Result<&'a [u8], CodecError> {
+/// The key part a current row is stored under besides its namespace (and its kind, which the
+/// row holds): the record's id, which its checksum covers.
+pub(crate) fn row_key(id: RecordId) -> [u8; 16] {
+    id.as_u128().to_le_bytes()
+}
+
+/// The CRC-32 (IEEE) of a value's bytes and of the key it is stored under (its namespace and
+/// the key's other parts): a value read under a key that changed fails it as surely as a
+/// changed value.
+fn checksum(body: &[u8], ns: &str, key: &[u8]) -> [u8; SEAL_BYTES] {
+    let mut h = crc32fast::Hasher::new();
+    h.update(body);
+    h.update(ns.as_bytes());
+    h.update(key);
+    h.finalize().to_le_bytes()
+}
+
+/// Seal a value stored under namespace `ns` and key parts `key`: append its checksum, so that
+/// a read finds damage instead of decoding it (a changed letter in a text decodes as well as
+/// the right one).
+pub(crate) fn seal(out: &mut Vec<u8>, ns: &str, key: &[u8]) {
+    let crc = checksum(out, ns, key);
+    out.extend_from_slice(&crc);
+}
+
+/// A sealed value's bytes without its checksum, if the checksum matches them and the key they
+/// were read under.
+pub(crate) fn unseal<'a>(
+    what: &'static str,
+    bytes: &'a [u8],
+    ns: &str,
+    key: &[u8],
+) -> Result<&'a [u8], CodecError> {
     let split = bytes.len().checked_sub(SEAL_BYTES).ok_or(CodecError::Checksum { what })?;
     let (body, crc) = bytes.split_at(split);
-    if crc32fast::hash(body).to_le_bytes() != crc {
+    if checksum(body, ns, key) != crc {
         return Err(CodecError::Checksum { what });
     }
     Ok(body)
@@ -315,7 +351,7 @@ pub(crate) fn encode_revision(r: &Record) -> Result<Vec<u8>, CodecError> {
     w.str(e.metadata.as_str());
     r.body.encode_into(&mut w);
     let mut out = w.out;
-    seal(&mut out);
+    seal(&mut out, r.namespace.as_str(), &revision_key(r.id, r.recorded_at, r.rev));
     Ok(out)
 }
 
@@ -344,8 +380,11 @@ pub(crate) fn decode_revision_with<T>(
     bytes: &[u8],
     finish: impl FnOnce(Record) -> T,
 ) -> Result<T, CodecError> {
-    let bytes =
-        if bytes.first() == Some(&REVISION_CODEC_VERSION) { unseal("revision", bytes)? } else { bytes };
+    let bytes = if bytes.first() == Some(&REVISION_CODEC_VERSION) {
+        unseal("revision", bytes, namespace.as_str(), &revision_key(id, recorded_at, rev))?
+    } else {
+        bytes
+    };
     parse_revision(namespace, id, rev, recorded_at, bytes, finish)
 }
 
@@ -445,30 +484,30 @@ pub(crate) fn current_row(r: &Record, vis: Visible, revision: &[u8]) -> Vec<u8> 
     out.extend_from_slice(&vis.until.as_micros().to_le_bytes());
     out.push(REVISION_CODEC_VERSION);
     out.extend_from_slice(payload);
-    seal(&mut out);
+    seal(&mut out, r.namespace.as_str(), &row_key(r.id));
     out
 }
 
-/// A version-1 revision sealed as version 2 (the upgrade to format 13); `None` if it is not
-/// version 1.
-pub(crate) fn sealed_revision(bytes: &[u8]) -> Option<Vec<u8>> {
+/// A version-1 revision stored under `ns` and `key` ([`revision_key`]) sealed as version 2
+/// (the upgrade to format 13); `None` if it is not version 1.
+pub(crate) fn sealed_revision(bytes: &[u8], ns: &str, key: &[u8]) -> Option<Vec<u8>> {
     let mut out = bytes.to_vec();
     let version = out.first_mut().filter(|v| **v == REVISION_UNSEALED)?;
     *version = REVISION_CODEC_VERSION;
-    seal(&mut out);
+    seal(&mut out, ns, key);
     Some(out)
 }
 
-/// A version-1 `CURRENT` row (holding a version-1 revision) sealed as version 2, the row
-/// [`current_row`] makes of the same record; `None` if it is not version 1.
-pub(crate) fn sealed_current_row(bytes: &[u8]) -> Option<Vec<u8>> {
+/// A version-1 `CURRENT` row (holding a version-1 revision) of record `id` in `ns` sealed as
+/// version 2, the row [`current_row`] makes of the same record; `None` if it is not version 1.
+pub(crate) fn sealed_current_row(bytes: &[u8], ns: &str, id: RecordId) -> Option<Vec<u8>> {
     let mut out = bytes.to_vec();
     let version = out.first_mut().filter(|v| **v == CURRENT_ROW_UNSEALED)?;
     *version = CURRENT_ROW_VERSION;
     if let Some(v) = out.get_mut(CURRENT_ROW_HEADER).filter(|v| **v == REVISION_UNSEALED) {
         *v = REVISION_CODEC_VERSION;
     }
-    seal(&mut out);
+    seal(&mut out, ns, &row_key(id));
     Some(out)
 }
 
@@ -484,10 +523,11 @@ fn le_i64(bytes: &[u8], at: usize) -> Option<i64> {
     bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map(i64::from_le_bytes)
 }
 
-/// A `CURRENT` row's bytes without its seal (its checksum checked), of either version.
-fn open_current_row(bytes: &[u8]) -> Result<&[u8], CodecError> {
+/// A `CURRENT` row's bytes without its seal (its checksum checked against the record it is
+/// stored under), of either version.
+fn open_current_row<'a>(bytes: &'a [u8], ns: &str, id: RecordId) -> Result<&'a [u8], CodecError> {
     match bytes.first() {
-        Some(&CURRENT_ROW_VERSION) => unseal("current row", bytes),
+        Some(&CURRENT_ROW_VERSION) => unseal("current row", bytes, ns, &row_key(id)),
         Some(&CURRENT_ROW_UNSEALED) => Ok(bytes),
         found => Err(CodecError::Version {
             what: "current row",
@@ -497,9 +537,20 @@ fn open_current_row(bytes: &[u8]) -> Result<&[u8], CodecError> {
     }
 }
 
-/// The visible interval stored in a `CURRENT` row's header (its checksum checked).
-pub(crate) fn current_row_visible(bytes: &[u8]) -> Result<Visible, CodecError> {
-    visible_of(open_current_row(bytes)?)
+/// The visible interval stored in the header of record `id`'s `CURRENT` row in `ns`, and the
+/// code of the kind its revision holds (its checksum checked: a caller that knows the kind
+/// from the row's key compares them).
+pub(crate) fn current_row_visible(bytes: &[u8], ns: &str, id: RecordId) -> Result<(Visible, u8), CodecError> {
+    let row = open_current_row(bytes, ns, id)?;
+    let kind = row.get(CURRENT_ROW_HEADER + 1).copied();
+    let kind =
+        kind.ok_or_else(|| CodecError::Decode { what: "current row", reason: "no revision".to_string() })?;
+    Ok((visible_of(row)?, kind))
+}
+
+/// The error of a row stored under one kind that holds a record of another (a changed key).
+pub(crate) fn kind_mismatch(key: u8, held: u8) -> CodecError {
+    CodecError::Decode { what: "current row", reason: format!("stored under kind {key}, holds kind {held}") }
 }
 
 /// The visible interval in the header of an opened `CURRENT` row.
@@ -532,7 +583,7 @@ pub(crate) fn decode_current_row_at<T>(
     finish: impl FnOnce(Record) -> T,
 ) -> Result<Option<T>, CodecError> {
     let bad = || CodecError::Decode { what: "current row", reason: "truncated header".to_string() };
-    let bytes = open_current_row(bytes)?;
+    let bytes = open_current_row(bytes, namespace.as_str(), id)?;
     let visible = visible_of(bytes)?;
     if at.is_some_and(|t| !visible.contains(t)) {
         return Ok(None);
@@ -557,7 +608,7 @@ pub(crate) fn decode_checked_current_row<T>(
     let bad = || CodecError::Decode { what: "current row", reason: "truncated header".to_string() };
     let bytes = match bytes.first() {
         Some(&CURRENT_ROW_VERSION) => bytes.get(..bytes.len().saturating_sub(SEAL_BYTES)).ok_or_else(bad)?,
-        _ => open_current_row(bytes)?,
+        _ => open_current_row(bytes, namespace.as_str(), id)?,
     };
     let rev: [u8; 4] = bytes.get(1..5).and_then(|b| b.try_into().ok()).ok_or_else(bad)?;
     let rec = le_i64(bytes, 5).ok_or_else(bad)?;
@@ -604,7 +655,10 @@ mod tests {
         assert_eq!(back, r);
         let row = encode_current_row(&r)?.unwrap();
         assert_eq!(decode_current_row(&r.namespace, r.id, &row)?, r);
-        assert_eq!(current_row_visible(&row)?, r.visible().unwrap());
+        assert_eq!(
+            current_row_visible(&row, r.namespace.as_str(), r.id)?,
+            (r.visible().unwrap(), r.kind().code())
+        );
         // A row not visible at the asked time is skipped from its header, without decoding.
         let at =
             |t: i64| decode_current_row_at(&r.namespace, r.id, &row, Some(Timestamp::from_micros(t)), |x| x);
@@ -637,7 +691,7 @@ mod tests {
             let mut b = row.clone();
             b[i / 8] ^= 1 << (i % 8);
             assert!(decode_current_row(&r.namespace, r.id, &b).is_err(), "bit {i}");
-            assert!(current_row_visible(&b).is_err(), "bit {i}");
+            assert!(current_row_visible(&b, r.namespace.as_str(), r.id).is_err(), "bit {i}");
         }
         for cut in [0, 1, 4, bytes.len() - 1] {
             assert!(decode_revision(&r.namespace, r.id, r.rev, r.recorded_at, &bytes[..cut]).is_err());
@@ -654,9 +708,28 @@ mod tests {
             assert_eq!(decode_checked_current_row(&r.namespace, r.id, row, |x| x)?, r);
         }
         // The upgrade's sealing makes the values this build writes.
-        assert_eq!(sealed_revision(&v1), Some(bytes.clone()));
-        assert_eq!(sealed_current_row(&row1), Some(row.clone()));
-        assert_eq!((sealed_revision(&bytes), sealed_current_row(&row)), (None, None));
+        let (ns, key) = (r.namespace.as_str(), revision_key(r.id, r.recorded_at, r.rev));
+        assert_eq!(sealed_revision(&v1, ns, &key), Some(bytes.clone()));
+        assert_eq!(sealed_current_row(&row1, ns, r.id), Some(row.clone()));
+        assert_eq!((sealed_revision(&bytes, ns, &key), sealed_current_row(&row, ns, r.id)), (None, None));
+        // Read under another key (a changed id, time, revision or namespace), a sealed value
+        // fails its checksum as a changed value does.
+        let other = Namespace::new("nt").unwrap();
+        let later = r.recorded_at.plus_micros(1);
+        for (n, id, rev, at) in [
+            (&other, r.id, r.rev, r.recorded_at),
+            (&r.namespace, RecordId::new(), r.rev, r.recorded_at),
+            (&r.namespace, r.id, r.rev + 1, r.recorded_at),
+            (&r.namespace, r.id, r.rev, later),
+        ] {
+            let e = decode_revision(n, id, rev, at, &bytes);
+            assert!(matches!(e, Err(CodecError::Checksum { .. })), "{e:?}");
+        }
+        assert!(matches!(decode_current_row(&other, r.id, &row), Err(CodecError::Checksum { .. })));
+        assert!(matches!(
+            decode_current_row(&r.namespace, RecordId::new(), &row),
+            Err(CodecError::Checksum { .. })
+        ));
         // A row made from a version-1 revision is the row made from its sealed form.
         assert_eq!(
             current_row(

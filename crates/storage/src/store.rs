@@ -977,7 +977,12 @@ fn seal_values(txn: &redb::WriteTransaction) -> Result<(), Error> {
                 let (k, v) = r?;
                 let (ns, id, rec, rev) = k.value();
                 last = Some((ns.to_string(), id, rec, rev));
-                let Some(sealed) = crate::record::sealed_revision(v.value()) else { continue };
+                let key = crate::record::revision_key(
+                    crate::id::RecordId::from_u128(id),
+                    Timestamp::from_micros(rec),
+                    rev,
+                );
+                let Some(sealed) = crate::record::sealed_revision(v.value(), ns, &key) else { continue };
                 let namespace = crate::id::Namespace::new(ns).map_err(|e| Error::Inconsistent {
                     namespace: ns.to_string(),
                     detail: format!("stored revision under a bad namespace: {e}"),
@@ -1001,21 +1006,32 @@ fn seal_values(txn: &redb::WriteTransaction) -> Result<(), Error> {
             None => break,
         }
     }
-    seal_rows(txn, tables::CURRENT, 0)?;
-    // An ended row is the kind's code, then a current row.
-    seal_rows(txn, tables::ENDED, 1)
+    // The rows of every namespace (their checksums cover their records' ids and namespaces).
+    let names: Vec<String> = {
+        let t = txn.open_table(tables::NAMESPACES)?;
+        t.iter()?.map(|r| r.map(|(k, _)| k.value().to_string())).collect::<Result<_, _>>()?
+    };
+    for ns in &names {
+        seal_rows(txn, tables::CURRENT, ns, 0, |k| tables::parse_current_key(k, ns.len()).map(|(_, id)| id))?;
+        // An ended row is the kind's code, then a current row.
+        seal_rows(txn, tables::ENDED, ns, 1, |k| crate::ended::parse_key(k, ns.len()).map(|(_, _, id)| id))?;
+    }
+    Ok(())
 }
 
-/// Seal the version-1 current rows that the values of byte-keyed table `def` hold after
-/// `skip` bytes.
+/// Seal the version-1 current rows that the values of byte-keyed table `def` in namespace `ns`
+/// hold after `skip` bytes, each of the record whose id `id_of` reads from its key.
 fn seal_rows(
     txn: &redb::WriteTransaction,
     def: redb::TableDefinition<&[u8], &[u8]>,
+    ns: &str,
     skip: usize,
+    id_of: impl Fn(&[u8]) -> Option<u128>,
 ) -> Result<(), Error> {
     use redb::ReadableTable;
     use std::ops::Bound;
     let mut table = txn.open_table(def)?;
+    let (lo, hi) = tables::namespace_range(ns);
     let mut after: Option<Vec<u8>> = None;
     loop {
         let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
@@ -1023,13 +1039,19 @@ fn seal_rows(
         {
             let start = match &after {
                 Some(k) => Bound::Excluded(k.as_slice()),
-                None => Bound::Unbounded,
+                None => Bound::Included(lo.as_slice()),
             };
-            for r in table.range::<&[u8]>((start, Bound::Unbounded))?.take(SEAL_BATCH) {
+            for r in table.range::<&[u8]>((start, Bound::Excluded(hi.as_slice())))?.take(SEAL_BATCH) {
                 let (k, v) = r?;
                 last = Some(k.value().to_vec());
+                let id = id_of(k.value()).ok_or_else(|| Error::Inconsistent {
+                    namespace: ns.to_string(),
+                    detail: format!("malformed key in {}", redb::TableHandle::name(&def)),
+                })?;
                 let (head, row) = v.value().split_at(skip.min(v.value().len()));
-                if let Some(sealed) = crate::record::sealed_current_row(row) {
+                if let Some(sealed) =
+                    crate::record::sealed_current_row(row, ns, crate::id::RecordId::from_u128(id))
+                {
                     batch.push((k.value().to_vec(), [head, sealed.as_slice()].concat()));
                 }
             }
