@@ -45,6 +45,8 @@ mod db;
 pub mod domain;
 mod embedding;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod graph;
 pub mod importers;
 pub mod json;

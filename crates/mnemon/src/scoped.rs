@@ -406,11 +406,7 @@ impl Memory<'_> {
             let ttl = ttl_days(imp).map_or_else(|| "permanent".to_string(), |d| d.to_string());
             let md_id = r.envelope.metadata.value()["md_id"].as_str().map(str::to_string);
             let id = md_id.unwrap_or_else(|| r.id.to_string());
-            s.push_str(&format!(
-                "\n## {} | importance:{imp} | ttl:{ttl} | id:{id}\n{}\n",
-                r.valid_from.to_rfc3339(),
-                escape_md(&entry_text(&r))
-            ));
+            s.push_str(&md_entry(r.valid_from, imp, &ttl, &id, &entry_text(&r)));
         }
         Ok(s)
     }
@@ -623,6 +619,28 @@ fn escape_md(text: &str) -> String {
         .map(|l| if l.starts_with('#') || l.starts_with('\\') { format!("\\{l}") } else { l.to_string() })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// An entry as the markdown format writes it (an empty line, its heading, its escaped text).
+fn md_entry(at: Timestamp, importance: u8, ttl: &str, id: &str, text: &str) -> String {
+    format!("\n## {} | importance:{importance} | ttl:{ttl} | id:{id}\n{}\n", at.to_rfc3339(), escape_md(text))
+}
+
+/// Parse markdown `text` as `memory import` does, write its entries again as `memory show`
+/// does, and parse that: the same entries (the fuzz target `markdown`).
+pub(crate) fn markdown_round_trip(text: &str) -> std::result::Result<(), String> {
+    let Ok(entries) = parse_markdown(text) else { return Ok(()) };
+    let written: String =
+        entries.iter().map(|e| md_entry(e.at, e.importance, "30", &e.id, &e.content)).collect();
+    let again =
+        parse_markdown(&format!("# Learnings\n{written}")).map_err(|e| format!("{e}: {written:?}"))?;
+    let key = |v: &[MdEntry]| {
+        v.iter().map(|e| (e.at, e.importance, e.id.clone(), e.content.clone())).collect::<Vec<_>>()
+    };
+    if key(&entries) != key(&again) {
+        return Err(format!("{:?} written as {written:?} read back as {:?}", key(&entries), key(&again)));
+    }
+    Ok(())
 }
 
 /// One entry of the markdown format.

@@ -16,6 +16,21 @@ fn config() -> bincode::config::Configuration {
     bincode::config::standard()
 }
 
+/// The most memory decoding one cold value may claim: a length prefix is trusted only this
+/// far, so a damaged or hostile one (a string "of 2.6 GB" in ten bytes, found by the fuzz
+/// target `commit_entry`) is an error instead of an allocation the process cannot make. The
+/// largest values, the commit log's entries, claim about 70 bytes per record a commit
+/// changed: 256 MiB is some 3.5 million records in one commit.
+const DECODE_LIMIT: usize = 256 << 20;
+
+fn decode_config() -> bincode::config::Configuration<
+    bincode::config::LittleEndian,
+    bincode::config::Varint,
+    bincode::config::Limit<DECODE_LIMIT>,
+> {
+    config().with_limit::<DECODE_LIMIT>()
+}
+
 /// Append the bincode encoding of `value` to `out` (no version byte).
 fn encode_value<T: Serialize>(value: &T, out: &mut Vec<u8>) -> Result<(), CodecError> {
     bincode::serde::encode_into_std_write(value, out, config())
@@ -28,7 +43,7 @@ pub(crate) fn decode_prefix<T: DeserializeOwned>(
     what: &'static str,
     bytes: &[u8],
 ) -> Result<(T, usize), CodecError> {
-    bincode::serde::decode_from_slice(bytes, config())
+    bincode::serde::decode_from_slice(bytes, decode_config())
         .map_err(|e| CodecError::Decode { what, reason: e.to_string() })
 }
 
@@ -83,6 +98,17 @@ mod tests {
         assert!(decode_versioned::<(u32, String)>("pair", 1, &longer).is_err());
         assert!(decode_versioned::<(u32, String)>("pair", 1, &[]).is_err());
         Ok(())
+    }
+
+    /// A length prefix no stored value could have (a string of 2^40 bytes, a list of 2^40
+    /// pairs, in a few bytes) is refused, not allocated.
+    #[test]
+    fn huge_lengths_are_refused_not_allocated() {
+        // Version 1, then a u32 7, then a varint length of 2^40 (0xFD: u64 follows).
+        let mut bytes = vec![1, 7, 0xFD];
+        bytes.extend_from_slice(&(1u64 << 40).to_le_bytes());
+        assert!(decode_versioned::<(u32, String)>("pair", 1, &bytes).is_err());
+        assert!(decode_versioned::<(u32, Vec<(String, u128)>)>("list", 1, &bytes).is_err());
     }
 }
 

@@ -50,6 +50,8 @@ mod codec;
 mod ended;
 pub mod error;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 mod id;
 mod json;
 mod kind;

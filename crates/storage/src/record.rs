@@ -80,12 +80,12 @@ impl Envelope {
     /// Check importance, confidence and tags; normalise tags (trimmed, de-duplicated, in order).
     pub fn validate(&mut self) -> Result<(), InputError> {
         if let Some(i) = self.importance
-            && !(1..=5).contains(&i)
+            && !importance_holds(i)
         {
             return Err(InputError::BadImportance { value: i64::from(i) });
         }
         if let Some(c) = self.confidence
-            && (!c.is_finite() || !(0.0..=1.0).contains(&c))
+            && !confidence_holds(c)
         {
             return Err(InputError::BadConfidence { value: f64::from(c) });
         }
@@ -227,6 +227,16 @@ impl Visible {
     pub fn is_open(self) -> bool {
         self.until == Timestamp::MAX
     }
+}
+
+/// Whether an importance is one a record may have: 1 to 5.
+fn importance_holds(i: u8) -> bool {
+    (1..=5).contains(&i)
+}
+
+/// Whether a confidence is one a record may have: a number from 0 to 1.
+fn confidence_holds(c: f32) -> bool {
+    c.is_finite() && (0.0..=1.0).contains(&c)
 }
 
 /// The version byte of the revision layout this build writes: version 1's layout, sealed
@@ -424,11 +434,17 @@ fn parse_revision<T>(
         let supersedes = r.opt_u128()?.map(RecordId::from_u128);
         let superseded_by = r.opt_u128()?.map(RecordId::from_u128);
         let tags: TextList = codec::Bin::get(r)?;
+        // What the encoder never writes (an importance above 5, a confidence outside 0 to 1
+        // or not a number) is damage, not a record.
         let importance = match r.u8()? {
             0 => None,
-            i => Some(i),
+            i if importance_holds(i) => Some(i),
+            i => return Err(r.err(&format!("importance {i}"))),
         };
         let confidence = r.opt_f32()?;
+        if let Some(c) = confidence.filter(|c| !confidence_holds(*c)) {
+            return Err(r.err(&format!("confidence {c}")));
+        }
         let source = r.opt_str()?.map(Text::from);
         let task = r.opt_str()?.map(Text::from);
         let key = r.opt_str()?.map(Text::from);

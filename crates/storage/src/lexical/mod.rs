@@ -52,6 +52,7 @@
 
 mod block;
 mod codec;
+mod fuzz;
 mod layout;
 mod maxscore;
 mod posting;
@@ -64,6 +65,7 @@ mod writer;
 
 pub(crate) use block::bound_blocks;
 pub(crate) use codec::{LexStats, decode_stats};
+pub(crate) use fuzz::{fuzz_block, fuzz_rows};
 pub use layout::{FRESH_LIMIT, SEGMENT_FANOUT};
 pub use search::LexicalHit;
 pub(crate) use search::search;
