@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::cli::{AsOfArgs, Cli, Command, NewArgs};
 use crate::open::{
-    check_id_form, default_local, namespace, open, open_read, read_data, usage, with_embedder,
+    check_id_form, default_local, namespace, open, open_read, read_data, session, usage, with_embedder,
 };
 use crate::output::{Out, chain_table, history_table, print_written, record_detail, records_table, table};
 
@@ -262,11 +262,6 @@ fn add_tags(record: &mut serde_json::Map<String, serde_json::Value>, tags: &[Str
     };
     all.extend(tags.iter().map(|t| json!(t)));
     record.insert("tags".into(), serde_json::Value::Array(all));
-}
-
-/// A session in `--ns` over `db`: how commands run operations.
-pub(crate) fn session(cli: &Cli, db: Db) -> Result<mnemon::ops::Session> {
-    Ok(mnemon::ops::Session::new(db, &cli.ns)?)
 }
 
 fn get(cli: &Cli, out: &mut Out, id: &str, a: AsOfArgs) -> Result<()> {

@@ -809,7 +809,7 @@ pub(crate) fn context(cli: &Cli, out: &mut Out, a: ContextArgs<'_>) -> Result<()
         "xml" => BlockFormat::Xml,
         f => return Err(usage(format!("unknown format {f:?} (markdown, xml)"))),
     };
-    let session = crate::commands::session(cli, open_read(cli)?)?;
+    let session = crate::open::session(cli, open_read(cli)?)?;
     let time = |t: Option<mnemon::Timestamp>| t.map(|t| t.to_rfc3339());
     let b = session.call(mnemon::ops::Context {
         query: a.query.to_string(),

@@ -68,6 +68,11 @@ pub(crate) fn open(cli: &Cli) -> Result<Db> {
     Ok(with_embedder(cli, Db::builder(&cli.db).shared(true))?.open()?)
 }
 
+/// A session in `--ns` over `db`: how commands run operations.
+pub(crate) fn session(cli: &Cli, db: Db) -> Result<mnemon::ops::Session> {
+    Ok(mnemon::ops::Session::new(db, &cli.ns)?)
+}
+
 /// Open for reading: several readers (other `mnemon` calls) may share the file.
 pub(crate) fn open_read(cli: &Cli) -> Result<Db> {
     Ok(with_embedder(cli, Db::builder(&cli.db).shared(true).read_only(true))?.open()?)
