@@ -64,7 +64,9 @@ mod text;
 mod time;
 mod timeline;
 pub mod tokens;
+mod upgrade;
 mod vector;
+mod verify;
 mod write;
 
 pub use body::{Body, KindBody};

@@ -338,6 +338,32 @@ impl<'txn, K: redb::Key + 'static, V: redb::Value + 'static> Deferred<'txn, K, V
     }
 }
 
+/// Create every table that does not exist yet. Commits open some tables only when they
+/// write to them, and readers take a missing table for an older format: a new or upgraded
+/// file has all of them.
+pub(crate) fn create_all(txn: &redb::WriteTransaction) -> Result<(), crate::error::Error> {
+    txn.open_table(META)?;
+    txn.open_table(LOG)?;
+    txn.open_table(REVISIONS)?;
+    txn.open_table(CURRENT)?;
+    txn.open_table(CURRENT_ENDS)?;
+    txn.open_table(ENDED)?;
+    txn.open_table(EVENTS)?;
+    txn.open_table(CHECKPOINTS)?;
+    txn.open_table(CHECKPOINT_ENTRIES)?;
+    txn.open_table(IDENTITY)?;
+    txn.open_table(NAMESPACES)?;
+    txn.open_table(VECTORS)?;
+    txn.open_table(VECTOR_SPACES)?;
+    txn.open_table(AUX)?;
+    txn.open_table(POSTINGS)?;
+    txn.open_table(SEGMENTS)?;
+    txn.open_table(TEXTS)?;
+    txn.open_table(LEXSTATS)?;
+    txn.open_table(FRESH)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
