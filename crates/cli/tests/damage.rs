@@ -4,36 +4,17 @@
 //! line, exit 1), never a panic, never a wrong answer with exit 0.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
+use common::{Run, run_at};
 use serde_json::Value;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
+/// `mnemon --db DB ARGS` in `dir`.
 fn run(dir: &Path, db: &Path, args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
-        .current_dir(dir)
-        .env_remove("MNEMON_DB")
-        .env_remove("MNEMON_NS")
-        .env_remove("MNEMON_EMBEDDER")
-        .env("MNEMON_MINILM_DIR", dir.join("model"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    run_at(dir, db, args, None)
 }
 
 /// The records of a `--json` listing or search answer (a hit's `record`), by id, as their
