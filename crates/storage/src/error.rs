@@ -391,6 +391,17 @@ pub enum Error {
         /// Why it stays closed.
         reason: String,
     },
+    /// A write to a store whose handle has read damage from the file (see
+    /// [`Store::damage`](crate::Store::damage)).
+    #[error(
+        "writes to {path} are refused: a read found it damaged ({reason}); run `mnemon check`, and restore it from an export or a backup"
+    )]
+    DamageFound {
+        /// The database file.
+        path: PathBuf,
+        /// The first damage read.
+        reason: String,
+    },
     /// A write to a store opened read-only.
     #[error("{path} is open for reading only")]
     ReadOnly {
@@ -422,7 +433,7 @@ impl Error {
     /// should be.
     pub fn is_damage(&self) -> bool {
         match self {
-            Error::Codec { .. } | Error::Inconsistent { .. } => true,
+            Error::Codec { .. } | Error::Inconsistent { .. } | Error::DamageFound { .. } => true,
             Error::Open(OpenError::Damaged { .. } | OpenError::NotMnemon { .. }) => true,
             Error::Database { source, .. } => matches!(**source, redb::Error::Corrupted(_)),
             _ => false,
@@ -439,6 +450,9 @@ impl Error {
                 Error::CommitFailed { path: path.clone(), reason: reason.clone() }
             }
             Error::Closed { path, reason } => Error::Closed { path: path.clone(), reason: reason.clone() },
+            Error::DamageFound { path, reason } => {
+                Error::DamageFound { path: path.clone(), reason: reason.clone() }
+            }
             other => Error::CommitFailed { path: p.to_path_buf(), reason: other.to_string() },
         }
     }

@@ -145,6 +145,8 @@ pub struct Snapshot {
     clock: Arc<dyn Clock>,
     /// The file's format version (older than this build's only on a read-only handle).
     pub(crate) format: u32,
+    /// Where a read that meets damage records it for the handle (see `Store::damage`).
+    damage: crate::store::Damage,
 }
 
 /// One commit of the commit log.
@@ -167,6 +169,7 @@ impl Snapshot {
         path: &Path,
         clock: Arc<dyn Clock>,
         format: u32,
+        damage: crate::store::Damage,
     ) -> Result<Snapshot, Error> {
         let (meta, format) = {
             let t = txn.open_table(tables::META)?;
@@ -176,7 +179,7 @@ impl Snapshot {
                 if format < format::FORMAT_VERSION { format::read_version(&t)?.max(format) } else { format };
             (format::read_state(&t)?, format)
         };
-        Ok(Snapshot { txn, path: path.to_path_buf(), meta, clock, format })
+        Ok(Snapshot { txn, path: path.to_path_buf(), meta, clock, format, damage })
     }
 
     /// `mnemon.ended`, if the file has it in this build's layout: a format-5 or -6 file opened
@@ -190,8 +193,15 @@ impl Snapshot {
         self.open_optional(tables::ENDED)
     }
 
+    /// A read's error with the file's path, damage recorded for the handle.
     pub(crate) fn ctx<T>(&self, r: Result<T, Error>) -> Result<T, Error> {
-        r.map_err(|e| e.with_path(&self.path))
+        r.map_err(|e| {
+            let e = e.with_path(&self.path);
+            if e.is_damage() {
+                crate::store::note_damage(&self.damage, &e.to_string());
+            }
+            e
+        })
     }
 
     /// The time now (what `AsOf::now()` resolves to): the store's clock, but never before the

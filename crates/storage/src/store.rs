@@ -593,7 +593,12 @@ struct Inner {
     /// older format is still right (format 7 only changed `mnemon.ended`, which older files
     /// are not read through), just slower.
     format: u32,
+    /// The first damage a read through this handle met: writes are refused from then on.
+    damage: Damage,
 }
+
+/// The first damage a handle's reads met (shared with its snapshots).
+pub(crate) type Damage = Arc<Mutex<Option<String>>>;
 
 /// A handle on an open mnemon database. Cheap to clone, `Send + Sync`: any number of threads
 /// read concurrently (each snapshot is isolated), and writes are group-committed by one writer.
@@ -709,7 +714,13 @@ impl Store {
             };
             let format = check_meta(&path, &ro.begin_read()?)?;
             return Ok(Store {
-                inner: Arc::new(Inner { db: Handle::ReadOnly(ro), path, clock: options.clock, format }),
+                inner: Arc::new(Inner {
+                    db: Handle::ReadOnly(ro),
+                    path,
+                    clock: options.clock,
+                    format,
+                    damage: Damage::default(),
+                }),
             });
         }
         let db = if exists {
@@ -759,6 +770,7 @@ impl Store {
                 path,
                 clock: options.clock,
                 format: format::FORMAT_VERSION,
+                damage: Damage::default(),
             }),
         })
     }
@@ -766,6 +778,29 @@ impl Store {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// The first damage a read through this handle (or a clone of it) met, if any: a value
+    /// failing its checksum, an index disagreeing with the revisions, a page redb found
+    /// corrupted, or one reported with [`Store::note_damage`]. Writes through the handle are
+    /// refused from then on ([`Error::DamageFound`]), so that a server that met damage does
+    /// not build on it; a handle opened afresh writes again (after a restore, or once `mnemon
+    /// check` passes).
+    pub fn damage(&self) -> Option<String> {
+        self.inner.damage.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Record damage met outside the storage's own reads (a dependency's panic on a damaged
+    /// page, caught above): writes through this handle are refused from then on.
+    pub fn note_damage(&self, reason: &str) {
+        note_damage(&self.inner.damage, reason);
+    }
+
+    fn refuse_if_damaged(&self) -> Result<(), Error> {
+        match self.damage() {
+            Some(reason) => Err(Error::DamageFound { path: self.inner.path.clone(), reason }),
+            None => Ok(()),
+        }
     }
 
     /// The clock the store uses.
@@ -780,7 +815,13 @@ impl Store {
             Handle::ReadOnly(db) => db.begin_read(),
         }
         .map_err(|e| Error::from(e).with_path(&self.inner.path))?;
-        Snapshot::new(txn, &self.inner.path, Arc::clone(&self.inner.clock), self.inner.format)
+        Snapshot::new(
+            txn,
+            &self.inner.path,
+            Arc::clone(&self.inner.clock),
+            self.inner.format,
+            Arc::clone(&self.inner.damage),
+        )
     }
 
     /// Commit a batch of operations atomically and durably.
@@ -801,6 +842,7 @@ impl Store {
         let Handle::Writable(w) = &self.inner.db else {
             return Err(Error::ReadOnly { path: self.inner.path.clone() });
         };
+        self.refuse_if_damaged()?;
         w.submit(vec![(ops, durability)]).pop().unwrap_or_else(|| {
             Err(Error::CommitFailed { path: self.inner.path.clone(), reason: "no result".into() })
         })
@@ -812,6 +854,9 @@ impl Store {
         let Handle::Writable(w) = &self.inner.db else {
             return jobs.iter().map(|_| Err(Error::ReadOnly { path: self.inner.path.clone() })).collect();
         };
+        if let Err(e) = self.refuse_if_damaged() {
+            return jobs.iter().map(|_| Err(e.clone_reason(&self.inner.path))).collect();
+        }
         w.submit(jobs.into_iter().map(|ops| (ops, durability)).collect())
     }
 
@@ -1056,6 +1101,14 @@ enum Planned {
     Nothing(Vec<Result<Receipt, Error>>),
     /// The transaction to commit, its `commit_seq`, and the jobs' results once it is.
     Commit { txn: Box<redb::WriteTransaction>, seq: u64, results: Vec<Result<Receipt, Error>> },
+}
+
+/// Keep `reason` as a handle's damage unless it already holds one (the first is the cause).
+pub(crate) fn note_damage(damage: &Damage, reason: &str) {
+    let mut d = damage.lock().unwrap_or_else(PoisonError::into_inner);
+    if d.is_none() {
+        *d = Some(reason.to_string());
+    }
 }
 
 #[cfg(test)]

@@ -144,9 +144,16 @@ impl Session {
     }
 
     /// Run operation `op`. A panic inside it (a dependency's, on a damaged file) comes back as
-    /// [`Error::Panicked`] (code `damaged`), so a server answers the call and keeps serving.
+    /// [`Error::Panicked`] (code `damaged`), so a server answers the call and keeps serving; as
+    /// after any damage a read meets, the database's writes are refused from then on
+    /// (`Store::damage`).
     pub fn call<O: Operation>(&self, op: O) -> Result<O::Output> {
-        crate::error::guard(O::NAME, || op.run(self))
+        let out = crate::error::guard(O::NAME, || op.run(self));
+        if let Err(e @ Error::Panicked { .. }) = &out {
+            // Damage the storage did not see itself: its writes stop here too.
+            self.db.store().note_damage(&e.to_string());
+        }
+        out
     }
 
     /// The namespace a request names (its own if none), if the session may reach it.

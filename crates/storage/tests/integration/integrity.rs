@@ -79,8 +79,8 @@ fn a_format_12_file_is_sealed_and_reads_alike() {
 
 /// Change one letter of a stored text inside the file, in the revision and in its current row:
 /// every read of the record fails with an error naming the table and the damage (a format-12
-/// file returned the changed text with no error), the integrity check reports it, and the
-/// other records still read.
+/// file returned the changed text with no error), the integrity check reports it, the other
+/// records still read, and the handle that met the damage refuses writes.
 #[test]
 fn a_changed_letter_is_found_not_read() {
     let dir = tempfile::tempdir().unwrap();
@@ -160,4 +160,20 @@ fn a_changed_letter_is_found_not_read() {
     // The other records still read.
     let others = snap.lexical_search(&ns, "painting", &ListQuery::new(), 5).unwrap();
     assert_eq!(others.len(), 5);
+    // The handle that met the damage writes no more; one opened afresh does.
+    let note = |s: &Store| {
+        let body = Body::Learning(body::Learning { text: "written after".into(), ..Default::default() });
+        s.write(vec![WriteOp::Insert(NewRecord::new(ns.clone(), body))])
+    };
+    let refused = note(&store).unwrap_err();
+    assert!(
+        matches!(&refused, Error::DamageFound { reason, .. } if reason.contains("fails its checksum")),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("mnemon check"), "{refused}");
+    assert!(store.damage().is_some() && store.clone().damage().is_some());
+    drop((snap, store));
+    let again = Store::open(&path, StoreOptions::default()).unwrap();
+    assert_eq!(again.damage(), None);
+    note(&again).unwrap();
 }
