@@ -408,9 +408,12 @@ mod guard_tests {
         );
         assert_eq!(e.code(), Code::Damaged);
         assert!(e.to_string().contains("the file may be damaged"), "{e}");
-        // The session still serves.
+        // The session still serves reads; its writes are refused, the damage named.
         let listed = session.call(super::List::default())?;
         assert!(listed.records.is_empty());
+        assert!(session.db().store().damage().is_some_and(|d| d.contains("unreachable")));
+        let write = super::Remember { kind: "learning".into(), text: Some("x".into()), ..Default::default() };
+        assert_eq!(session.call(write).err().map(|e| e.code()), Some(Code::Damaged));
         Ok(())
     }
 }
