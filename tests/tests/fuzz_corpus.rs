@@ -7,7 +7,7 @@ use std::path::Path;
 
 type Target = fn(&[u8]) -> Result<(), String>;
 
-const TARGETS: [(&str, Target); 9] = [
+const TARGETS: [(&str, Target); 10] = [
     ("stored_record", mnemon::fuzzing::stored_record),
     ("segment_block", mnemon::fuzzing::segment_block),
     ("lexical_rows", mnemon::fuzzing::lexical_rows),
@@ -17,6 +17,7 @@ const TARGETS: [(&str, Target); 9] = [
     ("import_line", mnemon::fuzzing::import_line),
     ("record_json", mnemon::fuzzing::record_json),
     ("markdown", mnemon::fuzzing::markdown),
+    ("index_files", mnemon::fuzzing::index_files),
 ];
 
 #[test]
@@ -45,7 +46,14 @@ fn every_kept_input_passes_its_target() {
 #[test]
 fn hand_made_inputs_pass_their_targets() {
     let good_record = br#"{"kind":"decision","title":"Use redb","valid_from":"2024-01-01","tags":["db"]}"#;
-    let cases: [(Target, &[&[u8]]); 5] = [
+    // A points file claiming more slots than a usize can count bytes for (its length check
+    // overflowed).
+    let mut points = b"MNPOINT1".to_vec();
+    points.extend_from_slice(&0u64.to_le_bytes());
+    points.extend_from_slice(&u64::MAX.to_le_bytes());
+    let manifest = br#"{"version":1,"generation":2,"basename":"b","engine":"mnemon","space":"s","namespace":"n","dimension":3,"m":16,"ef_construction":200,"slots":0,"graph_points":0,"covered_seq":0,"files":[]}"#;
+    let cases: [(Target, &[&[u8]]); 6] = [
+        (mnemon::fuzzing::index_files, &[&points, manifest, b"{}", b"MNPOINT1"]),
         (mnemon::fuzzing::time_text, &[b"2024-05-07", b"2024-05-07T10:00:00+02:00", b"9999-99-99", b""]),
         (mnemon::fuzzing::import_line, &[good_record, b"{", b"[]", b"{\"kind\":\"nope\"}"]),
         (mnemon::fuzzing::record_json, &[good_record, b"{\"text\":\"x\",\"data\":{}}", b"null"]),

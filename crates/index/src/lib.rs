@@ -43,6 +43,8 @@
 mod error;
 pub mod exact;
 pub mod flat;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod fvecs;
 mod graph;
 pub mod kernel;

@@ -135,6 +135,11 @@ pub(crate) fn write_points(
 /// Read a points file written by [`write_points`].
 pub(crate) fn read_points(path: &Path, dim: usize) -> Result<(Vec<Slot>, Vec<bool>), String> {
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    parse_points(&bytes, dim)
+}
+
+/// The slots of a points file's bytes (see [`write_points`]).
+pub(crate) fn parse_points(bytes: &[u8], dim: usize) -> Result<(Vec<Slot>, Vec<bool>), String> {
     let take = |at: usize, n: usize| bytes.get(at..at + n).ok_or_else(|| "truncated points file".to_string());
     if take(0, 8)? != POINTS_MAGIC {
         return Err("not a points file".into());
@@ -148,7 +153,7 @@ pub(crate) fn read_points(path: &Path, dim: usize) -> Result<(Vec<Slot>, Vec<boo
     }
     let n = usize::try_from(u64_at(16)?).map_err(|_| "bad count".to_string())?;
     const ROW: usize = 16 + 4 + 1;
-    if bytes.len() != 24 + n.saturating_mul(ROW) {
+    if n.checked_mul(ROW).and_then(|b| b.checked_add(24)) != Some(bytes.len()) {
         return Err("points file length does not match its count".into());
     }
     let mut slots = Vec::with_capacity(n);

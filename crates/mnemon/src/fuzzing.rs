@@ -3,6 +3,7 @@
 //! parsers of what users hand in. A parser may refuse any input; it must never panic, and what
 //! it accepts must survive a round trip where it has a writer. Not part of the API.
 
+pub use mnemon_index::fuzzing::index_files;
 pub use mnemon_storage::fuzzing::*;
 
 use crate::Namespace;
