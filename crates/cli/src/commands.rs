@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Context, Result, anyhow};
 use mnemon::json::RecordView;
 use mnemon::transfer::{self, ImportOptions};
-use mnemon::{Db, ListQuery, Timestamp};
+use mnemon::{Db, Timestamp};
 use serde_json::json;
 
 use crate::cli::{AsOfArgs, Cli, Command, NewArgs};
@@ -171,19 +171,20 @@ pub fn run(cli: Cli) -> Result<()> {
             batch,
             min_score,
         } => {
-            let filter = crate::search::Filter {
-                records: ListQuery {
-                    kinds: kinds.clone(),
-                    tags: tags.clone(),
-                    source: agent.clone(),
-                    task: task.clone(),
-                    as_of: crate::open::as_of(*a),
-                    ..Default::default()
-                },
+            let req = mnemon::ops::Recall {
+                kinds: kinds.iter().map(|k| k.name().to_string()).collect(),
+                tags: tags.clone(),
+                agent: agent.clone(),
+                task: task.clone(),
                 also: also.clone(),
+                limit: Some(*limit),
+                mode: Some(*mode),
                 min_score: *min_score,
+                as_of: crate::search::rfc3339(a.as_of),
+                known_at: crate::search::rfc3339(a.known_at),
+                ..Default::default()
             };
-            crate::search::run(&cli, &mut out, query.as_deref(), &filter, *limit, *mode, batch.as_deref())?
+            crate::search::run(&cli, &mut out, query.clone(), req, batch.as_deref())?
         }
         Command::Reindex { only_ns, batch } => {
             crate::search::reindex(&cli, &mut out, only_ns.as_deref(), *batch)?

@@ -4,11 +4,11 @@
 use std::io::Read;
 
 use anyhow::{Context, Result};
-use mnemon::{AsOf, Db, Namespace, Ns, RecordId};
+use mnemon::{Db, Namespace, Ns, RecordId};
 use serde_json::Value;
 
 use crate::UsageError;
-use crate::cli::{AsOfArgs, Cli};
+use crate::cli::Cli;
 
 pub(crate) fn usage(msg: impl Into<String>) -> anyhow::Error {
     UsageError(msg.into()).into()
@@ -163,10 +163,6 @@ pub(crate) fn namespace(cli: &Cli) -> Result<Namespace> {
 
 pub(crate) fn ns_handle(db: &Db, cli: &Cli) -> Result<Ns> {
     Ok(db.ns(&cli.ns)?)
-}
-
-pub(crate) fn as_of(a: AsOfArgs) -> AsOf {
-    AsOf { valid: a.as_of, known: a.known_at }
 }
 
 /// When `ns` was never written to, a note saying so, with the namespaces that are there and

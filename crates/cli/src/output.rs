@@ -237,18 +237,20 @@ pub fn history_table(revs: &[Record]) -> String {
 }
 
 /// Search results: score, id, kind, state, lexical and vector ranks, title.
-pub fn hits_table(hits: &[mnemon::SearchHit]) -> String {
+pub fn hits_table(hits: &[mnemon::ops::Hit]) -> String {
+    let rank = |r: Option<usize>| r.map_or_else(|| "-".into(), |r| r.to_string());
     let rows: Vec<Vec<String>> = hits
         .iter()
         .map(|h| {
+            let r = &h.record.record;
             vec![
                 format!("{:.4}", h.score),
-                short(h.record.id),
-                h.record.kind().to_string(),
-                cut(&state(&h.record), 24),
-                h.lexical.map_or_else(|| "-".into(), |l| l.0.to_string()),
-                h.vector.map_or_else(|| "-".into(), |v| v.0.to_string()),
-                cut(&h.record.body.title(), 60),
+                short(r.id),
+                r.kind().to_string(),
+                cut(&state(r), 24),
+                rank(h.explain.and_then(|x| x.lexical_rank)),
+                rank(h.explain.and_then(|x| x.vector_rank)),
+                cut(&r.body.title(), 60),
             ]
         })
         .collect();

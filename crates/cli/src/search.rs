@@ -4,59 +4,35 @@ use std::io::BufRead;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use mnemon::json::RecordView;
-use mnemon::{Kind, SearchHit, TextMode};
+use mnemon::ops::{Hit, Recall};
+use mnemon::{TextMode, Timestamp};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::cli::Cli;
-use crate::open::{open, open_read, usage};
+use crate::open::{open, open_read, session, usage};
 use crate::output::{Out, hits_table};
 
-pub struct Filter {
-    /// Which records, as of when (the storage's listing filter).
-    pub records: mnemon::ListQuery,
-    /// Search these namespaces too.
-    pub also: Vec<String>,
-    /// Leave out results scoring below this, instead of the default relevance rule.
-    pub min_score: Option<f64>,
-}
-
-fn search(
-    db: &mnemon::Db,
-    ns: &str,
-    query: &str,
-    f: &Filter,
-    limit: usize,
-    mode: TextMode,
-) -> mnemon::Result<Vec<SearchHit>> {
-    let ns = db.ns(ns)?;
-    let mut s = ns.search(query).limit(limit).mode(mode).filter(f.records.clone());
-    for n in &f.also {
-        s = s.also_in(n.clone());
-    }
-    if let Some(m) = f.min_score {
-        s = s.min_score(m);
-    }
-    s.run()
-}
-
-fn hit_json(h: &SearchHit, at: mnemon::Timestamp) -> Value {
-    let view = serde_json::to_value(RecordView::new(&h.record, at)).unwrap_or(Value::Null);
+/// One search's JSON line: the match's identity, score and how it was found, then the whole
+/// record as every listing gives it.
+fn hit_json(h: &Hit) -> Value {
+    let r = &h.record.record;
+    let x = h.explain;
     json!({
-        "id": h.record.id,
-        "namespace": h.record.namespace.as_str(),
+        "id": r.id,
+        "namespace": r.namespace.as_str(),
         "score": h.score,
-        "kind": h.record.kind().to_string(),
-        "text": h.record.body.text(),
-        "metadata": h.record.envelope.metadata.value(),
-        "lexical_rank": h.lexical.map(|l| l.0),
-        "vector_rank": h.vector.map(|v| v.0),
-        "similarity": h.similarity,
-        "record": view,
+        "kind": r.kind().to_string(),
+        "text": r.body.text(),
+        "metadata": r.envelope.metadata.value(),
+        "lexical_rank": x.and_then(|x| x.lexical_rank),
+        "vector_rank": x.and_then(|x| x.vector_rank),
+        "similarity": x.and_then(|x| x.similarity),
+        "record": mnemon::json::RecordView::new(r, h.record.at),
     })
 }
 
+/// A line of a `--batch` file: a query and what it changes of the command line's request.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BatchLine {
@@ -66,24 +42,42 @@ struct BatchLine {
     #[serde(default)]
     limit: Option<usize>,
     #[serde(default)]
-    kinds: Vec<String>,
+    kinds: Option<Vec<String>>,
     #[serde(default)]
-    mode: Option<String>,
+    mode: Option<TextMode>,
     #[serde(default)]
     min_score: Option<f64>,
 }
 
+impl BatchLine {
+    fn request(self, base: &Recall) -> Recall {
+        Recall {
+            query: self.query,
+            namespace: self.namespace.or_else(|| base.namespace.clone()),
+            limit: self.limit.or(base.limit),
+            kinds: self.kinds.unwrap_or_else(|| base.kinds.clone()),
+            mode: self.mode.or(base.mode),
+            min_score: self.min_score.or(base.min_score),
+            ..base.clone()
+        }
+    }
+}
+
+/// `mnemon search`: one query through the `recall` operation (`req` with `query`), or each line of a batch file, every one at the same valid and transaction
+/// time.
 pub fn run(
     cli: &Cli,
     out: &mut Out,
-    query: Option<&str>,
-    f: &Filter,
-    limit: usize,
-    mode: TextMode,
+    query: Option<String>,
+    mut req: Recall,
     batch: Option<&Path>,
 ) -> Result<()> {
     let db = open_read(cli)?;
-    let at = f.records.as_of.valid.unwrap_or_else(|| db.now());
+    let now = db.now();
+    req.as_of = Some(req.as_of.take().unwrap_or_else(|| now.to_rfc3339()));
+    req.known_at = Some(req.known_at.take().unwrap_or_else(|| now.to_rfc3339()));
+    req.explain = true;
+    let session = session(cli, db.clone())?.allow("*");
     if let Some(path) = batch {
         if query.is_some() {
             return Err(usage("give either a query or --batch, not both"));
@@ -96,35 +90,18 @@ pub fn run(
             }
             let doc = match serde_json::from_str::<BatchLine>(&line) {
                 Err(e) => json!({"error": format!("invalid query line: {e}")}),
-                Ok(b) => {
-                    let kinds: Result<Vec<Kind>, String> =
-                        b.kinds.iter().map(|k| k.parse::<Kind>().map_err(|e| e.to_string())).collect();
-                    let m: Result<TextMode, String> = b.mode.as_deref().map_or(Ok(mode), str::parse);
-                    match (kinds, m) {
-                        (Err(e), _) | (_, Err(e)) => json!({"error": e}),
-                        (Ok(kinds), Ok(m)) => {
-                            let filter = Filter {
-                                records: mnemon::ListQuery { kinds, ..f.records.clone() },
-                                also: f.also.clone(),
-                                min_score: b.min_score.or(f.min_score),
-                            };
-                            let ns = b.namespace.unwrap_or_else(|| cli.ns.clone());
-                            match search(&db, &ns, &b.query, &filter, b.limit.unwrap_or(limit), m) {
-                                Ok(hits) => {
-                                    json!({"results": hits.iter().map(|h| hit_json(h, at)).collect::<Vec<_>>()})
-                                }
-                                Err(e) => json!({"error": e.to_string()}),
-                            }
-                        }
-                    }
-                }
+                Ok(b) => match session.call(b.request(&req)) {
+                    Ok(found) => json!({"results": found.hits.iter().map(hit_json).collect::<Vec<_>>()}),
+                    Err(e) => json!({"error": e.to_string()}),
+                },
             };
             out.json_line(&doc)?;
         }
         return Ok(());
     }
     let query = query.ok_or_else(|| usage("give a query, or --batch FILE"))?;
-    let hits = search(&db, &cli.ns, query, f, limit, mode)?;
+    req.query = query.clone();
+    let hits = session.call(req)?.hits;
     if hits.is_empty()
         && let Some(note) = crate::open::empty_namespace_note(&db, &cli.ns)?
     {
@@ -132,7 +109,7 @@ pub fn run(
     }
     if out.json {
         for h in &hits {
-            out.json_line(&hit_json(h, at))?;
+            out.json_line(&hit_json(h))?;
         }
         return Ok(());
     }
@@ -142,6 +119,11 @@ pub fn run(
     }
     out.line(hits_table(&hits))?;
     Ok(())
+}
+
+/// A time as requests carry it.
+pub(crate) fn rfc3339(t: Option<Timestamp>) -> Option<String> {
+    t.map(|t| t.to_rfc3339())
 }
 
 pub fn reindex(cli: &Cli, out: &mut Out, only: Option<&str>, batch: usize) -> Result<()> {

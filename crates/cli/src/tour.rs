@@ -123,7 +123,13 @@ pub fn run(out: &mut Out) -> Result<()> {
 
     say(out, "9. Search by words and by similarity (offline embedder, BM25 + vectors):")?;
     say(out, "   mnemon search \"which database stores the memory\"")?;
-    let hits = ns.search("which database stores the memory").limit(3).run()?;
+    let ask = mnemon::ops::Recall {
+        query: "which database stores the memory".into(),
+        limit: Some(3),
+        explain: true,
+        ..Default::default()
+    };
+    let hits = mnemon::ops::Session::new(db.clone(), ns.name().as_str())?.call(ask)?.hits;
     say(out, &indent(&crate::output::hits_table(&hits)))?;
     say(out, "")?;
     say(out, "Your turn:")?;

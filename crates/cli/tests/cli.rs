@@ -1843,14 +1843,15 @@ fn result_counts_are_bounded() {
     let id = e.add("learning", r#"{"text":"redb is embedded"}"#, &[]);
     for mode in ["hybrid", "lexical", "vector"] {
         e.run(&["search", "redb", "--mode", mode, "--limit", "18446744073709551615"])
-            .fails(2, "above the most a search returns (10000)");
-        e.run(&["search", "redb", "--mode", mode, "--limit", "100000000"]).fails(2, "(10000)");
+            .fails(2, "a limit of 18446744073709551615 is outside 1 to 10000");
+        e.run(&["search", "redb", "--mode", mode, "--limit", "100000000"]).fails(2, "outside 1 to 10000");
+        e.run(&["search", "redb", "--mode", mode, "--limit", "0"]).fails(2, "outside 1 to 10000");
     }
     assert!(e.run(&["search", "redb", "--limit", "10000"]).ok().contains("redb is embedded"));
     let batch = e.dir.path().join("q.jsonl");
     std::fs::write(&batch, "{\"query\":\"redb\",\"limit\":99999999999}\n{\"query\":\"redb\"}\n").unwrap();
     let lines = e.run(&["--json", "search", "--batch", batch.to_str().unwrap()]).json_lines();
-    assert!(lines[0]["error"].as_str().unwrap().contains("(10000)"), "{lines:?}");
+    assert!(lines[0]["error"].as_str().unwrap().contains("outside 1 to 10000"), "{lines:?}");
     assert_eq!(lines[1]["results"][0]["id"], id.as_str());
     let v = format!("[{}]", ["0.1"; 4].join(","));
     e.run(&["vector", "put", &id, "--space", "s", "--vector", &v]).ok();

@@ -317,7 +317,8 @@ fn own_tools_in_a_working_session() {
     assert!(s.call_err("get", json!({"id": "not-an-id"})).contains("invalid record id"));
     assert!(s.call_err("list", json!({"bogus": 1})).contains("unknown field"));
     // Counts outside their range are refused, not cut.
-    assert!(s.call_err("recall", json!({"query": "x", "limit": 500})).contains("outside 1 to 100"));
+    assert!(s.call_err("recall", json!({"query": "x", "limit": 20000})).contains("outside 1 to 10000"));
+    assert!(s.call_err("recall", json!({"query": "x", "limit": 0})).contains("outside 1 to"));
     assert!(s.call_err("list", json!({"limit": 0})).contains("outside 1 to 1000"));
     let left = s.call("recall", json!({"query": "importer", "mode": "lexical"}));
     assert_eq!(left["hits"].as_array().unwrap().len(), 0, "{left}");

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 
 use mnemon_index::{Mode, Query};
 use mnemon_storage::{AsOf, Kind, ListQuery, Namespace, Record, RecordId, Timestamp};
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::db::Ns;
 use crate::error::{Error, Result};
@@ -21,17 +22,17 @@ impl Ns {
 }
 
 /// Which evidence a search uses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TextMode {
-    /// Lexical and vector, fused (the default).
+    /// Words and meaning, fused (the default).
     #[default]
     Hybrid,
-    /// Nearest vectors only (the planner picks exact scan or graph).
+    /// Meaning only: the nearest vectors (the planner picks exact scan or graph).
     Vector,
-    /// BM25 only.
+    /// Words only (BM25): exact terms, identifiers.
     Lexical,
-    /// Nearest vectors by the exact scan only (the oracle).
+    /// Meaning only, by the exact scan of every vector (the oracle).
     Exact,
 }
 

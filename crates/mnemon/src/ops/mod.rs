@@ -42,7 +42,7 @@ pub use records::{
     Chain, ChainOut, Forget, Forgotten, Get, GotRecord, History, List, Records, Remember, Remembered,
     Revisions, Supersede, Superseded,
 };
-pub use search::{BlockFormat, Context, ContextOut, Hit, Hits, Mode, Recall};
+pub use search::{BlockFormat, Context, ContextOut, Explain, Hit, Hits, Recall};
 pub use tasks::{TaskAction, TaskMove, TaskMoved};
 pub use writes::{Add, Retire, Revise, WriteResult};
 

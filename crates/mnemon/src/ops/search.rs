@@ -7,10 +7,10 @@ use super::{Operation, RecordOut, Session, kinds, kinds_schema, time};
 use crate::context::{ContextRequest, Format};
 use crate::error::Result;
 use crate::search::TextMode;
-use crate::{AsOf, RecordId};
+use crate::{AsOf, ListQuery, RecordId};
 
 /// Search the memories by meaning and by words.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Recall {
     /// What to look for, in words.
@@ -24,11 +24,14 @@ pub struct Recall {
     pub tags: Vec<String>,
     /// Only memories recorded by this agent (their source).
     pub agent: Option<String>,
+    /// Only memories of this task.
+    pub task: Option<String>,
     /// How many (default 10).
-    #[schemars(range(min = 1, max = 100))]
+    #[schemars(range(min = 1, max = 10000))]
     pub limit: Option<usize>,
-    /// hybrid (default), lexical (exact words, identifiers) or vector (meaning).
-    pub mode: Option<Mode>,
+    /// hybrid (default: words and meaning), lexical (exact words, identifiers), vector
+    /// (meaning) or exact (meaning, by scanning every vector).
+    pub mode: Option<TextMode>,
     /// Only matches scoring at least this (0 to 1; 0 returns the nearest memories even if
     /// unrelated). By default only memories that share words with the query or are close in
     /// meaning come back; an empty result means nothing relevant is remembered.
@@ -39,19 +42,13 @@ pub struct Recall {
     pub known_at: Option<String>,
     /// The namespace (default: the session's).
     pub namespace: Option<String>,
-}
-
-/// Which evidence a recall weighs.
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Words and meaning, fused.
-    #[default]
-    Hybrid,
-    /// Words (BM25): exact terms, identifiers.
-    Lexical,
-    /// Meaning (vector similarity).
-    Vector,
+    /// Search these namespaces too, ranked together.
+    #[serde(default)]
+    pub also: Vec<String>,
+    /// Also say how each match was found: its rank in the word and meaning results and its
+    /// similarity to the query.
+    #[serde(default)]
+    pub explain: bool,
 }
 
 /// One memory found.
@@ -62,6 +59,22 @@ pub struct Hit {
     pub record: RecordOut,
     /// How well it matches, 0 to 1, comparable across queries.
     pub score: f64,
+    /// How it was found (when asked with `explain`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Explain>,
+}
+
+/// How a match was found.
+#[derive(Clone, Copy, Debug, Serialize, JsonSchema)]
+pub struct Explain {
+    /// Its rank (from 1) among the matches of the query's words, if there.
+    pub lexical_rank: Option<usize>,
+    /// Its BM25 score there.
+    pub lexical_score: Option<f64>,
+    /// Its rank (from 1) among the nearest in meaning, if there.
+    pub vector_rank: Option<usize>,
+    /// The cosine similarity of its vector with the query's, where known.
+    pub similarity: Option<f32>,
 }
 
 /// What `recall` found.
@@ -80,32 +93,44 @@ impl Operation for Recall {
 
     fn run(self, session: &Session) -> Result<Hits> {
         let ns = session.ns(self.namespace.as_deref())?;
-        let mode = match self.mode.unwrap_or_default() {
-            Mode::Hybrid => TextMode::Hybrid,
-            Mode::Lexical => TextMode::Lexical,
-            Mode::Vector => TextMode::Vector,
-        };
+        for other in &self.also {
+            session.ns(Some(other))?;
+        }
         let as_of = AsOf { valid: time("as_of", &self.as_of)?, known: time("known_at", &self.known_at)? };
+        let filter = ListQuery {
+            kinds: kinds(&self.kinds)?,
+            tags: self.tags,
+            source: self.agent,
+            task: self.task,
+            as_of,
+            ..Default::default()
+        };
         let mut s = ns
             .search(&self.query)
-            .limit(super::count(self.limit, 10, 100)?)
-            .mode(mode)
-            .kinds(kinds(&self.kinds)?)
-            .as_of(as_of);
+            .limit(super::count(self.limit, 10, mnemon_index::MAX_K)?)
+            .mode(self.mode.unwrap_or_default())
+            .filter(filter);
         if let Some(m) = self.min_score {
             s = s.min_score(m);
         }
-        for t in self.tags {
-            s = s.tag(t);
-        }
-        if let Some(agent) = self.agent {
-            s = s.source(agent);
+        for n in self.also {
+            s = s.also_in(n);
         }
         let at = as_of.valid.unwrap_or_else(|| session.db().now());
+        let explain = self.explain;
         let hits = s
             .run()?
             .into_iter()
-            .map(|h| Hit { score: h.score, record: RecordOut::new(h.record, at) })
+            .map(|h| Hit {
+                score: h.score,
+                explain: explain.then_some(Explain {
+                    lexical_rank: h.lexical.map(|l| l.0),
+                    lexical_score: h.lexical.map(|l| l.1),
+                    vector_rank: h.vector.map(|v| v.0),
+                    similarity: h.similarity,
+                }),
+                record: RecordOut::new(h.record, at),
+            })
             .collect();
         Ok(Hits { hits })
     }
@@ -184,5 +209,52 @@ impl Operation for Context {
         };
         let b = ns.context(&req)?;
         Ok(ContextOut { context: b.text, tokens: b.tokens, ids: b.ids, left_out: b.left_out })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Recall, TextMode};
+    use crate::ops::{Remember, Session};
+    use crate::{Code, Db};
+
+    #[test]
+    fn recall_reaches_other_namespaces_only_when_allowed_and_explains_on_request()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let db = Db::create(dir.path().join("m.redb"))?;
+        let note = |ns: &str, text: &str| Remember {
+            namespace: Some(ns.into()),
+            kind: "learning".into(),
+            text: Some(text.into()),
+            ..Default::default()
+        };
+        let all = Session::new(db.clone(), "p")?.allow("*");
+        let here = all.call(note("p", "redb keeps the memory in one file"))?.id;
+        let there = all.call(note("q", "redb needs shared mode for several processes"))?.id;
+        let ask = Recall { query: "redb".into(), mode: Some(TextMode::Lexical), ..Default::default() };
+
+        let own = Session::new(db.clone(), "p")?;
+        let found = own.call(ask.clone())?;
+        assert_eq!(found.hits.iter().map(|h| h.record.record.id).collect::<Vec<_>>(), vec![here]);
+        assert!(found.hits[0].explain.is_none());
+        let wider = Recall { also: vec!["q".into()], ..ask.clone() };
+        assert_eq!(own.call(wider.clone()).err().map(|e| e.code()), Some(Code::Forbidden));
+
+        let both = all.call(Recall { explain: true, ..wider })?;
+        let mut ids: Vec<_> = both.hits.iter().map(|h| h.record.record.id).collect();
+        ids.sort();
+        let mut want = vec![here, there];
+        want.sort();
+        assert_eq!(ids, want);
+        for h in &both.hits {
+            let x = h.explain.ok_or("no explanation")?;
+            assert!(x.lexical_rank.is_some() && x.lexical_score.is_some_and(|s| s > 0.0));
+            assert_eq!(x.vector_rank, None);
+        }
+        // A named task narrows like the listing's filter.
+        let none = all.call(Recall { task: Some("elsewhere".into()), ..ask })?;
+        assert!(none.hits.is_empty());
+        Ok(())
     }
 }
