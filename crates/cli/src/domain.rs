@@ -2,13 +2,14 @@
 //! project-assistant domain of the facade (`mnemon::domain`) on the command line.
 
 use anyhow::Result;
-use mnemon::body::{DecisionStatus, Entity};
-use mnemon::{Db, Ns, Record, RecordId, TaskQuery, Timestamp};
+use mnemon::body::DecisionStatus;
+use mnemon::ops;
+use mnemon::{Db, Ns, Record, RecordId, Timestamp};
 use serde_json::{Value, json};
 
 use crate::cli::Cli;
 use crate::cli::domain::*;
-use crate::open::{open, open_read, usage};
+use crate::open::{check_id_form, open, open_read, usage};
 use crate::output::{Out, chain_table, record_detail, records_table, short, table};
 use mnemon::json::RecordView;
 
@@ -65,56 +66,54 @@ fn show_id(out: &mut Out, id: RecordId, extra: Value) -> Result<()> {
     Ok(())
 }
 
+/// A record an operation answered.
+fn one(out: &mut Out, o: &ops::One) -> Result<()> {
+    show(out, &o.record.record, o.record.at)
+}
+
+/// Records an operation answered, or `empty` when there are none.
+fn entries(out: &mut Out, e: ops::Entries, empty: &str) -> Result<()> {
+    let at = e.entries.first().map(|r| r.at);
+    let rs: Vec<Record> = e.entries.into_iter().map(|r| r.record).collect();
+    show_all(out, &rs, at.unwrap_or(Timestamp::MIN), empty)
+}
+
+/// A session for a command that writes (`write`) or only reads.
+fn session_for(cli: &Cli, write: bool) -> Result<ops::Session> {
+    crate::open::session(cli, if write { open(cli)? } else { open_read(cli)? })
+}
+
+/// The record `id` as it is now.
+fn current(session: &ops::Session, id: String) -> Result<ops::One> {
+    let got = session.call(ops::Get { id, ..Default::default() })?;
+    Ok(ops::One { record: got.record })
+}
+
 pub fn task(cli: &Cli, out: &mut Out, cmd: &TaskCmd) -> Result<()> {
     let read_only =
         matches!(cmd, TaskCmd::CanStart { .. } | TaskCmd::Deps | TaskCmd::Overdue | TaskCmd::List { .. });
-    let db = if read_only { open_read(cli)? } else { open(cli)? };
-    let ns = ns_of(&db, cli)?;
-    let tasks = ns.tasks();
-    let now = db.now();
-    let id = |s: &str| id_of(&db, cli, s);
-    let done = |out: &mut Out, i: RecordId| -> Result<()> {
-        let r = ns.latest(i)?.ok_or_else(|| anyhow::anyhow!("record {i} vanished"))?;
-        show(out, &r, db.now())
+    let session = session_for(cli, !read_only)?;
+    let mut moved = |id: &String, action: ops::TaskAction, reason: Option<String>| -> Result<()> {
+        check_id_form(id)?;
+        let m = session.call(ops::TaskMove { id: id.clone(), action, reason, namespace: None })?;
+        one(out, &current(&session, m.id.to_string())?)
     };
     match cmd {
-        TaskCmd::Start { id: s } => {
-            let i = id(s)?;
-            tasks.start(i)?;
-            done(out, i)
+        TaskCmd::Start { id } => moved(id, ops::TaskAction::Start, None),
+        TaskCmd::Complete { id } => moved(id, ops::TaskAction::Complete, None),
+        TaskCmd::Plan { id } => moved(id, ops::TaskAction::Plan, None),
+        TaskCmd::Block { id, reason } => moved(id, ops::TaskAction::Block, Some(reason.clone())),
+        TaskCmd::Unblock { id } => moved(id, ops::TaskAction::Unblock, None),
+        TaskCmd::Cancel { id, reason } => moved(id, ops::TaskAction::Cancel, reason.clone()),
+        TaskCmd::Depend { id, on } => {
+            check_id_form(id)?;
+            check_id_form(on)?;
+            let m = session.call(ops::TaskDepend { id: id.clone(), on: on.clone(), namespace: None })?;
+            one(out, &current(&session, m.id.to_string())?)
         }
-        TaskCmd::Complete { id: s } => {
-            let i = id(s)?;
-            tasks.complete(i)?;
-            done(out, i)
-        }
-        TaskCmd::Plan { id: s } => {
-            let i = id(s)?;
-            tasks.plan(i)?;
-            done(out, i)
-        }
-        TaskCmd::Block { id: s, reason } => {
-            let i = id(s)?;
-            tasks.block(i, reason)?;
-            done(out, i)
-        }
-        TaskCmd::Unblock { id: s } => {
-            let i = id(s)?;
-            tasks.unblock(i)?;
-            done(out, i)
-        }
-        TaskCmd::Cancel { id: s, reason } => {
-            let i = id(s)?;
-            tasks.cancel(i, reason.as_deref())?;
-            done(out, i)
-        }
-        TaskCmd::Depend { id: s, on } => {
-            let (i, o) = (id(s)?, id(on)?);
-            tasks.add_dependency(i, o)?;
-            done(out, i)
-        }
-        TaskCmd::CanStart { id: s } => {
-            let c = tasks.can_start(id(s)?)?;
+        TaskCmd::CanStart { id } => {
+            check_id_form(id)?;
+            let c = session.call(ops::TaskCanStart { id: id.clone(), namespace: None })?;
             if out.json {
                 out.json_line(&c)?;
             } else if c.ready {
@@ -126,175 +125,197 @@ pub fn task(cli: &Cli, out: &mut Out, cmd: &TaskCmd) -> Result<()> {
             Ok(())
         }
         TaskCmd::Deps => {
-            let g = tasks.dependency_graph()?;
+            let g = session.call(ops::TaskGraph::default())?;
             if out.json {
-                for (t, deps) in &g {
-                    out.json_line(&json!({"id": t, "dependencies": deps}))?;
+                for t in &g.tasks {
+                    out.json_line(t)?;
                 }
             } else {
                 let rows: Vec<Vec<String>> = g
+                    .tasks
                     .iter()
-                    .map(|(t, d)| {
-                        let on = d.iter().map(|x| short(*x)).collect::<Vec<_>>().join(", ");
-                        vec![short(*t), if on.is_empty() { "-".to_string() } else { on }]
+                    .map(|t| {
+                        let on = t.dependencies.iter().map(|x| short(*x)).collect::<Vec<_>>().join(", ");
+                        vec![short(t.id), if on.is_empty() { "-".to_string() } else { on }]
                     })
                     .collect();
                 out.line(table(&["TASK", "DEPENDS ON"], &rows))?;
             }
             Ok(())
         }
-        TaskCmd::Overdue => show_all(out, &tasks.overdue()?, now, "no overdue tasks"),
+        TaskCmd::Overdue => entries(
+            out,
+            session.call(ops::TaskList { overdue: true, ..Default::default() })?,
+            "no overdue tasks",
+        ),
         TaskCmd::List { statuses, priorities, assignee, tag, all, limit } => {
-            let q = TaskQuery {
+            let q = ops::TaskList {
                 statuses: statuses.clone(),
                 priorities: priorities.clone(),
                 assignee: assignee.clone(),
                 tag: tag.clone(),
-                include_completed: *all,
-                include_cancelled: *all,
+                all: *all,
                 limit: *limit,
+                ..Default::default()
             };
-            show_all(out, &tasks.list(&q)?, now, "no tasks")
+            entries(out, session.call(q)?, "no tasks")
         }
-        TaskCmd::Link { id: s, decision } => {
-            let (t, d) = (id(s)?, id(decision)?);
-            tasks.link_decision(t, d)?;
-            done(out, t)
+        TaskCmd::Link { id, decision } => {
+            check_id_form(id)?;
+            check_id_form(decision)?;
+            let l =
+                session.call(ops::Link { task: id.clone(), decision: decision.clone(), namespace: None })?;
+            one(out, &l.task)
         }
     }
 }
 
 pub fn decision(cli: &Cli, out: &mut Out, cmd: &DecisionCmd) -> Result<()> {
     let read_only = matches!(cmd, DecisionCmd::History { .. } | DecisionCmd::Active);
-    let db = if read_only { open_read(cli)? } else { open(cli)? };
-    let ns = ns_of(&db, cli)?;
-    let decisions = ns.decisions();
-    let now = db.now();
-    let id = |s: &str| id_of(&db, cli, s);
-    let set = |out: &mut Out, s: &str, st: DecisionStatus| -> Result<()> {
-        let r = decisions.set_status(id(s)?, st)?;
-        show(out, &r, db.now())
+    let session = session_for(cli, !read_only)?;
+    let set = |out: &mut Out, id: &String, status: DecisionStatus| -> Result<()> {
+        check_id_form(id)?;
+        one(out, &session.call(ops::DecisionStatusSet { id: id.clone(), status, namespace: None })?)
     };
     match cmd {
-        DecisionCmd::Accept { id: s } => set(out, s, DecisionStatus::Accepted),
-        DecisionCmd::Reject { id: s } => set(out, s, DecisionStatus::Rejected),
-        DecisionCmd::Deprecate { id: s } => set(out, s, DecisionStatus::Deprecated),
-        DecisionCmd::Propose { id: s } => set(out, s, DecisionStatus::Proposed),
-        DecisionCmd::Supersede { id: s, data, at } => {
-            let old = id(s)?;
-            let value = crate::open::read_data(data)?;
-            let mut rec = mnemon::json::parse_input(value, Some(mnemon::Kind::Decision), ns.name())?.record;
-            if let Some(t) = at {
-                rec.valid_from = Some(*t);
-            }
-            let new = decisions.supersede_with(old, rec)?;
-            show_id(out, new, json!({"supersedes": old}))
+        DecisionCmd::Accept { id } => set(out, id, DecisionStatus::Accepted),
+        DecisionCmd::Reject { id } => set(out, id, DecisionStatus::Rejected),
+        DecisionCmd::Deprecate { id } => set(out, id, DecisionStatus::Deprecated),
+        DecisionCmd::Propose { id } => set(out, id, DecisionStatus::Proposed),
+        DecisionCmd::Supersede { id, data, at } => {
+            check_id_form(id)?;
+            let Value::Object(data) = crate::open::read_data(data)? else {
+                return Err(usage("--data must be a JSON object"));
+            };
+            let done = session.call(ops::Supersede {
+                id: id.clone(),
+                data: Some(data),
+                at: at.map(|t| t.to_rfc3339()),
+                kind: Some("decision".into()),
+                ..Default::default()
+            })?;
+            show_id(out, done.new, json!({"supersedes": done.old}))
         }
-        DecisionCmd::History { id: s } => {
-            let i = id(s)?;
-            let chain = decisions.history(i)?;
+        DecisionCmd::History { id } => {
+            check_id_form(id)?;
+            let c = session.call(ops::Chain { id: id.clone(), namespace: None })?;
+            let now = session.db().now();
+            let chain: Vec<Record> = c.chain.into_iter().map(|r| r.record).collect();
             if out.json {
                 for r in &chain {
                     out.json_line(&RecordView::new(r, now))?;
                 }
             } else {
-                out.line(chain_table(&chain, now, Some(i)))?;
+                out.line(chain_table(&chain, now, Some(c.asked)))?;
             }
             Ok(())
         }
-        DecisionCmd::Active => show_all(out, &decisions.active()?, now, "no accepted decisions"),
-        DecisionCmd::Link { id: s, task } => {
-            let (d, t) = (id(s)?, id(task)?);
-            decisions.link_task(d, t)?;
-            let r = ns.latest(d)?.ok_or_else(|| anyhow::anyhow!("record {d} vanished"))?;
-            show(out, &r, db.now())
+        DecisionCmd::Active => {
+            entries(out, session.call(ops::DecisionActive::default())?, "no accepted decisions")
+        }
+        DecisionCmd::Link { id, task } => {
+            check_id_form(id)?;
+            check_id_form(task)?;
+            let l = session.call(ops::Link { task: task.clone(), decision: id.clone(), namespace: None })?;
+            one(out, &l.decision)
         }
     }
 }
 
 pub fn entity(cli: &Cli, out: &mut Out, cmd: &EntityCmd) -> Result<()> {
     let read_only = matches!(cmd, EntityCmd::Find { .. } | EntityCmd::ByType { .. });
-    let db = if read_only { open_read(cli)? } else { open(cli)? };
-    let ns = ns_of(&db, cli)?;
-    let entities = ns.entities();
-    let now = db.now();
-    let id = |s: &str| id_of(&db, cli, s);
+    let session = session_for(cli, !read_only)?;
+    let ids = |a: &String, b: &String| -> Result<ops::EntityPair> {
+        check_id_form(a)?;
+        check_id_form(b)?;
+        Ok(ops::EntityPair { a: a.clone(), b: b.clone(), namespace: None })
+    };
     match cmd {
-        EntityCmd::Find { name } => match entities.find_by_name(name)? {
-            Some(r) => show(out, &r, now),
-            None => Err(anyhow::anyhow!("no entity named {name:?} in namespace {}", cli.ns)),
-        },
+        EntityCmd::Find { name } => {
+            one(out, &session.call(ops::EntityFind { name: name.clone(), namespace: None })?)
+        }
         EntityCmd::Ensure { name, entity_type, description } => {
-            let e = Entity {
+            let e = session.call(ops::EntityEnsure {
                 name: name.clone(),
-                entity_type: entity_type.as_str().into(),
+                entity_type: Some(entity_type.as_str().to_string()),
                 description: description.clone(),
-                ..Default::default()
+                namespace: None,
+            })?;
+            show_id(out, e.id, json!({"created": e.created}))
+        }
+        EntityCmd::Mention { id, context, source } => {
+            check_id_form(id)?;
+            let m = ops::EntityMention {
+                id: id.clone(),
+                context: context.clone(),
+                source: source.clone(),
+                namespace: None,
             };
-            let (i, created) = entities.find_or_create(e)?;
-            show_id(out, i, json!({"created": created}))
+            one(out, &session.call(m)?)
         }
-        EntityCmd::Mention { id: s, context, source } => {
-            let r = entities.mention(id(s)?, context, source)?;
-            show(out, &r, db.now())
+        EntityCmd::Set { id, key, value } => {
+            check_id_form(id)?;
+            let value: Value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.clone()));
+            one(
+                out,
+                &session.call(ops::EntitySet { id: id.clone(), key: key.clone(), value, namespace: None })?,
+            )
         }
-        EntityCmd::Set { id: s, key, value } => {
-            let v: Value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.clone()));
-            let r = entities.set_property(id(s)?, key, v)?;
-            show(out, &r, db.now())
-        }
-        EntityCmd::Link { a, b } => {
-            let (x, y) = (id(a)?, id(b)?);
-            entities.link(x, y)?;
-            let r = ns.latest(x)?.ok_or_else(|| anyhow::anyhow!("record {x} vanished"))?;
-            show(out, &r, db.now())
-        }
-        EntityCmd::Merge { keep, absorb } => {
-            let r = entities.merge(id(keep)?, id(absorb)?)?;
-            show(out, &r, db.now())
-        }
+        EntityCmd::Link { a, b } => one(out, &session.call(ops::EntityLink(ids(a, b)?))?),
+        EntityCmd::Merge { keep, absorb } => one(out, &session.call(ops::EntityMerge(ids(keep, absorb)?))?),
         EntityCmd::ByType { entity_type } => {
-            show_all(out, &entities.by_type(entity_type)?, now, "no entities of that type")
+            let q = ops::EntityByType { entity_type: entity_type.clone(), namespace: None };
+            entries(out, session.call(q)?, "no entities of that type")
         }
     }
 }
 
 pub fn conversation(cli: &Cli, out: &mut Out, cmd: &ConversationCmd) -> Result<()> {
     let read_only = matches!(cmd, ConversationCmd::Show { .. } | ConversationCmd::Recent { .. });
-    let db = if read_only { open_read(cli)? } else { open(cli)? };
-    let ns = ns_of(&db, cli)?;
-    let conv = ns.conversations();
-    let now = db.now();
-    let id = |s: &str| id_of(&db, cli, s);
+    let session = session_for(cli, !read_only)?;
     match cmd {
-        ConversationCmd::Start { title } => show_id(out, conv.start(title)?, json!({})),
-        ConversationCmd::Add { id: s, role, content } => {
-            show_id(out, conv.add(id(s)?, *role, content)?, json!({}))
+        ConversationCmd::Start { title } => {
+            let c = session.call(ops::ConversationStart { title: title.clone(), namespace: None })?;
+            show_id(out, c.id, json!({}))
         }
-        ConversationCmd::End { id: s, summary } => {
-            let r = conv.end(id(s)?, summary.as_deref())?;
-            show(out, &r, db.now())
+        ConversationCmd::Add { id, role, content } => {
+            check_id_form(id)?;
+            let m = ops::ConversationAdd {
+                id: id.clone(),
+                role: *role,
+                content: content.clone(),
+                namespace: None,
+            };
+            show_id(out, session.call(m)?.id, json!({}))
         }
-        ConversationCmd::Show { id: s } => {
-            let i = id(s)?;
-            let c = ns.get(i)?.ok_or_else(|| anyhow::anyhow!("no current conversation {i}"))?;
-            let msgs = conv.messages(i)?;
+        ConversationCmd::End { id, summary } => {
+            check_id_form(id)?;
+            let e = ops::ConversationEnd { id: id.clone(), summary: summary.clone(), namespace: None };
+            one(out, &session.call(e)?)
+        }
+        ConversationCmd::Show { id } => {
+            check_id_form(id)?;
+            let t = session.call(ops::ConversationShow { id: id.clone(), namespace: None })?;
+            let (c, at) = (&t.conversation.record.record, t.conversation.record.at);
             if out.json {
-                out.json_line(&RecordView::new(&c, now))?;
-                for m in &msgs {
-                    out.json_line(&RecordView::new(m, now))?;
+                out.json_line(&RecordView::new(c, at))?;
+                for m in &t.messages.entries {
+                    out.json_line(&RecordView::new(&m.record, at))?;
                 }
             } else {
-                out.line(record_detail(&c, now))?;
-                for m in &msgs {
-                    if let mnemon::Body::Message(x) = &m.body {
+                out.line(record_detail(c, at))?;
+                for m in &t.messages.entries {
+                    if let mnemon::Body::Message(x) = &m.record.body {
                         out.line(format!("{:>9}: {}", format!("{:?}", x.role).to_lowercase(), x.content))?;
                     }
                 }
             }
             Ok(())
         }
-        ConversationCmd::Recent { limit } => show_all(out, &conv.recent(*limit)?, now, "no conversations"),
+        ConversationCmd::Recent { limit } => {
+            let q = ops::ConversationRecent { limit: Some(*limit), namespace: None };
+            entries(out, session.call(q)?, "no conversations")
+        }
     }
 }
 

@@ -106,6 +106,16 @@ pub enum Error {
         /// The digits given.
         tail: String,
     },
+    /// No current record of a kind has the name asked for (an entity's name).
+    #[error("no {kind} named {name:?} in namespace {namespace}")]
+    NoSuchName {
+        /// The kind looked for.
+        kind: String,
+        /// The name.
+        name: String,
+        /// The namespace searched.
+        namespace: String,
+    },
     /// A read or write stopped inside a dependency with a panic, caught at the operation's
     /// boundary (see [`guard`]): on a read of a file this means a damaged page redb did not
     /// detect as such.
@@ -247,7 +257,7 @@ impl Error {
             Error::Index(mnemon_index::IndexError::Storage(e)) => storage_code(e),
             Error::Index(e) if e.is_input() => Code::InvalidInput,
             Error::InvalidImport { .. } | Error::EmbedderMismatch { .. } => Code::InvalidInput,
-            Error::NoSuchId { .. } | Error::NotValidThen { .. } => Code::NotFound,
+            Error::NoSuchId { .. } | Error::NoSuchName { .. } | Error::NotValidThen { .. } => Code::NotFound,
             Error::NotAllowed { .. } => Code::Forbidden,
             Error::Rule { .. } | Error::Contended { .. } => Code::Conflict,
             Error::Panicked { .. } => Code::Damaged,

@@ -5,6 +5,7 @@
 //! at the end of a line, together with a new revision layout version (see `codec.rs`). Enum
 //! variant codes in the `bin_enum!` lines never change.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::codec::{bin_enum, bin_struct};
@@ -16,7 +17,7 @@ use crate::text::{Text, TextList};
 use crate::time::Timestamp;
 
 /// Status of a decision.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionStatus {
     /// Proposed, not yet accepted.
@@ -59,7 +60,7 @@ pub struct Decision {
 }
 
 /// Status of a task.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
     /// Not yet planned.
@@ -78,7 +79,7 @@ pub enum TaskStatus {
 }
 
 /// Priority of a task.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Priority {
     /// Must be done first.
@@ -354,7 +355,7 @@ pub struct Conversation {
 }
 
 /// Who said a message.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// The user.

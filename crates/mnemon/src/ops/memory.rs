@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Operation, RecordOut, Session};
+use super::{Entries, One, Operation, RecordOut, Session};
 use crate::RecordId;
 use crate::body::Episode;
 use crate::error::{Result, invalid};
@@ -391,13 +391,6 @@ pub struct KnowledgeReinforce {
     pub namespace: Option<String>,
 }
 
-/// One record.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct One {
-    /// The record.
-    pub record: RecordOut,
-}
-
 impl Operation for KnowledgeReinforce {
     const NAME: &'static str = "knowledge_reinforce";
     const TITLE: &'static str = "Reinforce role knowledge";
@@ -422,13 +415,6 @@ pub struct KnowledgeList {
     pub category: Option<String>,
     /// The namespace (default: the session's).
     pub namespace: Option<String>,
-}
-
-/// Records.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Entries {
-    /// In the operation's order.
-    pub entries: Vec<RecordOut>,
 }
 
 impl Operation for KnowledgeList {

@@ -27,15 +27,21 @@
 //! # }
 //! ```
 
+mod domain;
 mod memory;
 mod records;
 mod search;
 mod tasks;
 mod writes;
 
+pub use domain::{
+    ConversationAdd, ConversationEnd, ConversationRecent, ConversationShow, ConversationStart,
+    DecisionActive, DecisionStatusSet, Ensured, EntityByType, EntityEnsure, EntityFind, EntityLink,
+    EntityMention, EntityMerge, EntityPair, EntitySet, Link, Linked, Transcript,
+};
 pub use memory::{
-    Block, Entries, EpisodeHit, EpisodeQuery, EpisodeStore, Episodes, KnowledgeLearn, KnowledgeList,
-    KnowledgeReinforce, Learned, MemoryAdd, MemoryAdded, MemoryContext, MemoryShow, MemoryShown, One,
+    Block, EpisodeHit, EpisodeQuery, EpisodeStore, Episodes, KnowledgeLearn, KnowledgeList,
+    KnowledgeReinforce, Learned, MemoryAdd, MemoryAdded, MemoryContext, MemoryShow, MemoryShown,
     ProjectKnowledge, ProjectRelate, SectionArg, SectionEntries, SectionEntry, Stored,
 };
 pub use records::{
@@ -43,7 +49,10 @@ pub use records::{
     Revisions, Supersede, Superseded,
 };
 pub use search::{BlockFormat, Context, ContextOut, Explain, Hit, Hits, Recall};
-pub use tasks::{TaskAction, TaskMove, TaskMoved};
+pub use tasks::{
+    Graph, Readiness, TaskAction, TaskCanStart, TaskDepend, TaskDeps, TaskGraph, TaskList, TaskMove,
+    TaskMoved,
+};
 pub use writes::{Add, Retire, Revise, WriteResult};
 
 use schemars::JsonSchema;
@@ -107,6 +116,25 @@ pub fn each(visitor: &mut impl Visitor) {
     visitor.visit::<Add>();
     visitor.visit::<Revise>();
     visitor.visit::<Retire>();
+    visitor.visit::<TaskDepend>();
+    visitor.visit::<TaskCanStart>();
+    visitor.visit::<TaskGraph>();
+    visitor.visit::<TaskList>();
+    visitor.visit::<Link>();
+    visitor.visit::<DecisionStatusSet>();
+    visitor.visit::<DecisionActive>();
+    visitor.visit::<EntityFind>();
+    visitor.visit::<EntityEnsure>();
+    visitor.visit::<EntityMention>();
+    visitor.visit::<EntitySet>();
+    visitor.visit::<EntityLink>();
+    visitor.visit::<EntityMerge>();
+    visitor.visit::<EntityByType>();
+    visitor.visit::<ConversationStart>();
+    visitor.visit::<ConversationAdd>();
+    visitor.visit::<ConversationEnd>();
+    visitor.visit::<ConversationShow>();
+    visitor.visit::<ConversationRecent>();
 }
 
 /// A database and the namespaces a caller works in: its own (where a request that names none
@@ -200,6 +228,12 @@ pub(crate) fn kind_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema
     schemars::json_schema!({"type": "string", "enum": names, "description": "What sort of memory this is."})
 }
 
+/// The schema of an optional kind's name.
+pub(crate) fn kind_option_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = crate::Kind::ALL.iter().map(|k| k.name()).collect();
+    schemars::json_schema!({"type": ["string", "null"], "enum": names})
+}
+
 /// The schema of a list of kinds.
 pub(crate) fn kinds_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     let names: Vec<&str> = crate::Kind::ALL.iter().map(|k| k.name()).collect();
@@ -219,6 +253,43 @@ pub(crate) fn count(limit: Option<usize>, default: usize, max: usize) -> Result<
 /// Kinds by name.
 pub(crate) fn kinds(names: &[String]) -> Result<Vec<crate::Kind>> {
     names.iter().map(|n| n.parse::<crate::Kind>().map_err(Error::from)).collect()
+}
+
+/// One record.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct One {
+    /// The record.
+    pub record: RecordOut,
+}
+
+impl One {
+    /// `record` as it is now.
+    pub(crate) fn now(session: &Session, record: crate::Record) -> One {
+        One { record: RecordOut::new(record, session.db().now()) }
+    }
+
+    /// The newest revision of record `id` in `ns` (after a write that answers no record).
+    pub(crate) fn latest(session: &Session, ns: &Ns, id: crate::RecordId) -> Result<One> {
+        let r = ns.latest(id)?.ok_or_else(|| {
+            Error::Storage(crate::StorageError::NotFound { namespace: ns.name().clone(), id })
+        })?;
+        Ok(One::now(session, r))
+    }
+}
+
+/// Records.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Entries {
+    /// In the operation's order.
+    pub entries: Vec<RecordOut>,
+}
+
+impl Entries {
+    /// `records` as they are now.
+    pub(crate) fn now(session: &Session, records: Vec<crate::Record>) -> Entries {
+        let at = session.db().now();
+        Entries { entries: records.into_iter().map(|r| RecordOut::new(r, at)).collect() }
+    }
 }
 
 /// A record as an operation answers it: the record itself (for adapters in Rust, the CLI's

@@ -240,6 +240,9 @@ pub struct Supersede {
     pub importance: Option<u8>,
     /// When the change took effect (default: now). RFC 3339 or a date.
     pub at: Option<String>,
+    /// The kind the memory must be (refused if it is another).
+    #[schemars(schema_with = "super::kind_option_schema")]
+    pub kind: Option<String>,
     /// The namespace (default: the session's).
     pub namespace: Option<String>,
 }
@@ -266,6 +269,14 @@ impl Operation for Supersede {
         let ns = session.ns(self.namespace.as_deref())?;
         let old = ns.resolve_id(&self.id)?;
         let latest = ns.latest(old)?.ok_or_else(|| not_found(&ns, old))?;
+        if let Some(k) = &self.kind {
+            let want: Kind = k.parse()?;
+            if want != latest.kind() {
+                let e =
+                    mnemon_storage::InputError::KindMismatch { id: old, expected: latest.kind(), got: want };
+                return Err(e.into());
+            }
+        }
         let value = loose(latest.kind(), self.text, self.data, self.tags, self.importance, None)?;
         let mut rec = parse_input(value, Some(latest.kind()), ns.name()).map_err(body_error)?.record;
         if let Some(t) = time("at", &self.at)? {
