@@ -17,10 +17,6 @@ fn ns_of(db: &Db, cli: &Cli) -> Result<Ns> {
     Ok(db.ns(&cli.ns)?)
 }
 
-fn id_of(db: &Db, cli: &Cli, s: &str) -> Result<RecordId> {
-    crate::open::resolve(db, cli, s)
-}
-
 fn show(out: &mut Out, r: &Record, at: Timestamp) -> Result<()> {
     if out.json {
         out.json_line(&RecordView::new(r, at))?;
@@ -225,10 +221,10 @@ pub fn decision(cli: &Cli, out: &mut Out, cmd: &DecisionCmd) -> Result<()> {
 pub fn entity(cli: &Cli, out: &mut Out, cmd: &EntityCmd) -> Result<()> {
     let read_only = matches!(cmd, EntityCmd::Find { .. } | EntityCmd::ByType { .. });
     let session = session_for(cli, !read_only)?;
-    let ids = |a: &String, b: &String| -> Result<ops::EntityPair> {
+    let pair = |a: &String, b: &String| -> Result<(String, String)> {
         check_id_form(a)?;
         check_id_form(b)?;
-        Ok(ops::EntityPair { a: a.clone(), b: b.clone(), namespace: None })
+        Ok((a.clone(), b.clone()))
     };
     match cmd {
         EntityCmd::Find { name } => {
@@ -261,8 +257,14 @@ pub fn entity(cli: &Cli, out: &mut Out, cmd: &EntityCmd) -> Result<()> {
                 &session.call(ops::EntitySet { id: id.clone(), key: key.clone(), value, namespace: None })?,
             )
         }
-        EntityCmd::Link { a, b } => one(out, &session.call(ops::EntityLink(ids(a, b)?))?),
-        EntityCmd::Merge { keep, absorb } => one(out, &session.call(ops::EntityMerge(ids(keep, absorb)?))?),
+        EntityCmd::Link { a, b } => {
+            let (a, b) = pair(a, b)?;
+            one(out, &session.call(ops::EntityLink { a, b, namespace: None })?)
+        }
+        EntityCmd::Merge { keep, absorb } => {
+            let (keep, absorb) = pair(keep, absorb)?;
+            one(out, &session.call(ops::EntityMerge { keep, absorb, namespace: None })?)
+        }
         EntityCmd::ByType { entity_type } => {
             let q = ops::EntityByType { entity_type: entity_type.clone(), namespace: None };
             entries(out, session.call(q)?, "no entities of that type")
@@ -319,34 +321,35 @@ pub fn conversation(cli: &Cli, out: &mut Out, cmd: &ConversationCmd) -> Result<(
     }
 }
 
-/// `mnemon tagged TAG`: current records carrying the tag, by kind.
-pub fn tagged(cli: &Cli, out: &mut Out, tag: &str) -> Result<()> {
-    let db = open_read(cli)?;
-    let ns = ns_of(&db, cli)?;
-    let now = db.now();
-    let groups = ns.by_tag(tag)?;
+/// Records by kind, each kind under its name and count.
+fn groups(out: &mut Out, g: ops::Groups, empty: &str) -> Result<()> {
     if out.json {
-        for rs in groups.values() {
-            for r in rs {
-                out.json_line(&RecordView::new(r, now))?;
-            }
+        for r in g.groups.iter().flat_map(|g| &g.records) {
+            out.json_line(&RecordView::new(&r.record, r.at))?;
         }
         return Ok(());
     }
-    if groups.is_empty() {
-        out.line(format!("nothing tagged {tag:?} in namespace {}", cli.ns))?;
+    if g.groups.is_empty() {
+        out.line(empty)?;
     }
-    for (kind, rs) in &groups {
-        out.line(format!("{kind} ({})", rs.len()))?;
-        out.line(records_table(rs, now))?;
+    for group in g.groups {
+        let at = group.records.first().map_or(Timestamp::MIN, |r| r.at);
+        let rs: Vec<Record> = group.records.into_iter().map(|r| r.record).collect();
+        out.line(format!("{} ({})", group.kind, rs.len()))?;
+        out.line(records_table(&rs, at))?;
     }
     Ok(())
 }
 
+/// `mnemon tagged TAG`: current records carrying the tag, by kind.
+pub fn tagged(cli: &Cli, out: &mut Out, tag: &str) -> Result<()> {
+    let g = session_for(cli, false)?.call(ops::Tagged { tag: tag.to_string(), namespace: None })?;
+    groups(out, g, &format!("nothing tagged {tag:?} in namespace {}", cli.ns))
+}
+
 /// `mnemon consolidate --older-than DAYS`.
 pub fn consolidate(cli: &Cli, out: &mut Out, days: u32) -> Result<()> {
-    let db = open(cli)?;
-    let r = ns_of(&db, cli)?.consolidate(days)?;
+    let r = session_for(cli, true)?.call(ops::Consolidate { older_than_days: days, namespace: None })?;
     if out.json {
         out.json_line(&r)?;
     } else {
@@ -361,8 +364,7 @@ pub fn consolidate(cli: &Cli, out: &mut Out, days: u32) -> Result<()> {
 
 /// `mnemon stats --domain`: per-kind statistics of what is current.
 pub fn domain_stats(cli: &Cli, out: &mut Out) -> Result<()> {
-    let db = open_read(cli)?;
-    let s = ns_of(&db, cli)?.domain_stats()?;
+    let s = session_for(cli, false)?.call(ops::Stats::default())?;
     if out.json {
         out.json_line(&s)?;
         return Ok(());
@@ -395,26 +397,29 @@ pub fn domain_stats(cli: &Cli, out: &mut Out) -> Result<()> {
 }
 
 pub fn knowledge(cli: &Cli, out: &mut Out, cmd: &KnowledgeCmd) -> Result<()> {
-    let db = if matches!(cmd, KnowledgeCmd::List { .. }) { open_read(cli)? } else { open(cli)? };
-    let ns = ns_of(&db, cli)?;
-    let agent = ns.agent();
-    let now = db.now();
+    let session = session_for(cli, !matches!(cmd, KnowledgeCmd::List { .. }))?;
     match cmd {
         KnowledgeCmd::Learn { category, content } => {
-            let (id, reinforced) = agent.learn(category, content)?;
-            show_id(out, id, json!({"reinforced": reinforced}))
+            let l = session.call(ops::KnowledgeLearn {
+                category: category.clone(),
+                content: content.clone(),
+                namespace: None,
+            })?;
+            show_id(out, l.id, json!({"reinforced": l.reinforced}))
         }
         KnowledgeCmd::Reinforce { id } => {
-            let r = agent.reinforce(id_of(&db, cli, id)?)?;
-            show(out, &r, db.now())
+            check_id_form(id)?;
+            one(out, &session.call(ops::KnowledgeReinforce { id: id.clone(), namespace: None })?)
         }
         KnowledgeCmd::List { category } => {
-            let rs = agent.knowledge(category.as_deref())?;
+            let rs = session.call(ops::KnowledgeList { category: category.clone(), namespace: None })?;
             if out.json {
-                return show_all(out, &rs, now, "");
+                return entries(out, rs, "");
             }
             let rows: Vec<Vec<String>> = rs
+                .entries
                 .iter()
+                .map(|r| &r.record)
                 .filter_map(|r| match &r.body {
                     mnemon::Body::Knowledge(k) => Some(vec![
                         short(r.id),
@@ -433,45 +438,49 @@ pub fn knowledge(cli: &Cli, out: &mut Out, cmd: &KnowledgeCmd) -> Result<()> {
             Ok(())
         }
         KnowledgeCmd::Prune { before } => {
-            let n = agent.prune_stale(*before)?;
-            report(
-                out,
-                json!({ "retired": n }),
-                format!("retired {n} entries unused since {}", before.to_human()),
-            )
+            let r = session.call(ops::KnowledgePrune { before: before.to_rfc3339(), namespace: None })?;
+            let n = r.retired;
+            report(out, json!(r), format!("retired {n} entries unused since {}", before.to_human()))
         }
     }
 }
 
 pub fn agent(cli: &Cli, out: &mut Out, cmd: &AgentCmd) -> Result<()> {
     let writes = matches!(cmd, AgentCmd::Prefer { .. } | AgentCmd::Completed { .. } | AgentCmd::Error { .. });
-    let db = if writes { open(cli)? } else { open_read(cli)? };
-    let ns = ns_of(&db, cli)?;
-    let agent = ns.agent();
+    let session = session_for(cli, writes)?;
+    let object = |v: Value, what: &str| -> Result<serde_json::Map<String, Value>> {
+        match v {
+            Value::Object(m) => Ok(m),
+            _ => Err(usage(format!("{what} must be a JSON object"))),
+        }
+    };
+    let prefs = |out: &mut Out, p: ops::Preferences| -> Result<()> {
+        let p = p.preferences;
+        out.line(if out.json { p.to_string() } else { serde_json::to_string_pretty(&p)? })?;
+        Ok(())
+    };
     match cmd {
         AgentCmd::Prefer { data } => {
-            agent.set_preferences(&crate::open::read_data(data)?)?;
-            let p = agent.preferences(&json!({}))?;
-            out.line(if out.json { p.to_string() } else { serde_json::to_string_pretty(&p)? })?;
-            Ok(())
+            let preferences = object(crate::open::read_data(data)?, "--data")?;
+            prefs(out, session.call(ops::AgentPrefer { preferences, namespace: None })?)
         }
         AgentCmd::Preferences { defaults } => {
             let d: Value = serde_json::from_str(defaults).map_err(|e| usage(format!("--defaults: {e}")))?;
-            let p = agent.preferences(&d)?;
-            out.line(if out.json { p.to_string() } else { serde_json::to_string_pretty(&p)? })?;
-            Ok(())
+            let defaults = object(d, "--defaults")?;
+            prefs(out, session.call(ops::AgentPreferences { defaults, namespace: None })?)
         }
         AgentCmd::Completed { data } => {
-            let v = crate::open::read_data(data)?;
-            let m: mnemon::body::Metrics =
-                serde_json::from_value(v).map_err(|e| usage(format!("invalid task metrics: {e}")))?;
-            show_id(out, agent.record_task(m)?, json!({}))
+            let m: ops::AgentCompleted = serde_json::from_value(crate::open::read_data(data)?)
+                .map_err(|e| usage(format!("invalid task metrics: {e}")))?;
+            show_id(out, session.call(ops::AgentCompleted { namespace: None, ..m })?.id, json!({}))
         }
         AgentCmd::Error { pattern, resolution } => {
-            show_id(out, agent.record_error(pattern, resolution.as_deref())?, json!({}))
+            let e =
+                ops::AgentError { pattern: pattern.clone(), resolution: resolution.clone(), namespace: None };
+            show_id(out, session.call(e)?.id, json!({}))
         }
         AgentCmd::Performance => {
-            let p = agent.performance()?;
+            let p = session.call(ops::AgentPerformance::default())?;
             if out.json {
                 out.json_line(&p)?;
             } else {
@@ -493,34 +502,41 @@ pub fn agent(cli: &Cli, out: &mut Out, cmd: &AgentCmd) -> Result<()> {
             Ok(())
         }
         AgentCmd::Context => {
-            let text = agent.context()?;
+            let text = session.call(ops::AgentContext::default())?.context;
             report(out, json!({ "context": text }), text)
         }
     }
 }
 
 pub fn episode(cli: &Cli, out: &mut Out, cmd: &EpisodeCmd) -> Result<()> {
-    let db = if matches!(cmd, EpisodeCmd::Access { .. }) { open_read(cli)? } else { open(cli)? };
-    let ns = ns_of(&db, cli)?;
-    let eps = ns.episodes();
-    let now = db.now();
+    let session = session_for(cli, !matches!(cmd, EpisodeCmd::Access { .. }))?;
     match cmd {
         EpisodeCmd::Store { content, episode_type, summary, task, files, importance } => {
-            let e = mnemon::body::Episode {
-                episode_type: episode_type.as_str().into(),
+            let e = ops::EpisodeStore {
                 content: content.clone(),
+                episode_type: Some(episode_type.clone()),
                 summary: summary.clone(),
-                files: files.iter().map(|f| f.as_str().into()).collect(),
-                ..Default::default()
+                task: task.clone(),
+                files: files.clone(),
+                importance: *importance,
+                namespace: None,
             };
-            show_id(out, eps.store(e, task.as_deref(), *importance)?, json!({}))
+            show_id(out, session.call(e)?.id, json!({}))
         }
         EpisodeCmd::Query { query, limit } => {
-            let rs = eps.query(query, *limit)?;
-            show_all(out, &rs, now, "no episodes match")
+            let q = ops::EpisodeQuery { query: query.clone(), limit: Some(*limit), namespace: None };
+            let found = session.call(q)?.episodes;
+            let at = found.first().map_or(Timestamp::MIN, |h| h.record.at);
+            let rs: Vec<Record> = found.into_iter().map(|h| h.record.record).collect();
+            show_all(out, &rs, at, "no episodes match")
         }
         EpisodeCmd::Context { task, query, max_tokens } => {
-            let c = eps.context(task, query, *max_tokens)?;
+            let c = session.call(ops::EpisodeContext {
+                task: task.clone(),
+                query: query.clone(),
+                max_tokens: Some(*max_tokens),
+                namespace: None,
+            })?;
             if out.json {
                 out.json_line(&c)?;
             } else {
@@ -529,7 +545,8 @@ pub fn episode(cli: &Cli, out: &mut Out, cmd: &EpisodeCmd) -> Result<()> {
             Ok(())
         }
         EpisodeCmd::Access { id } => {
-            let a = eps.access(id_of(&db, cli, id)?)?;
+            check_id_form(id)?;
+            let a = session.call(ops::EpisodeAccess { id: id.clone(), namespace: None })?;
             if out.json {
                 out.json_line(&a)?;
             } else {
@@ -545,13 +562,13 @@ pub fn episode(cli: &Cli, out: &mut Out, cmd: &EpisodeCmd) -> Result<()> {
             if days.is_none() && keep.is_none() {
                 return Err(usage("give --days N, --keep N, or both"));
             }
-            let mut n = 0;
-            if let Some(d) = days {
-                n += eps.prune_by_age(*d, *important_factor)?;
-            }
-            if let Some(k) = keep {
-                n += eps.prune_by_count(*k)?;
-            }
+            let p = ops::EpisodePrune {
+                days: *days,
+                important_factor: Some(*important_factor),
+                keep: *keep,
+                namespace: None,
+            };
+            let n = session.call(p)?.retired;
             report(out, json!({ "retired": n }), format!("retired {n} episode(s)"))
         }
     }
@@ -565,88 +582,80 @@ pub fn project(cli: &Cli, out: &mut Out, cmd: &ProjectCmd) -> Result<()> {
             | ProjectCmd::Relate { .. }
             | ProjectCmd::Learn { .. }
     );
-    let db = if writes { open(cli)? } else { open_read(cli)? };
-    let ns = ns_of(&db, cli)?;
-    let project = ns.project();
-    let now = db.now();
-    let typed = |data: &str, kind: mnemon::Kind| -> Result<mnemon::Body> {
-        let v = crate::open::read_data(data)?;
-        Ok(mnemon::json::parse_input(v, Some(kind), ns.name())?.record.body)
+    let session = session_for(cli, writes)?;
+    let object = |data: &str| -> Result<serde_json::Map<String, Value>> {
+        match crate::open::read_data(data)? {
+            Value::Object(m) => Ok(m),
+            _ => Err(usage("--data must be a JSON object")),
+        }
     };
     match cmd {
         ProjectCmd::Pattern { data, agent } => {
-            let mnemon::Body::Pattern(p) = typed(data, mnemon::Kind::Pattern)? else {
-                return Err(usage("the data is not a pattern"));
-            };
-            let (id, existed) = project.add_pattern(p, agent.as_deref())?;
-            show_id(out, id, json!({ "existing": existed }))
+            let p = ops::ProjectPattern { pattern: object(data)?, agent: agent.clone(), namespace: None };
+            let added = session.call(p)?;
+            show_id(out, added.id, json!({ "existing": added.existing }))
         }
         ProjectCmd::Patterns { category } => {
-            show_all(out, &project.patterns(category.as_deref())?, now, "no patterns")
+            let q = ops::ProjectPatterns { category: category.clone(), namespace: None };
+            entries(out, session.call(q)?, "no patterns")
         }
         ProjectCmd::Gotcha { data } => {
-            let mnemon::Body::Gotcha(g) = typed(data, mnemon::Kind::Gotcha)? else {
-                return Err(usage("the data is not a gotcha"));
-            };
-            show_id(out, project.add_gotcha(g)?, json!({}))
+            let g = ops::ProjectGotcha { gotcha: object(data)?, namespace: None };
+            show_id(out, session.call(g)?.id, json!({}))
         }
-        ProjectCmd::Gotchas { severity } => show_all(out, &project.gotchas(*severity)?, now, "no gotchas"),
+        ProjectCmd::Gotchas { severity } => {
+            let q = ops::ProjectGotchas { severity: *severity, namespace: None };
+            entries(out, session.call(q)?, "no gotchas")
+        }
         ProjectCmd::Relate { from, relation_type, to, description } => {
-            show_id(out, project.relate(from, relation_type, to, description)?, json!({}))
+            let r = ops::ProjectRelate {
+                from: from.clone(),
+                relation: relation_type.clone(),
+                to: to.clone(),
+                description: description.clone(),
+                namespace: None,
+            };
+            show_id(out, session.call(r)?.id, json!({}))
         }
         ProjectCmd::Relations { component } => {
-            let rs = project.relationships(component.as_deref())?;
+            let rs = session.call(ops::ProjectRelations { component: component.clone(), namespace: None })?;
             if out.json {
-                return show_all(out, &rs, now, "");
+                return entries(out, rs, "");
             }
-            for r in &rs {
+            for r in rs.entries.iter().map(|r| &r.record) {
                 if let mnemon::Body::Relation(x) = &r.body {
                     out.line(format!("{}  {} {} {}", short(r.id), x.from, x.relation_type, x.to))?;
                 }
             }
-            if rs.is_empty() {
+            if rs.entries.is_empty() {
                 out.line("no relationships")?;
             }
             Ok(())
         }
         ProjectCmd::Learn { text, agent, learning_type, files } => {
-            let mut meta = json!({});
-            if let Some(t) = learning_type {
-                meta["type"] = json!(t);
-            }
-            if !files.is_empty() {
-                meta["related_files"] = json!(files);
-            }
-            show_id(out, project.record_learning(agent, text, &meta)?, json!({}))
+            let l = ops::ProjectLearn {
+                text: text.clone(),
+                agent: Some(agent.clone()),
+                learning_type: learning_type.clone(),
+                files: files.clone(),
+                namespace: None,
+            };
+            show_id(out, session.call(l)?.id, json!({}))
         }
         ProjectCmd::Learnings { limit } => {
+            let l = session.call(ops::ProjectLearnings { limit: Some(*limit), namespace: None })?;
             if out.json {
-                return show_all(out, &project.learnings(*limit)?, now, "");
+                return entries(out, ops::Entries { entries: l.entries }, "");
             }
-            out.line(format!("# Project Learnings\n{}", project.learnings_markdown(*limit)?))?;
+            out.line(format!("# Project Learnings\n{}", l.markdown))?;
             Ok(())
         }
         ProjectCmd::Search { query, limit } => {
-            let found = project.search_all(query, *limit)?;
-            if out.json {
-                for rs in found.values() {
-                    for r in rs {
-                        out.json_line(&RecordView::new(r, now))?;
-                    }
-                }
-                return Ok(());
-            }
-            if found.is_empty() {
-                out.line(format!("nothing matches {query:?}"))?;
-            }
-            for (kind, rs) in &found {
-                out.line(format!("{kind} ({})", rs.len()))?;
-                out.line(records_table(rs, now))?;
-            }
-            Ok(())
+            let q = ops::ProjectSearch { query: query.clone(), limit: Some(*limit), namespace: None };
+            groups(out, session.call(q)?, &format!("nothing matches {query:?}"))
         }
         ProjectCmd::Context => {
-            let text = project.context()?;
+            let text = session.call(ops::ProjectKnowledge::default())?.context;
             report(out, json!({ "context": text }), text)
         }
     }

@@ -53,12 +53,6 @@ pub(crate) fn resolve_in(db: &Db, ns: &Namespace, s: &str) -> Result<RecordId> {
     resolve_id(db, ns, s)
 }
 
-/// A record id (or a unique prefix of one) named on the command line, in `--ns`.
-pub(crate) fn resolve(db: &Db, cli: &Cli, s: &str) -> Result<RecordId> {
-    check_id_form(s)?;
-    resolve_id(db, &namespace(cli)?, s)
-}
-
 /// Validate an id argument's form before opening anything (the facade's rule).
 pub(crate) fn check_id_form(s: &str) -> Result<()> {
     Ok(mnemon::check_id_form(s)?)

@@ -85,7 +85,7 @@ pub struct Agent<'a> {
 }
 
 /// What [`Agent::performance`] computes from the recorded task metrics and errors.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct Performance {
     /// Task completions recorded.
     pub tasks_completed: usize,
@@ -344,11 +344,14 @@ pub(crate) struct AccessLog {
 }
 
 /// An access count: how often, and when last.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct Access {
     /// Times returned by a query.
     pub count: u64,
     /// When last returned.
+    #[schemars(with = "Option<String>")]
     pub last: Option<Timestamp>,
 }
 
@@ -440,11 +443,12 @@ pub struct Episodes<'a> {
 }
 
 /// What [`Episodes::context`] selected.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct EpisodeContext {
     /// The rendered block.
     pub text: String,
     /// The episodes in it, in order.
+    #[schemars(with = "Vec<String>")]
     pub ids: Vec<RecordId>,
     /// Its estimated size in tokens (about four characters each).
     pub tokens: usize,

@@ -233,22 +233,17 @@ impl Operation for EntitySet {
     }
 }
 
-/// Two entities: relate them, or merge the second into the first.
+/// Relate two entities.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EntityPair {
-    /// The first entity (kept, when merging).
+pub struct EntityLink {
+    /// One entity.
     pub a: String,
-    /// The second (absorbed, when merging).
+    /// The other.
     pub b: String,
     /// The namespace (default: the session's).
     pub namespace: Option<String>,
 }
-
-/// Relate two entities.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(transparent)]
-pub struct EntityLink(pub EntityPair);
 
 impl Operation for EntityLink {
     const NAME: &'static str = "entity_link";
@@ -259,8 +254,8 @@ impl Operation for EntityLink {
     type Output = One;
 
     fn run(self, session: &Session) -> Result<One> {
-        let ns = session.ns(self.0.namespace.as_deref())?;
-        let (a, b) = (ns.resolve_id(&self.0.a)?, ns.resolve_id(&self.0.b)?);
+        let ns = session.ns(self.namespace.as_deref())?;
+        let (a, b) = (ns.resolve_id(&self.a)?, ns.resolve_id(&self.b)?);
         ns.entities().link(a, b)?;
         One::latest(session, &ns, a)
     }
@@ -268,20 +263,27 @@ impl Operation for EntityLink {
 
 /// Merge one entity into another.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(transparent)]
-pub struct EntityMerge(pub EntityPair);
+#[serde(deny_unknown_fields)]
+pub struct EntityMerge {
+    /// The entity that stays.
+    pub keep: String,
+    /// The entity merged into it (it ends).
+    pub absorb: String,
+    /// The namespace (default: the session's).
+    pub namespace: Option<String>,
+}
 
 impl Operation for EntityMerge {
     const NAME: &'static str = "entity_merge";
     const TITLE: &'static str = "Merge two entities";
-    const DESCRIPTION: &'static str = "Merge entity b into entity a (the same thing under two names), in one commit: a gains b's mentions, the properties it lacks, its relations (re-pointed) and tags; b ends, superseded by a (its history stays), and its name stays an alias of a.";
+    const DESCRIPTION: &'static str = "Merge entity `absorb` into entity `keep` (the same thing under two names), in one commit: `keep` gains its mentions, the properties it lacks, its relations (re-pointed) and tags; `absorb` ends, superseded by `keep` (its history stays), and its name stays an alias of `keep`.";
     const READ_ONLY: bool = false;
     const MCP: bool = false;
     type Output = One;
 
     fn run(self, session: &Session) -> Result<One> {
-        let ns = session.ns(self.0.namespace.as_deref())?;
-        let (keep, absorb) = (ns.resolve_id(&self.0.a)?, ns.resolve_id(&self.0.b)?);
+        let ns = session.ns(self.namespace.as_deref())?;
+        let (keep, absorb) = (ns.resolve_id(&self.keep)?, ns.resolve_id(&self.absorb)?);
         Ok(One::now(session, ns.entities().merge(keep, absorb)?))
     }
 }
@@ -512,7 +514,7 @@ mod tests {
         let again = s.call(EntityEnsure { name: "redb".into(), ..Default::default() })?;
         assert!(a.created && !again.created && a.id == again.id);
         let b = s.call(EntityEnsure { name: "redb-rs".into(), ..Default::default() })?;
-        s.call(EntityMerge(EntityPair { a: a.id.to_string(), b: b.id.to_string(), namespace: None }))?;
+        s.call(EntityMerge { keep: a.id.to_string(), absorb: b.id.to_string(), namespace: None })?;
         assert_eq!(s.call(EntityFind { name: "REDB-RS".into(), namespace: None })?.record.record.id, a.id);
         let missing = s.call(EntityFind { name: "sqlite".into(), namespace: None }).err();
         assert_eq!(missing.as_ref().map(|e| e.code()), Some(Code::NotFound));

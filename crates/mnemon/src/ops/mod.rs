@@ -27,22 +27,32 @@
 //! # }
 //! ```
 
+mod agent;
 mod domain;
 mod memory;
+mod project;
 mod records;
 mod search;
 mod tasks;
 mod writes;
 
+pub use agent::{
+    AgentCompleted, AgentContext, AgentError, AgentPerformance, AgentPrefer, AgentPreferences, EpisodeAccess,
+    EpisodeContext, EpisodePrune, KnowledgePrune, Preferences, Retired,
+};
 pub use domain::{
     ConversationAdd, ConversationEnd, ConversationRecent, ConversationShow, ConversationStart,
     DecisionActive, DecisionStatusSet, Ensured, EntityByType, EntityEnsure, EntityFind, EntityLink,
-    EntityMention, EntityMerge, EntityPair, EntitySet, Link, Linked, Transcript,
+    EntityMention, EntityMerge, EntitySet, Link, Linked, Transcript,
 };
 pub use memory::{
     Block, EpisodeHit, EpisodeQuery, EpisodeStore, Episodes, KnowledgeLearn, KnowledgeList,
     KnowledgeReinforce, Learned, MemoryAdd, MemoryAdded, MemoryContext, MemoryShow, MemoryShown,
     ProjectKnowledge, ProjectRelate, SectionArg, SectionEntries, SectionEntry, Stored,
+};
+pub use project::{
+    Consolidate, Group, Groups, Learnings, PatternAdded, ProjectGotcha, ProjectGotchas, ProjectLearn,
+    ProjectLearnings, ProjectPattern, ProjectPatterns, ProjectRelations, ProjectSearch, Stats, Tagged,
 };
 pub use records::{
     Chain, ChainOut, Forget, Forgotten, Get, GotRecord, History, List, Records, Remember, Remembered,
@@ -135,6 +145,27 @@ pub fn each(visitor: &mut impl Visitor) {
     visitor.visit::<ConversationEnd>();
     visitor.visit::<ConversationShow>();
     visitor.visit::<ConversationRecent>();
+    visitor.visit::<AgentPrefer>();
+    visitor.visit::<AgentPreferences>();
+    visitor.visit::<AgentCompleted>();
+    visitor.visit::<AgentError>();
+    visitor.visit::<AgentPerformance>();
+    visitor.visit::<AgentContext>();
+    visitor.visit::<KnowledgePrune>();
+    visitor.visit::<EpisodeContext>();
+    visitor.visit::<EpisodeAccess>();
+    visitor.visit::<EpisodePrune>();
+    visitor.visit::<ProjectPattern>();
+    visitor.visit::<ProjectPatterns>();
+    visitor.visit::<ProjectGotcha>();
+    visitor.visit::<ProjectGotchas>();
+    visitor.visit::<ProjectRelations>();
+    visitor.visit::<ProjectLearn>();
+    visitor.visit::<ProjectLearnings>();
+    visitor.visit::<ProjectSearch>();
+    visitor.visit::<Tagged>();
+    visitor.visit::<Stats>();
+    visitor.visit::<Consolidate>();
 }
 
 /// A database and the namespaces a caller works in: its own (where a request that names none
@@ -390,6 +421,38 @@ mod tests {
             ("ab*ba", "aba", false),
         ] {
             assert_eq!(glob(p, n), want, "{p} {n}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod each_tests {
+    use super::{Operation, Visitor, each};
+
+    /// Every operation: its name, whether it reads only, and its request's schema.
+    struct Names(Vec<(&'static str, bool, serde_json::Value)>);
+
+    impl Visitor for Names {
+        fn visit<O: Operation>(&mut self) {
+            let schema = serde_json::to_value(schemars::schema_for!(O)).unwrap_or_default();
+            self.0.push((O::NAME, O::READ_ONLY, schema));
+        }
+    }
+
+    #[test]
+    fn every_operation_has_its_own_name_and_takes_an_object() {
+        let mut all = Names(Vec::new());
+        each(&mut all);
+        let mut names: Vec<&str> = all.0.iter().map(|(n, _, _)| *n).collect();
+        names.sort_unstable();
+        let count = names.len();
+        names.dedup();
+        assert_eq!(names.len(), count, "an operation name is used twice");
+        assert!(count >= 60, "{count} operations");
+        for (name, _, schema) in &all.0 {
+            assert!(name.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{name}");
+            // An HTTP body or an MCP tool's arguments: always a JSON object.
+            assert_eq!(schema["type"], "object", "{name}: {schema}");
         }
     }
 }
