@@ -689,11 +689,15 @@ pub(crate) fn scope_of(cli: &Cli, given: Option<&str>) -> Result<mnemon::scoped:
 }
 
 pub fn memory(cli: &Cli, out: &mut Out, cmd: &MemoryCmd) -> Result<()> {
-    use mnemon::scoped::{Scope, Section};
+    use mnemon::scoped::Section;
     let read_only = matches!(cmd, MemoryCmd::Show { .. } | MemoryCmd::Projects | MemoryCmd::Context { .. });
-    let scope = |s: &Option<String>| -> Result<Scope> { scope_of(cli, s.as_deref()) };
+    // The scope as the operations take it, checked before the file is opened.
+    let scope =
+        |s: &Option<String>| -> Result<Option<String>> { Ok(Some(scope_of(cli, s.as_deref())?.spec())) };
     let section = |s: &str| -> Result<Section> { Section::parse(s).map_err(|e| usage(e.to_string())) };
-    // Check the arguments before opening the file.
+    let read = |file: &std::path::Path| -> Result<String> {
+        std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))
+    };
     match cmd {
         MemoryCmd::Add { section: s, scope: sc, .. } | MemoryCmd::Import { section: s, scope: sc, .. } => {
             section(s)?;
@@ -708,57 +712,56 @@ pub fn memory(cli: &Cli, out: &mut Out, cmd: &MemoryCmd) -> Result<()> {
         }
         _ => {}
     }
-    let db = if read_only { open_read(cli)? } else { open(cli)? };
-    let mem = db.memory();
+    let session = session_for(cli, !read_only)?;
     match cmd {
         MemoryCmd::Add { section: s, content, scope: sc, importance } => {
-            let sc = scope(sc)?;
-            let o = mem.add_entry(&sc, section(s)?, content, *importance)?;
+            let a = session.call(ops::MemoryAdd {
+                content: content.clone(),
+                section: Some(section(s)?.into()),
+                importance: Some(*importance),
+                scope: scope(sc)?,
+            })?;
             // Say when the entry was already there, or replaced one of the same title.
-            let (extra, note) = match o {
-                mnemon::Outcome::Existing { .. } => {
-                    (json!({ "existing": true }), Some("already there".to_string()))
-                }
-                mnemon::Outcome::Superseded { old, .. } => {
+            let (mut extra, note) = match (a.outcome.as_str(), a.supersedes) {
+                ("existing", _) => (json!({ "existing": true }), Some("already there".to_string())),
+                (_, Some(old)) => {
                     (json!({ "superseded": old }), Some(format!("supersedes {old}, which said otherwise")))
                 }
                 _ => (json!({}), None),
             };
-            let mut extra = extra;
             if let Some(e) = extra.as_object_mut() {
-                e.insert("namespace".into(), json!(sc.namespace()));
+                e.insert("namespace".into(), json!(a.namespace));
             }
             if let (false, Some(n)) = (out.json, &note) {
-                out.line(format!("{} ({n})", o.id()))?;
+                out.line(format!("{} ({n})", a.id))?;
                 return Ok(());
             }
-            show_id(out, o.id(), extra)
+            show_id(out, a.id, extra)
         }
-        MemoryCmd::Brief { scope: sc, text } => show_id(out, mem.set_brief(&scope(sc)?, text)?, json!({})),
+        MemoryCmd::Brief { scope: sc, text } => {
+            let b = session.call(ops::MemoryBrief { text: text.clone(), scope: scope(sc)? })?;
+            show_id(out, b.id, json!({}))
+        }
         MemoryCmd::Show { scope: sc, section: s } => {
-            let sc = scope(sc)?;
-            let sections = match s {
-                Some(s) => vec![section(s)?],
-                None => Section::ALL.to_vec(),
-            };
+            let only = s.as_deref().map(section).transpose()?;
+            let shown = session.call(ops::MemoryShow { section: only.map(Into::into), scope: scope(sc)? })?;
             if out.json {
-                for sec in sections {
-                    for r in mem.entries(&sc, sec)? {
-                        out.json_line(&RecordView::new(&r, db.now()))?;
-                    }
+                for e in shown.sections.iter().flat_map(|s| &s.entries) {
+                    out.json_line(&RecordView::new(&e.record.record, e.record.at))?;
                 }
                 return Ok(());
             }
-            if let Some(b) = mem.brief(&sc)?.filter(|_| s.is_none()) {
+            if let Some(b) = shown.brief.filter(|_| only.is_none()) {
                 out.line(format!("# Brief\n{b}\n"))?;
             }
-            for sec in sections {
-                out.line(mem.export_markdown(&sc, sec)?)?;
+            for sec in shown.sections {
+                let rs: Vec<Record> = sec.entries.into_iter().map(|e| e.record.record).collect();
+                out.line(mnemon::scoped::section_markdown(section(&sec.section)?, &rs))?;
             }
             Ok(())
         }
         MemoryCmd::Projects => {
-            let ps = mem.projects()?;
+            let ps = session.call(ops::MemoryProjects {})?.projects;
             if out.json {
                 for p in &ps {
                     out.json_line(p)?;
@@ -779,43 +782,33 @@ pub fn memory(cli: &Cli, out: &mut Out, cmd: &MemoryCmd) -> Result<()> {
             Ok(())
         }
         MemoryCmd::Delete { id, scope: sc } => {
-            let sc = scope(sc)?;
-            let ns = mnemon::Namespace::new(sc.namespace())?;
-            let rid = crate::open::resolve_in(&db, &ns, id)?;
-            mem.delete(&sc, rid)?;
-            show_id(out, rid, json!({ "deleted": true }))
+            check_id_form(id)?;
+            let d = session.call(ops::MemoryDelete { id: id.clone(), scope: scope(sc)? })?;
+            show_id(out, d.id, json!({ "deleted": true }))
         }
         MemoryCmd::Prune => {
-            let r = mem.prune_expired()?;
-            let n: usize = r.values().sum();
-            report(
-                out,
-                json!({ "pruned": n, "by_namespace": r }),
-                format!("closed {n} expired entr{}", if n == 1 { "y" } else { "ies" }),
-            )
+            let r = session.call(ops::MemoryPrune {})?;
+            let n = r.pruned;
+            report(out, json!(r), format!("closed {n} expired entr{}", if n == 1 { "y" } else { "ies" }))
         }
         MemoryCmd::Clear { scope: sc } => {
-            let n = mem.clear(&scope(sc)?)?;
+            let n = session.call(ops::MemoryClear { scope: scope(sc)? })?.cleared;
             report(out, json!({ "cleared": n }), format!("retired {n} entries"))
         }
         MemoryCmd::Import { file, section: s, scope: sc } => {
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
-            let (imported, skipped) = mem.import_markdown(&scope(sc)?, section(s)?, &text)?;
-            report(
-                out,
-                json!({ "imported": imported, "skipped": skipped }),
-                format!("imported {imported}, skipped {skipped} already present"),
-            )
+            let i =
+                ops::MemoryImport { markdown: read(file)?, section: section(s)?.into(), scope: scope(sc)? };
+            let r = session.call(i)?;
+            report(out, json!(r), format!("imported {}, skipped {} already present", r.imported, r.skipped))
         }
         MemoryCmd::ImportGraph { file } => {
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
-            let n = mem.import_graph_jsonl(&text)?;
+            let n = session.call(ops::MemoryImportGraph { jsonl: read(file)? })?.imported;
             report(out, json!({ "imported": n }), format!("imported {n} entries"))
         }
         MemoryCmd::Context { scope: sc, query, budget } => {
-            let text = mem.context(&scope(sc)?, query, *budget)?;
+            let c =
+                ops::MemoryContext { query: query.clone(), budget_tokens: Some(*budget), scope: scope(sc)? };
+            let text = session.call(c)?.context;
             report(out, json!({ "context": text }), text)
         }
     }

@@ -47,12 +47,6 @@ pub(crate) fn open_with_id(cli: &Cli, id: &str) -> Result<(Db, Ns, RecordId)> {
     Ok((db, ns, id))
 }
 
-/// A record id (or a unique prefix of one) in namespace `ns`.
-pub(crate) fn resolve_in(db: &Db, ns: &Namespace, s: &str) -> Result<RecordId> {
-    check_id_form(s)?;
-    resolve_id(db, ns, s)
-}
-
 /// Validate an id argument's form before opening anything (the facade's rule).
 pub(crate) fn check_id_form(s: &str) -> Result<()> {
     Ok(mnemon::check_id_form(s)?)
@@ -62,9 +56,10 @@ pub(crate) fn open(cli: &Cli) -> Result<Db> {
     Ok(with_embedder(cli, Db::builder(&cli.db).shared(true))?.open()?)
 }
 
-/// A session in `--ns` over `db`: how commands run operations.
+/// A session in `--ns` over `db`: how commands run operations. It reaches every namespace:
+/// whoever runs the command line has the file.
 pub(crate) fn session(cli: &Cli, db: Db) -> Result<mnemon::ops::Session> {
-    Ok(mnemon::ops::Session::new(db, &cli.ns)?)
+    Ok(mnemon::ops::Session::new(db, &cli.ns)?.allow("*"))
 }
 
 /// Open for reading: several readers (other `mnemon` calls) may share the file.

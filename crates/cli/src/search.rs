@@ -77,7 +77,7 @@ pub fn run(
     req.as_of = Some(req.as_of.take().unwrap_or_else(|| now.to_rfc3339()));
     req.known_at = Some(req.known_at.take().unwrap_or_else(|| now.to_rfc3339()));
     req.explain = true;
-    let session = session(cli, db.clone())?.allow("*");
+    let session = session(cli, db.clone())?;
     if let Some(path) = batch {
         if query.is_some() {
             return Err(usage("give either a query or --batch, not both"));

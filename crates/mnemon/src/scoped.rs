@@ -102,6 +102,15 @@ impl Scope {
         ns.strip_prefix("agent:").filter(|a| !a.is_empty()).map(|a| Scope::Agent(a.to_string()))
     }
 
+    /// Its name as [`Scope::parse`] takes it back, whatever the project id looks like
+    /// (`global`, `project-id:ID`, `agent:NAME`).
+    pub fn spec(&self) -> String {
+        match self {
+            Scope::Project(id) => format!("project-id:{id}"),
+            other => other.namespace(),
+        }
+    }
+
     /// Its namespace.
     pub fn namespace(&self) -> String {
         match self {
@@ -194,6 +203,21 @@ impl Section {
     }
 }
 
+/// A section's entries (newest first) as its markdown file: `# Title`, then one
+/// `## <timestamp> | importance:N | ttl:N | id:X` heading per entry with the entry below;
+/// `ttl:permanent` for importance 5. See [`Memory::export_markdown`].
+pub fn section_markdown(section: Section, entries: &[Record]) -> String {
+    let mut s = format!("# {}\n", section.title());
+    for r in entries {
+        let imp = r.envelope.importance.unwrap_or(3);
+        let ttl = ttl_days(imp).map_or_else(|| "permanent".to_string(), |d| d.to_string());
+        let md_id = r.envelope.metadata.value()["md_id"].as_str().map(str::to_string);
+        let id = md_id.unwrap_or_else(|| r.id.to_string());
+        s.push_str(&md_entry(r.valid_from, imp, &ttl, &id, &entry_text(r)));
+    }
+    s
+}
+
 /// An entry's text as its section writes it.
 pub fn entry_text(r: &Record) -> String {
     match &r.body {
@@ -227,7 +251,7 @@ pub struct Memory<'a> {
 }
 
 /// A project known to the memory.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct ProjectSummary {
     /// Its id (`<hash>-<basename>`).
     pub id: String,
@@ -400,15 +424,7 @@ impl Memory<'_> {
     /// ttl:N | id:X` heading per entry (newest first) with the entry below; `ttl:permanent`
     /// for importance 5.
     pub fn export_markdown(&self, scope: &Scope, section: Section) -> Result<String> {
-        let mut s = format!("# {}\n", section.title());
-        for r in self.entries(scope, section)? {
-            let imp = r.envelope.importance.unwrap_or(3);
-            let ttl = ttl_days(imp).map_or_else(|| "permanent".to_string(), |d| d.to_string());
-            let md_id = r.envelope.metadata.value()["md_id"].as_str().map(str::to_string);
-            let id = md_id.unwrap_or_else(|| r.id.to_string());
-            s.push_str(&md_entry(r.valid_from, imp, &ttl, &id, &entry_text(&r)));
-        }
-        Ok(s)
+        Ok(section_markdown(section, &self.entries(scope, section)?))
     }
 
     /// Import a section's markdown (as [`Memory::export_markdown`] writes it, or the design

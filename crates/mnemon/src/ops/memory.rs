@@ -25,6 +25,17 @@ pub enum SectionArg {
     Preferences,
 }
 
+impl From<Section> for SectionArg {
+    fn from(s: Section) -> SectionArg {
+        match s {
+            Section::Learnings => SectionArg::Learnings,
+            Section::Errors => SectionArg::Errors,
+            Section::Patterns => SectionArg::Patterns,
+            Section::Preferences => SectionArg::Preferences,
+        }
+    }
+}
+
 impl From<SectionArg> for Section {
     fn from(s: SectionArg) -> Section {
         match s {
@@ -38,7 +49,7 @@ impl From<SectionArg> for Section {
 
 /// The scope a request names (`current` or none: the session's own namespace, which must be
 /// `global`, `project:ID` or `agent:NAME`), checked against the session's reach.
-fn scope_of(session: &Session, scope: Option<&str>) -> Result<Scope> {
+pub(super) fn scope_of(session: &Session, scope: Option<&str>) -> Result<Scope> {
     let scope = match scope {
         None | Some("current") => Scope::of_namespace(session.namespace()).ok_or_else(|| {
             invalid(format!(
@@ -105,6 +116,10 @@ pub struct MemoryAdded {
     /// `written` (new), `existing` (the same entry was there) or `superseded` (a pattern of
     /// that name said something else and was replaced).
     pub outcome: String,
+    /// The entry it replaced, when it superseded one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub supersedes: Option<RecordId>,
 }
 
 impl Operation for MemoryAdd {
@@ -119,16 +134,17 @@ impl Operation for MemoryAdd {
         let section = self.section.map(Section::from).unwrap_or_else(|| route(&scope, &self.content));
         let importance = self.importance.unwrap_or(3);
         let outcome = session.db().memory().add_entry(&scope, section, &self.content, importance)?;
-        let how = match outcome {
-            crate::Outcome::Existing { .. } => "existing",
-            crate::Outcome::Superseded { .. } => "superseded",
-            _ => "written",
+        let (how, supersedes) = match outcome {
+            crate::Outcome::Existing { .. } => ("existing", None),
+            crate::Outcome::Superseded { old, .. } => ("superseded", Some(old)),
+            _ => ("written", None),
         };
         Ok(MemoryAdded {
             id: outcome.id(),
             section: section_name(section),
             namespace: scope.namespace(),
             outcome: how.into(),
+            supersedes,
         })
     }
 }

@@ -32,6 +32,7 @@ mod domain;
 mod memory;
 mod project;
 mod records;
+mod scoped;
 mod search;
 mod tasks;
 mod writes;
@@ -57,6 +58,10 @@ pub use project::{
 pub use records::{
     Chain, ChainOut, Forget, Forgotten, Get, GotRecord, History, List, Records, Remember, Remembered,
     Revisions, Supersede, Superseded,
+};
+pub use scoped::{
+    Cleared, GraphImported, Imported, MemoryBrief, MemoryClear, MemoryDelete, MemoryImport,
+    MemoryImportGraph, MemoryProjects, MemoryPrune, Projects, Pruned,
 };
 pub use search::{BlockFormat, Context, ContextOut, Explain, Hit, Hits, Recall};
 pub use tasks::{
@@ -166,6 +171,13 @@ pub fn each(visitor: &mut impl Visitor) {
     visitor.visit::<Tagged>();
     visitor.visit::<Stats>();
     visitor.visit::<Consolidate>();
+    visitor.visit::<MemoryBrief>();
+    visitor.visit::<MemoryProjects>();
+    visitor.visit::<MemoryDelete>();
+    visitor.visit::<MemoryPrune>();
+    visitor.visit::<MemoryClear>();
+    visitor.visit::<MemoryImport>();
+    visitor.visit::<MemoryImportGraph>();
 }
 
 /// A database and the namespaces a caller works in: its own (where a request that names none
@@ -215,10 +227,24 @@ impl Session {
         out
     }
 
+    /// Whether the session may reach namespace `name`.
+    pub fn reaches(&self, name: &str) -> bool {
+        name == self.ns || self.allowed.iter().any(|p| glob(p, name))
+    }
+
+    /// Refuse `what` unless the session reaches every namespace (it was allowed `*`): for an
+    /// operation that writes where its input says.
+    pub fn reach_all(&self, what: &str) -> Result<()> {
+        if self.allowed.iter().any(|p| p == "*") {
+            return Ok(());
+        }
+        Err(Error::NotAllowed { namespace: "*".into(), scope: format!("{what} needs every namespace") })
+    }
+
     /// The namespace a request names (its own if none), if the session may reach it.
     pub fn ns(&self, requested: Option<&str>) -> Result<Ns> {
         let name = requested.unwrap_or(&self.ns);
-        if name != self.ns && !self.allowed.iter().any(|p| glob(p, name)) {
+        if !self.reaches(name) {
             let scope = if self.allowed.is_empty() {
                 format!("{:?} only", self.ns)
             } else {
