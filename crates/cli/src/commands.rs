@@ -108,7 +108,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Import { file, partial, format, scope } => match format.as_str() {
             "jsonl" => import(&cli, &mut out, file, *partial)?,
             "mcp-jsonl" | "markdown" | "assistant" | "crewly" => {
-                crate::domain::import_other(&cli, &mut out, file, format, scope.as_deref())?
+                crate::groups::upkeep::import_other(&cli, &mut out, file, format, scope.as_deref())?
             }
             f => {
                 return Err(usage(format!(
@@ -117,13 +117,13 @@ pub fn run(cli: Cli) -> Result<()> {
             }
         },
         Command::Stats { domain: false } => stats(&cli, &mut out)?,
-        Command::Stats { domain: true } => crate::domain::domain_stats(&cli, &mut out)?,
-        Command::Task(cmd) => crate::domain::task(&cli, &mut out, cmd)?,
-        Command::Decision(cmd) => crate::domain::decision(&cli, &mut out, cmd)?,
-        Command::Entity(cmd) => crate::domain::entity(&cli, &mut out, cmd)?,
-        Command::Conversation(cmd) => crate::domain::conversation(&cli, &mut out, cmd)?,
+        Command::Stats { domain: true } => crate::groups::project::domain_stats(&cli, &mut out)?,
+        Command::Task(cmd) => crate::groups::work::task(&cli, &mut out, cmd)?,
+        Command::Decision(cmd) => crate::groups::work::decision(&cli, &mut out, cmd)?,
+        Command::Entity(cmd) => crate::groups::work::entity(&cli, &mut out, cmd)?,
+        Command::Conversation(cmd) => crate::groups::work::conversation(&cli, &mut out, cmd)?,
         Command::Context { query, task, agent, budget, format, at } => {
-            let req = crate::domain::ContextArgs {
+            let req = crate::search::ContextArgs {
                 query,
                 task: task.as_deref(),
                 agent: agent.as_deref(),
@@ -131,7 +131,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 format,
                 at: *at,
             };
-            crate::domain::context(&cli, &mut out, req)?
+            crate::search::context(&cli, &mut out, req)?
         }
         Command::Prune { dry_run, forget, episode_days, important_factor, episode_cap, namespaces } => {
             let o = mnemon::lifecycle::PruneOptions {
@@ -142,20 +142,22 @@ pub fn run(cli: Cli) -> Result<()> {
                 episode_cap: *episode_cap,
                 namespaces: namespaces.clone(),
             };
-            crate::domain::prune(&cli, &mut out, &o)?
+            crate::groups::upkeep::prune(&cli, &mut out, &o)?
         }
         Command::Mcp { allow_ns } => crate::mcp::serve(
             with_embedder(&cli, Db::builder(&cli.db).shared(true).create(true))?.open()?,
             &cli.ns,
             allow_ns,
         )?,
-        Command::Memory(cmd) => crate::domain::memory(&cli, &mut out, cmd)?,
-        Command::Project(cmd) => crate::domain::project(&cli, &mut out, cmd)?,
-        Command::Knowledge(cmd) => crate::domain::knowledge(&cli, &mut out, cmd)?,
-        Command::Agent(cmd) => crate::domain::agent(&cli, &mut out, cmd)?,
-        Command::Episode(cmd) => crate::domain::episode(&cli, &mut out, cmd)?,
-        Command::Tagged { tag } => crate::domain::tagged(&cli, &mut out, tag)?,
-        Command::Consolidate { older_than } => crate::domain::consolidate(&cli, &mut out, *older_than)?,
+        Command::Memory(cmd) => crate::groups::memory::memory(&cli, &mut out, cmd)?,
+        Command::Project(cmd) => crate::groups::project::project(&cli, &mut out, cmd)?,
+        Command::Knowledge(cmd) => crate::groups::agent::knowledge(&cli, &mut out, cmd)?,
+        Command::Agent(cmd) => crate::groups::agent::agent(&cli, &mut out, cmd)?,
+        Command::Episode(cmd) => crate::groups::agent::episode(&cli, &mut out, cmd)?,
+        Command::Tagged { tag } => crate::groups::project::tagged(&cli, &mut out, tag)?,
+        Command::Consolidate { older_than } => {
+            crate::groups::project::consolidate(&cli, &mut out, *older_than)?
+        }
         Command::Check => check(&cli, &mut out)?,
         Command::Compact => compact(&cli, &mut out)?,
         Command::Search {

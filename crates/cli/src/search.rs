@@ -1,4 +1,4 @@
-//! `mnemon search` (one query, or a batch file) and `mnemon reindex`.
+//! `mnemon search` (one query, or a batch file), `mnemon context` and `mnemon reindex`.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -151,6 +151,45 @@ pub fn reindex(cli: &Cli, out: &mut Out, only: Option<&str>, batch: usize) -> Re
             "reindexed with {model}: {} embedded, {} from the cache, {} failed",
             stats.misses, stats.hits, stats.failures
         ))?;
+    }
+    Ok(())
+}
+
+/// `mnemon context`: the block for a prompt.
+/// The arguments of `mnemon context`.
+pub(crate) struct ContextArgs<'a> {
+    pub(crate) query: &'a str,
+    pub(crate) task: Option<&'a str>,
+    pub(crate) agent: Option<&'a str>,
+    pub(crate) budget: usize,
+    pub(crate) format: &'a str,
+    pub(crate) at: crate::cli::AsOfArgs,
+}
+
+pub(crate) fn context(cli: &Cli, out: &mut Out, a: ContextArgs<'_>) -> Result<()> {
+    use mnemon::ops::BlockFormat;
+    let format = match a.format {
+        "markdown" | "md" => BlockFormat::Markdown,
+        "xml" => BlockFormat::Xml,
+        f => return Err(usage(format!("unknown format {f:?} (markdown, xml)"))),
+    };
+    let session = crate::open::session(cli, open_read(cli)?)?;
+    let time = |t: Option<mnemon::Timestamp>| t.map(|t| t.to_rfc3339());
+    let b = session.call(mnemon::ops::Context {
+        query: a.query.to_string(),
+        task: a.task.map(str::to_string),
+        agent: a.agent.map(str::to_string),
+        budget_tokens: Some(a.budget),
+        format: Some(format),
+        as_of: time(a.at.as_of),
+        known_at: time(a.at.known_at),
+        namespace: None,
+    })?;
+    if out.json {
+        out.json_line(&b)?;
+    } else {
+        out.line(b.context.trim_end())?;
+        eprintln!("{} tokens (o200k_base) of {}; {} item(s) left out", b.tokens, a.budget, b.left_out);
     }
     Ok(())
 }

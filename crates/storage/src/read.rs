@@ -146,7 +146,7 @@ pub struct Snapshot {
     /// The file's format version (older than this build's only on a read-only handle).
     pub(crate) format: u32,
     /// Where a read that meets damage records it for the handle (see `Store::damage`).
-    damage: crate::store::Damage,
+    damage: crate::damage::Damage,
 }
 
 /// One commit of the commit log.
@@ -169,7 +169,7 @@ impl Snapshot {
         path: &Path,
         clock: Arc<dyn Clock>,
         format: u32,
-        damage: crate::store::Damage,
+        damage: crate::damage::Damage,
     ) -> Result<Snapshot, Error> {
         let (meta, format) = {
             let t = txn.open_table(tables::META)?;
@@ -198,7 +198,7 @@ impl Snapshot {
         r.map_err(|e| {
             let e = e.with_path(&self.path);
             if e.is_damage() {
-                crate::store::note_damage(&self.damage, &e.to_string());
+                crate::damage::note_damage(&self.damage, &e.to_string());
             }
             e
         })

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use redb::{Database, ReadableDatabase};
 
+use crate::damage::Damage;
 use crate::error::{Error, OpenError};
 use crate::format::{self, REDB_MAGIC};
 use crate::read::Snapshot;
@@ -597,9 +598,6 @@ struct Inner {
     damage: Damage,
 }
 
-/// The first damage a handle's reads met (shared with its snapshots).
-pub(crate) type Damage = Arc<Mutex<Option<String>>>;
-
 /// A handle on an open mnemon database. Cheap to clone, `Send + Sync`: any number of threads
 /// read concurrently (each snapshot is isolated), and writes are group-committed by one writer.
 #[derive(Clone)]
@@ -793,7 +791,7 @@ impl Store {
     /// Record damage met outside the storage's own reads (a dependency's panic on a damaged
     /// page, caught above): writes through this handle are refused from then on.
     pub fn note_damage(&self, reason: &str) {
-        note_damage(&self.inner.damage, reason);
+        crate::damage::note_damage(&self.inner.damage, reason);
     }
 
     fn refuse_if_damaged(&self) -> Result<(), Error> {
@@ -1101,14 +1099,6 @@ enum Planned {
     Nothing(Vec<Result<Receipt, Error>>),
     /// The transaction to commit, its `commit_seq`, and the jobs' results once it is.
     Commit { txn: Box<redb::WriteTransaction>, seq: u64, results: Vec<Result<Receipt, Error>> },
-}
-
-/// Keep `reason` as a handle's damage unless it already holds one (the first is the cause).
-pub(crate) fn note_damage(damage: &Damage, reason: &str) {
-    let mut d = damage.lock().unwrap_or_else(PoisonError::into_inner);
-    if d.is_none() {
-        *d = Some(reason.to_string());
-    }
 }
 
 #[cfg(test)]
