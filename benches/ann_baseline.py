@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side-by-side baseline for `mnemon bench ann`: hnswlib and faiss HNSW on the same TEXMEX
+"""Side-by-side baseline for `mnemon-bench ann`: hnswlib and faiss HNSW on the same TEXMEX
 files, with the same M, ef_construction, k and ef values, single-threaded queries.
 
     pip install hnswlib==0.8.0 faiss-cpu==1.15.1 numpy   # once (benches/requirements.txt)
@@ -25,7 +25,7 @@ def normalise(x):
 
 
 def timed_queries(search_one, queries, gt, k):
-    """Best of three passes (the machine is shared), as `mnemon bench ann` does."""
+    """Best of three passes (the machine is shared), as `mnemon-bench ann` does."""
     runs = [one_pass(search_one, queries, gt, k) for _ in range(3)]
     return max(runs, key=lambda r: r["qps"])
 

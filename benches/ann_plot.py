@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plot recall@k against single-thread QPS for `mnemon bench ann --json` output and the JSON
+"""Plot recall@k against single-thread QPS for `mnemon-bench ann --json` output and the JSON
 lines of benches/ann_baseline.py, as an SVG (standard library only).
 
     python3 benches/ann_plot.py MNEMON.json BASELINE.txt docs/index-recall-qps.svg

@@ -1,6 +1,6 @@
-"""sentence-transformers' speed on the texts of `mnemon bench embed`, for a side-by-side ratio.
+"""sentence-transformers' speed on the texts of `mnemon-bench embed`, for a side-by-side ratio.
 
-    mnemon bench embed --embedders minilm --write-texts /tmp/texts.jsonl
+    mnemon-bench embed --embedders minilm --write-texts /tmp/texts.jsonl
     pip install sentence-transformers   # torch comes with it
     python3 benches/embed_baseline.py ~/.cache/mnemon/models/all-minilm-l6-v2 /tmp/texts.jsonl
 

@@ -1,4 +1,4 @@
-"""An independent BM25 on LoCoMo, beside `mnemon bench retrieval` (docs/search.md).
+"""An independent BM25 on LoCoMo, beside `mnemon-bench retrieval` (docs/search.md).
 
 rank-bm25's BM25Okapi (k1 1.5, b 0.75) over the same turns as mnemon indexes them ("Speaker:
 text", with "[shares an image: caption]" where the turn has one), tokenized by the usual

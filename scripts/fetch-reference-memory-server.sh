@@ -1,7 +1,7 @@
 #!/bin/sh
 # The reference knowledge-graph MCP server (@modelcontextprotocol/server-memory 2026.8.31),
 # installed with `npm ci` from the committed package-lock.json (every package pinned with its
-# sha512 integrity), for `mnemon bench mcp --reference`. The tests never need it. Prints the
+# sha512 integrity), for `mnemon-bench mcp --reference`. The tests never need it. Prints the
 # command to pass to --reference.
 #
 #   scripts/fetch-reference-memory-server.sh [DIR]   (default ~/.cache/mnemon/reference-memory-server)

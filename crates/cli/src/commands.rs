@@ -193,7 +193,6 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Vector(cmd) => crate::vectors::run_vector(&cli, &mut out, cmd)?,
         Command::Index(cmd) => crate::vectors::run_index(&cli, &mut out, cmd)?,
-        Command::Bench(cmd) => crate::bench::run(&mut out, cli.embedder.as_deref(), cmd)?,
     }
     out.flush()?;
     Ok(())

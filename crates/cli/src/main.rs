@@ -4,15 +4,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-mod bench;
 mod cli;
 mod commands;
-mod evaluate;
 mod groups;
 mod mcp;
 mod open;
 mod output;
-mod retrieval;
 mod search;
 mod tour;
 mod vectors;

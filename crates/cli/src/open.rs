@@ -69,45 +69,15 @@ pub(crate) fn open_read(cli: &Cli) -> Result<Db> {
 
 /// The embedder asked for with `--embedder` (else the database's recorded one).
 pub(crate) fn with_embedder(cli: &Cli, b: mnemon::DbBuilder) -> Result<mnemon::DbBuilder> {
-    Ok(match cli.embedder.as_deref() {
-        Some(name) => b.embedder(embedder_named(Some(name))?),
+    Ok(match &cli.embedder {
+        // A configuration that cannot work (a model this build leaves out, no server URL) is
+        // a usage error; a server or a model that fails is not.
+        Some(spec) => b.embedder(spec.build().map_err(|e| match e {
+            mnemon::embed::EmbedError::Config(_) => usage(e.to_string()),
+            e => e.into(),
+        })?),
         None => b,
     })
-}
-
-/// A progress bar on stderr for `len` steps (hidden for `--json` runs).
-pub(crate) fn progress_bar(len: u64, what: &str, hidden: bool) -> indicatif::ProgressBar {
-    if hidden {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(len);
-    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(&format!(
-            "{what} [{{bar:40}}] {{pos}}/{{len}} ({{per_sec}}, eta {{eta}})"
-        ))
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    bar
-}
-
-/// The embedder `--embedder` names, built (the hashing default when none is named).
-pub(crate) fn embedder_named(name: Option<&str>) -> Result<std::sync::Arc<dyn mnemon::embed::Embedder>> {
-    Ok(match name {
-        Some("http") => {
-            std::sync::Arc::new(mnemon::embed::HttpEmbedder::new(mnemon::embed::HttpConfig::from_env())?)
-        }
-        Some(m) if m == "minilm" || m.starts_with("minilm:") => local_minilm(m)?,
-        _ => std::sync::Arc::new(mnemon::embed::HashEmbedder::default()),
-    })
-}
-
-/// `minilm[:DIR]`: the local all-MiniLM-L6-v2 from DIR (else its default directory).
-#[cfg(feature = "local-minilm")]
-pub(crate) fn local_minilm(spec: &str) -> Result<std::sync::Arc<dyn mnemon::embed::Embedder>> {
-    use mnemon::embed::LocalMiniLm;
-    let dir = spec.strip_prefix("minilm:").map_or_else(LocalMiniLm::default_dir, std::path::PathBuf::from);
-    Ok(std::sync::Arc::new(LocalMiniLm::open(dir)?))
 }
 
 /// The embedder of a new database: the local model if it is installed, else (`Err`) the
@@ -134,16 +104,6 @@ pub(crate) fn default_local() -> Result<std::result::Result<Embedder, String>> {
     Ok(Err("this mnemon was built without the local embedder: using the offline hashing embedder \
             (words, not meaning)"
         .to_string()))
-}
-
-/// Without the feature: a clear error.
-#[cfg(not(feature = "local-minilm"))]
-pub(crate) fn local_minilm(_spec: &str) -> Result<std::sync::Arc<dyn mnemon::embed::Embedder>> {
-    Err(usage(
-        "this mnemon was built without the local MiniLM embedder: build it with \
-         `cargo build --release -p mnemon-cli --features local-minilm` and fetch the model \
-         with scripts/fetch-minilm.sh",
-    ))
 }
 
 pub(crate) fn namespace(cli: &Cli) -> Result<Namespace> {

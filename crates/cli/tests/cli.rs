@@ -388,28 +388,6 @@ fn compact_shrinks_a_file_and_keeps_it_readable() {
     assert!(!missing.exists());
 }
 
-/// The MCP latency bench runs end to end (tiny sizes): a real server, every tool timed.
-#[test]
-fn bench_mcp_times_every_tool() {
-    let e = Env::new();
-    let rows =
-        e.run(&["--json", "bench", "mcp", "--sizes", "10", "--samples", "3", "--think-ms", "1"]).json_lines();
-    let tools: Vec<&str> = rows.iter().map(|r| r["tool"].as_str().unwrap()).collect();
-    assert_eq!(
-        tools,
-        [
-            "search_nodes",
-            "open_nodes",
-            "add_observations",
-            "delete_observations",
-            "create_entities",
-            "create_relations",
-            "read_graph"
-        ]
-    );
-    assert!(rows.iter().all(|r| r["entities"] == 10 && r["p50_ms"].as_f64().unwrap() > 0.0), "{rows:?}");
-}
-
 #[test]
 fn stats_check_and_tour() {
     let e = Env::new();
@@ -607,7 +585,7 @@ fn readers_share_the_file_and_a_writer_waits_its_turn() {
 }
 
 #[test]
-fn vectors_put_search_explain_index_and_bench() {
+fn vectors_put_search_explain_and_index() {
     let env = Env::new();
     env.init();
     let a = env.add("learning", r#"{"text":"bounded queues"}"#, &[]);
@@ -706,64 +684,6 @@ fn vectors_put_search_explain_index_and_bench() {
     assert_eq!(found["hits"][0]["record"]["id"], b.as_str());
     assert_eq!(found["plan"]["path"], "graph");
     env.run(&["check"]).ok();
-
-    // The ANN benchmark on a small generated data set.
-    let data = env.dir.path().join("ann");
-    let d = data.to_str().unwrap();
-    env.run(&[
-        "bench",
-        "ann-data",
-        "--out",
-        d,
-        "--n",
-        "500",
-        "--dim",
-        "16",
-        "--queries",
-        "20",
-        "--clusters",
-        "5",
-        "--gt-k",
-        "10",
-    ])
-    .ok();
-    let report = env
-        .run(&[
-            "--json",
-            "bench",
-            "ann",
-            "--base",
-            &format!("{d}/base.fvecs"),
-            "--queries",
-            &format!("{d}/queries.fvecs"),
-            "--gt",
-            &format!("{d}/gt.ivecs"),
-            "--ef",
-            "16,64",
-            "--m",
-            "8",
-            "--ef-construction",
-            "50",
-        ])
-        .json();
-    assert_eq!(report["ef"].as_array().unwrap().len(), 4, "{report}");
-    assert!(report["ef"][1]["recall"].as_f64().unwrap() > 0.9, "{report}");
-    assert!(report["exact"]["recall"].as_f64().unwrap() > 0.999);
-    env.run(&["bench", "ann", "--base", "/nonexistent.fvecs", "--queries", "q", "--gt", "g"])
-        .fails(1, "nonexistent");
-    env.run(&[
-        "bench",
-        "ann",
-        "--base",
-        &format!("{d}/base.fvecs"),
-        "--queries",
-        &format!("{d}/queries.fvecs"),
-        "--gt",
-        &format!("{d}/gt.ivecs"),
-        "--m",
-        "300",
-    ])
-    .fails(2, "m must be 2 to 256");
 }
 
 #[test]
@@ -808,11 +728,6 @@ fn search_hybrid_lexical_batch_and_reindex() {
     assert_eq!(out[0]["results"][0]["id"], a.as_str());
     assert!(out[1]["error"].is_string() && out[2]["error"].as_str().unwrap().contains("unknown kind"));
     assert_eq!(out[3]["results"][0]["kind"], "decision");
-
-    let eval = env.run(&["--json", "bench", "search", "--records", "300", "--queries", "30"]).json();
-    let modes = eval["modes"].as_array().unwrap();
-    assert_eq!(modes.len(), 3);
-    assert!(modes.iter().all(|m| m["recall_at_10"].as_f64().unwrap() > 0.3), "{eval}");
 
     let r = env.run(&["--json", "reindex"]).json();
     assert_eq!(r["embedded"], 0, "everything was embedded on write: {r}");

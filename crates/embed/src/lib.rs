@@ -28,11 +28,13 @@ mod hash;
 mod http;
 #[cfg(feature = "local-minilm")]
 mod minilm;
+mod spec;
 
 pub use hash::HashEmbedder;
 pub use http::{HttpConfig, HttpEmbedder};
 #[cfg(feature = "local-minilm")]
 pub use minilm::{LocalMiniLm, MINILM_MODEL_ID};
+pub use spec::EmbedderSpec;
 
 /// What can go wrong while embedding.
 #[derive(Debug, thiserror::Error)]

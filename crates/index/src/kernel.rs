@@ -104,19 +104,6 @@ pub fn dot_scalar(a: &[f32], b: &[f32]) -> f32 {
     out
 }
 
-/// The distance the graph uses on unit vectors: `1 - dot`, clamped at 0 (rounding can push a
-/// dot product of a vector with itself a little above 1; the distance must never go negative,
-/// and must never panic, unlike hnsw_rs' own `DistDot` which asserts on it).
-#[derive(Default, Clone, Copy, Debug)]
-pub struct UnitDot;
-
-impl hnsw_rs::prelude::Distance<f32> for UnitDot {
-    #[inline]
-    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
-        (1.0 - dot(a, b)).max(0.0)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,13 +123,5 @@ mod tests {
                 assert!((got - want).abs() <= 1e-4 * (1.0 + want.abs()), "len {len}: {got} vs {want}");
             }
         }
-    }
-
-    #[test]
-    fn unit_distance_never_goes_negative() {
-        use hnsw_rs::prelude::Distance;
-        let v = vec![1.0f32 / 384f32.sqrt(); 384];
-        let d = UnitDot.eval(&v, &v);
-        assert!((0.0..1e-5).contains(&d));
     }
 }

@@ -1,6 +1,8 @@
-//! mnemon's vector index: an exact SIMD scan, an HNSW graph (on hnsw_rs) behind the
+//! mnemon's vector index: an exact SIMD scan, an HNSW graph ([`FlatHnsw`]) behind the
 //! [`VectorIndex`] trait, a planner choosing between them, and persistence beside the
-//! database that is never the source of truth.
+//! database that is never the source of truth. With the `hnsw-rs` feature the graph of
+//! hnsw_rs is there too, as [`Engine::HnswRs`], for comparison; `synth` adds the seeded data
+//! generator the tests and benchmarks use.
 //!
 //! Vectors live in redb (see [`mnemon_storage::WriteOp::PutVector`]). [`VectorIndexes`] keeps,
 //! per (vector space, namespace), every vector in one contiguous array, which of them serve a
@@ -45,11 +47,13 @@ pub mod exact;
 pub mod flat;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod fvecs;
 mod graph;
+#[cfg(feature = "hnsw-rs")]
+mod hnswrs;
 pub mod kernel;
 mod persist;
 mod segment;
+#[cfg(any(test, feature = "synth"))]
 pub mod synth;
 
 use std::collections::HashMap;
@@ -62,7 +66,9 @@ use mnemon_storage::{AsOf, Durability, ListQuery, Namespace, Record, Snapshot, S
 pub use error::IndexError;
 pub use exact::{Scored, TopK};
 pub use flat::FlatHnsw;
-pub use graph::{HnswIndex, HnswParams, VectorIndex};
+pub use graph::{HnswParams, VectorIndex};
+#[cfg(feature = "hnsw-rs")]
+pub use hnswrs::HnswIndex;
 pub use persist::{Manifest, ManifestFile};
 
 use segment::{GONE, LIVE, Segment};
@@ -73,7 +79,9 @@ pub enum Engine {
     /// [`FlatHnsw`], this crate's own (the default: see docs/index.md for the comparison).
     #[default]
     Mnemon,
-    /// [`HnswIndex`], on hnsw_rs.
+    /// `HnswIndex`, on hnsw_rs (the `hnsw-rs` feature), for comparison. A graph it saved is
+    /// rebuilt by a build without it.
+    #[cfg(feature = "hnsw-rs")]
     HnswRs,
 }
 
@@ -82,6 +90,7 @@ impl Engine {
     pub fn name(self) -> &'static str {
         match self {
             Engine::Mnemon => "mnemon",
+            #[cfg(feature = "hnsw-rs")]
             Engine::HnswRs => "hnsw_rs",
         }
     }
@@ -90,6 +99,7 @@ impl Engine {
     pub fn parse(s: &str) -> Option<Engine> {
         match s {
             "mnemon" => Some(Engine::Mnemon),
+            #[cfg(feature = "hnsw-rs")]
             "hnsw_rs" | "hnsw-rs" => Some(Engine::HnswRs),
             _ => None,
         }
@@ -104,6 +114,7 @@ impl Engine {
     ) -> Result<Box<dyn VectorIndex>, IndexError> {
         Ok(match self {
             Engine::Mnemon => Box::new(FlatHnsw::build(params, dim, points)?),
+            #[cfg(feature = "hnsw-rs")]
             Engine::HnswRs => Box::new(HnswIndex::build(params, points)?),
         })
     }
@@ -115,8 +126,12 @@ impl Engine {
         basename: &str,
         params: HnswParams,
     ) -> Result<Box<dyn VectorIndex>, IndexError> {
+        // mnemon's graph records its own parameters; hnsw_rs's needs them given.
+        #[cfg(not(feature = "hnsw-rs"))]
+        let _ = params;
         Ok(match self {
             Engine::Mnemon => Box::new(FlatHnsw::load(dir, basename)?),
+            #[cfg(feature = "hnsw-rs")]
             Engine::HnswRs => Box::new(HnswIndex::load(dir, basename, params)?),
         })
     }

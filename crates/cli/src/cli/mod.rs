@@ -1,5 +1,6 @@
 //! Command-line arguments.
 
+use mnemon::embed::EmbedderSpec;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -26,30 +27,15 @@ pub struct Cli {
     /// MNEMON_EMBED_URL, MNEMON_EMBED_MODEL, MNEMON_EMBED_KEY) or minilm[:DIR] (MiniLM by
     /// name). Remembered by the database.
     #[arg(long, global = true, env = "MNEMON_EMBEDDER", value_parser = parse_embedder)]
-    pub embedder: Option<String>,
+    pub embedder: Option<EmbedderSpec>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
 
-/// What `bench embed` compares by default: every embedder this build has offline.
-#[cfg(feature = "local-minilm")]
-const DEFAULT_EMBEDDERS: &str = "hash,minilm";
-#[cfg(not(feature = "local-minilm"))]
-const DEFAULT_EMBEDDERS: &str = "hash";
-
-/// Check an `--embedder` value: `local`, `local:DIR`, `hash`, `http`, `minilm` or
-/// `minilm:DIR`. `local` is a stable alias of the recommended local model (MiniLM today).
-fn parse_embedder(s: &str) -> Result<String, String> {
-    let s = match s.strip_prefix("local") {
-        Some(rest) if rest.is_empty() || rest.starts_with(':') => format!("minilm{rest}"),
-        _ => s.to_string(),
-    };
-    match s.as_str() {
-        "hash" | "http" | "minilm" => Ok(s),
-        _ if s.strip_prefix("minilm:").is_some_and(|d| !d.is_empty()) => Ok(s),
-        _ => Err(format!("unknown embedder {s:?} (local[:DIR], hash, http or minilm[:DIR])")),
-    }
+/// Check an `--embedder` value (see [`mnemon::embed::EmbedderSpec`]).
+fn parse_embedder(s: &str) -> Result<EmbedderSpec, String> {
+    s.parse().map_err(|e: mnemon::embed::EmbedError| e.to_string())
 }
 
 /// Parse a time argument: RFC 3339 or a plain date.
@@ -289,9 +275,6 @@ pub enum Command {
     /// Inspect and build the vector indexes.
     #[command(subcommand)]
     Index(IndexCmd),
-    /// Benchmarks.
-    #[command(subcommand)]
-    Bench(BenchCmd),
     /// Task transitions (with their history), dependencies, overdue tasks, the ordered list.
     #[command(subcommand)]
     Task(domain::TaskCmd),
@@ -454,141 +437,6 @@ pub enum IndexCmd {
         /// The vector space (the embedding model's id).
         #[arg(long)]
         space: String,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum BenchCmd {
-    /// Recall and speed of the graph against TEXMEX files (.fvecs/.ivecs; ground truth by
-    /// cosine similarity).
-    Ann {
-        /// The base vectors (.fvecs).
-        #[arg(long)]
-        base: PathBuf,
-        /// The query vectors (.fvecs).
-        #[arg(long)]
-        queries: PathBuf,
-        /// The ground truth: each query's nearest base vectors (.ivecs).
-        #[arg(long)]
-        gt: PathBuf,
-        /// Neighbours per query (recall@k).
-        #[arg(long, default_value_t = 10)]
-        k: usize,
-        /// Search list sizes to measure (comma-separated).
-        #[arg(long, value_delimiter = ',', default_value = "16,32,64,128,256")]
-        ef: Vec<usize>,
-        /// Graph degree (links per node).
-        #[arg(long, default_value_t = 16)]
-        m: usize,
-        /// Candidate list size while building.
-        #[arg(long, default_value_t = 200)]
-        ef_construction: usize,
-        /// Queries to time (default: all).
-        #[arg(long)]
-        limit: Option<usize>,
-        /// Graph implementations to measure: mnemon, hnsw_rs (default both, side by side).
-        #[arg(long, value_delimiter = ',', default_value = "mnemon,hnsw_rs")]
-        engine: Vec<String>,
-    },
-    /// Retrieval quality (recall@5/10) and latency of lexical, vector and hybrid search on a
-    /// reproducible synthetic corpus of engineering memories.
-    Search {
-        /// Records in the corpus.
-        #[arg(long, default_value_t = 10_000)]
-        records: usize,
-        /// Queries to run.
-        #[arg(long, default_value_t = 300)]
-        queries: usize,
-        /// The generator's seed.
-        #[arg(long, default_value_t = 7)]
-        seed: u64,
-        /// Also run hybrid search with these lexical shares (comma-separated, in [0, 1]), to
-        /// tune the fusion.
-        #[arg(long, value_delimiter = ',')]
-        lexical_share: Vec<f64>,
-    },
-    /// Retrieval quality on real conversations in the LoCoMo format (recall@1/5/10/20, MRR,
-    /// nDCG@10 per question category and mode), query latency and what a question asked of
-    /// another conversation returns. `--embedder` picks the embedder.
-    Retrieval {
-        /// The dataset: a JSON list of samples with `conversation` and `qa`.
-        #[arg(long)]
-        dataset: PathBuf,
-        /// Search modes to measure (comma-separated).
-        #[arg(long, value_delimiter = ',', default_value = "lexical,vector,hybrid")]
-        mode: Vec<String>,
-        /// Results scoring below this are left out (default: each mode's own floor).
-        #[arg(long)]
-        min_score: Option<f64>,
-        /// The lexical share of hybrid scores (default: the embedder's).
-        #[arg(long)]
-        lexical_share: Option<f64>,
-        /// At most this many questions per conversation (default all).
-        #[arg(long)]
-        questions: Option<usize>,
-        /// Also write every question's candidates with both sides' scores as JSON lines.
-        #[arg(long)]
-        dump: Option<PathBuf>,
-    },
-    /// Embedding throughput (embeddings/s in batches, and the latency of one text) of each
-    /// embedder on the search benchmark's texts; `--embedder` picks one.
-    Embed {
-        /// Texts to embed.
-        #[arg(long, default_value_t = 2_000)]
-        texts: usize,
-        /// Texts per call.
-        #[arg(long, default_value_t = 32)]
-        batch: usize,
-        /// Embedders to measure side by side (hash, minilm[:DIR], http).
-        #[arg(long, value_delimiter = ',', default_value = DEFAULT_EMBEDDERS)]
-        embedders: Vec<String>,
-        /// Also write the texts as JSON lines `{"text": ...}` (for an outside baseline such as
-        /// benches/embed_baseline.py).
-        #[arg(long)]
-        write_texts: Option<PathBuf>,
-    },
-    /// Latency (p50/p95/p99) of each knowledge-graph tool call of `mnemon mcp`, from request
-    /// to response over stdio, at several graph sizes (entities with 5 observations each).
-    Mcp {
-        /// Graph sizes in entities (comma-separated).
-        #[arg(long, value_delimiter = ',', default_value = "500,1000,2000")]
-        sizes: Vec<usize>,
-        /// Calls per tool and size.
-        #[arg(long, default_value_t = 200)]
-        samples: usize,
-        /// Pause this long before each timed call (not timed), as an agent does between calls;
-        /// a quiet server uses such pauses for maintenance (merging fresh texts).
-        #[arg(long, default_value_t = 0)]
-        think_ms: u64,
-        /// Also run the same calls against this server command, side by side (for example
-        /// `node ~/.cache/mnemon/reference-memory-server/node_modules/@modelcontextprotocol/server-memory/dist/index.js`,
-        /// installed by scripts/fetch-reference-memory-server.sh); it gets MEMORY_FILE_PATH.
-        #[arg(long)]
-        reference: Option<String>,
-    },
-    /// Write a seeded clustered data set with its exact cosine ground truth (TEXMEX format).
-    AnnData {
-        /// The folder to write base.fvecs, queries.fvecs and gt.ivecs into.
-        #[arg(long)]
-        out: PathBuf,
-        /// Base vectors.
-        #[arg(long, default_value_t = 100_000)]
-        n: usize,
-        /// Dimensions.
-        #[arg(long, default_value_t = 384)]
-        dim: usize,
-        /// Query vectors.
-        #[arg(long, default_value_t = 1_000)]
-        queries: usize,
-        /// Clusters the vectors are drawn around.
-        #[arg(long, default_value_t = 100)]
-        clusters: usize,
-        /// Neighbours per query in the ground truth.
-        #[arg(long, default_value_t = 100)]
-        gt_k: usize,
-        /// The generator's seed.
-        #[arg(long, default_value_t = 42)]
-        seed: u64,
     },
 }
 

@@ -22,7 +22,6 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-pub mod bench;
 mod framing;
 mod tools;
 

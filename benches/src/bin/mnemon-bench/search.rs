@@ -1,4 +1,4 @@
-//! `mnemon bench search`: retrieval quality and latency on a reproducible synthetic corpus.
+//! `mnemon-bench search` and `mnemon-bench embed`: retrieval quality and latency on a reproducible synthetic corpus.
 //!
 //! Each record is an engineering memory: a component, a problem, a condition and a fix
 //! ("The payment gateway times out under heavy load; fixed by adding jittered retries").
@@ -18,7 +18,7 @@ use mnemon::index::synth::Rng;
 use mnemon::{Db, NewRecord, TextMode, WriteOp};
 use serde_json::json;
 
-use crate::output::{Out, table};
+use crate::report::{Out, progress_bar, table};
 
 const COMPONENTS_A: [&str; 10] =
     ["payment", "auth", "search", "cache", "queue", "index", "upload", "report", "email", "session"];
@@ -176,7 +176,7 @@ pub fn run(
             .collect();
         db.write(ops)?;
     }
-    let bar = crate::open::progress_bar(records as u64, "embedding", out.json);
+    let bar = progress_bar(records as u64, "embedding", out.json);
     let stats = db.reindex(Some("eval"), 64, |done, _| bar.set_position(done as u64))?;
     bar.finish_and_clear();
     if stats.failures > 0 {
@@ -247,7 +247,7 @@ pub fn run(
 #[allow(clippy::cast_precision_loss)]
 pub fn embed_speed(
     out: &mut Out,
-    names: &[&str],
+    names: &[mnemon::embed::EmbedderSpec],
     texts: usize,
     batch: usize,
     write_texts: Option<&std::path::Path>,
@@ -264,7 +264,7 @@ pub fn embed_speed(
     }
     let mut rows = Vec::new();
     for name in names {
-        let e = crate::open::embedder_named(Some(name))?;
+        let e = name.build()?;
         e.embed(&all[..all.len().min(8)])?; // warm up
         let t = Instant::now();
         for chunk in all.chunks(batch.max(1)) {

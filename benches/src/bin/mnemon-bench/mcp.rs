@@ -1,4 +1,4 @@
-//! `mnemon bench mcp`: the latency of each knowledge-graph tool call, measured the way a
+//! `mnemon-bench mcp`: the latency of each knowledge-graph tool call, measured the way a
 //! client sees it: a real `mnemon mcp` child process, JSON-RPC over its stdin and stdout,
 //! the clock read around each request and its response. Optionally the same workload against
 //! another server command (the reference `@modelcontextprotocol/server-memory`, fetched by
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use crate::output::{Out, table};
+use crate::report::{Out, table};
 
 /// A server under test, and a synchronous JSON-RPC client on its stdio.
 struct Client {
@@ -176,15 +176,29 @@ fn measure(mut c: Client, n: usize, samples: usize, think: Duration) -> Result<V
     Ok(out)
 }
 
+/// The `mnemon` built beside this executable (the same target directory), if it is there.
+fn beside_this() -> Option<std::path::PathBuf> {
+    let me = std::env::current_exe().ok()?;
+    let dir = me.parent()?;
+    // Test executables live one level down, in `deps/`.
+    [dir, dir.parent()?].into_iter().map(|d| d.join("mnemon")).find(|p| p.is_file())
+}
+
 /// Run the benchmark: for each size, mnemon (and the reference command, if given).
 pub fn run(
     out: &mut Out,
+    mnemon: Option<&std::path::Path>,
     sizes: &[usize],
     samples: usize,
     think: Duration,
     reference: Option<&str>,
 ) -> Result<()> {
-    let exe = std::env::current_exe().context("cannot find the mnemon executable")?;
+    let exe = match mnemon {
+        Some(p) => p.to_path_buf(),
+        None => beside_this().context(
+            "no mnemon executable beside mnemon-bench: build it (cargo build --release -p mnemon-cli) or give --mnemon PATH",
+        )?,
+    };
     let mut rows = Vec::new();
     for &n in sizes {
         let dir = tempfile::tempdir()?;

@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use crate::error::IndexError;
+use anyhow::{Context, Result, anyhow};
 
-fn parse<T>(path: &Path, bytes: &[u8], conv: fn([u8; 4]) -> T) -> Result<(usize, Vec<Vec<T>>), IndexError> {
-    let bad = |reason: String| IndexError::Load { path: path.to_path_buf(), reason };
+fn parse<T>(path: &Path, bytes: &[u8], conv: fn([u8; 4]) -> T) -> Result<(usize, Vec<Vec<T>>)> {
+    let bad = |reason: String| anyhow!("{}: {reason}", path.display());
     let mut out = Vec::new();
     let mut at = 0usize;
     let mut dim0: Option<usize> = None;
@@ -35,17 +35,17 @@ fn parse<T>(path: &Path, bytes: &[u8], conv: fn([u8; 4]) -> T) -> Result<(usize,
     Ok((dim0.unwrap_or(0), out))
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, IndexError> {
-    std::fs::read(path).map_err(|e| IndexError::Io { path: path.to_path_buf(), source: e })
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
 /// Read an `.fvecs` file: (dimension, vectors).
-pub fn read_fvecs(path: &Path) -> Result<(usize, Vec<Vec<f32>>), IndexError> {
+pub fn read_fvecs(path: &Path) -> Result<(usize, Vec<Vec<f32>>)> {
     parse(path, &read(path)?, f32::from_le_bytes)
 }
 
 /// Read an `.ivecs` file: (dimension, vectors).
-pub fn read_ivecs(path: &Path) -> Result<(usize, Vec<Vec<i32>>), IndexError> {
+pub fn read_ivecs(path: &Path) -> Result<(usize, Vec<Vec<i32>>)> {
     parse(path, &read(path)?, i32::from_le_bytes)
 }
 

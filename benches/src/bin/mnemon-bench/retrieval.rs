@@ -1,4 +1,4 @@
-//! `mnemon bench retrieval`: how well search finds the turns that answer a question, on long
+//! `mnemon-bench retrieval`: how well search finds the turns that answer a question, on long
 //! multi-session conversations in the LoCoMo format (Maharana et al., ACL 2024).
 //!
 //! Each conversation goes into its own namespace, one `message` record per turn: the speaker
@@ -22,7 +22,7 @@ use mnemon::embed::Embedder;
 use mnemon::{Db, NewRecord, RecordId, TextMode, Timestamp, WriteOp};
 use serde_json::{Value, json};
 
-use crate::output::{Out, table};
+use crate::report::{Out, progress_bar, table};
 
 /// The dataset's question categories, as numbered in its file.
 const CATEGORIES: [(u64, &str); 5] =
@@ -249,7 +249,7 @@ pub fn run(out: &mut Out, embedder: Option<Arc<dyn Embedder>>, opts: &Options<'_
     let t = Instant::now();
     let (convs, dropped) = load(&db, &data, opts.limit_questions)?;
     let turns: usize = convs.iter().map(|c| c.turns.len()).sum();
-    let bar = crate::open::progress_bar(turns as u64, "embedding", out.json);
+    let bar = progress_bar(turns as u64, "embedding", out.json);
     let stats = db.reindex(None, 64, |done, _| bar.set_position(done as u64))?;
     bar.finish_and_clear();
     if stats.failures > 0 {

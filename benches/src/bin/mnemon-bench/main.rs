@@ -1,0 +1,272 @@
+//! `mnemon-bench`: the benchmark drivers, apart from the product. Each measures one thing
+//! the way a user meets it and prints a report (a table, or JSON with `--json`):
+//!
+//! * `ann-data`, `ann`: the vector graph's recall and speed on TEXMEX files (docs/index.md);
+//! * `search`: retrieval quality and latency on a reproducible synthetic corpus, a
+//!   regression check (docs/search.md);
+//! * `retrieval`: retrieval quality on real conversations in the LoCoMo format;
+//! * `embed`: embedding throughput of each embedder;
+//! * `mcp`: the latency of each knowledge-graph tool call of `mnemon mcp` (docs/mcp.md).
+//!
+//! Run it from the workspace: `cargo run --release -p mnemon-bench --bin mnemon-bench -- ann
+//! ...`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use mnemon::embed::EmbedderSpec;
+
+mod ann;
+mod fvecs;
+mod mcp;
+mod report;
+mod retrieval;
+mod search;
+
+use report::{Out, usage};
+
+/// mnemon's benchmark drivers.
+#[derive(Debug, Parser)]
+#[command(name = "mnemon-bench", version)]
+struct Cli {
+    /// Machine output: one JSON document per report.
+    #[arg(long, global = true)]
+    json: bool,
+    /// The embedder (local[:DIR], hash, http or minilm[:DIR]; see `mnemon --help`).
+    #[arg(long, global = true, value_parser = parse_embedder)]
+    embedder: Option<EmbedderSpec>,
+    /// What to measure.
+    #[command(subcommand)]
+    bench: Bench,
+}
+
+fn parse_embedder(s: &str) -> Result<EmbedderSpec, String> {
+    s.parse().map_err(|e: mnemon::embed::EmbedError| e.to_string())
+}
+
+/// What `embed` compares by default: every embedder this build has offline.
+const DEFAULT_EMBEDDERS: &str = "hash,minilm";
+
+/// What to measure.
+#[derive(Debug, Subcommand)]
+enum Bench {
+    /// Recall and speed of the graph against TEXMEX files (.fvecs/.ivecs; ground truth by
+    /// cosine similarity).
+    Ann {
+        /// The base vectors (.fvecs).
+        #[arg(long)]
+        base: PathBuf,
+        /// The query vectors (.fvecs).
+        #[arg(long)]
+        queries: PathBuf,
+        /// The ground truth: each query's nearest base vectors (.ivecs).
+        #[arg(long)]
+        gt: PathBuf,
+        /// Neighbours per query (recall@k).
+        #[arg(long, default_value_t = 10)]
+        k: usize,
+        /// Search list sizes to measure (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "16,32,64,128,256")]
+        ef: Vec<usize>,
+        /// Graph degree (links per node).
+        #[arg(long, default_value_t = 16)]
+        m: usize,
+        /// Candidate list size while building.
+        #[arg(long, default_value_t = 200)]
+        ef_construction: usize,
+        /// Queries to time (default: all).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Graph implementations to measure: mnemon, hnsw_rs (default both, side by side).
+        #[arg(long, value_delimiter = ',', default_value = "mnemon,hnsw_rs")]
+        engine: Vec<String>,
+    },
+    /// Retrieval quality (recall@5/10) and latency of lexical, vector and hybrid search on a
+    /// reproducible synthetic corpus of engineering memories.
+    Search {
+        /// Records in the corpus.
+        #[arg(long, default_value_t = 10_000)]
+        records: usize,
+        /// Queries to run.
+        #[arg(long, default_value_t = 300)]
+        queries: usize,
+        /// The generator's seed.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        /// Also run hybrid search with these lexical shares (comma-separated, in [0, 1]), to
+        /// tune the fusion.
+        #[arg(long, value_delimiter = ',')]
+        lexical_share: Vec<f64>,
+    },
+    /// Retrieval quality on real conversations in the LoCoMo format (recall@1/5/10/20, MRR,
+    /// nDCG@10 per question category and mode), query latency and what a question asked of
+    /// another conversation returns. `--embedder` picks the embedder.
+    Retrieval {
+        /// The dataset: a JSON list of samples with `conversation` and `qa`.
+        #[arg(long)]
+        dataset: PathBuf,
+        /// Search modes to measure (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "lexical,vector,hybrid")]
+        mode: Vec<String>,
+        /// Results scoring below this are left out (default: each mode's own floor).
+        #[arg(long)]
+        min_score: Option<f64>,
+        /// The lexical share of hybrid scores (default: the embedder's).
+        #[arg(long)]
+        lexical_share: Option<f64>,
+        /// At most this many questions per conversation (default all).
+        #[arg(long)]
+        questions: Option<usize>,
+        /// Also write every question's candidates with both sides' scores as JSON lines.
+        #[arg(long)]
+        dump: Option<PathBuf>,
+    },
+    /// Embedding throughput (embeddings/s in batches, and the latency of one text) of each
+    /// embedder on the search benchmark's texts; `--embedder` picks one.
+    Embed {
+        /// Texts to embed.
+        #[arg(long, default_value_t = 2_000)]
+        texts: usize,
+        /// Texts per call.
+        #[arg(long, default_value_t = 32)]
+        batch: usize,
+        /// Embedders to measure side by side (hash, minilm[:DIR], http).
+        #[arg(long, value_delimiter = ',', default_value = DEFAULT_EMBEDDERS)]
+        embedders: Vec<String>,
+        /// Also write the texts as JSON lines `{"text": ...}` (for an outside baseline such as
+        /// benches/embed_baseline.py).
+        #[arg(long)]
+        write_texts: Option<PathBuf>,
+    },
+    /// Latency (p50/p95/p99) of each knowledge-graph tool call of `mnemon mcp`, from request
+    /// to response over stdio, at several graph sizes (entities with 5 observations each).
+    Mcp {
+        /// The `mnemon` executable to serve (default: the one built beside this benchmark).
+        #[arg(long, value_name = "PATH")]
+        mnemon: Option<PathBuf>,
+        /// Graph sizes in entities (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "500,1000,2000")]
+        sizes: Vec<usize>,
+        /// Calls per tool and size.
+        #[arg(long, default_value_t = 200)]
+        samples: usize,
+        /// Pause this long before each timed call (not timed), as an agent does between calls;
+        /// a quiet server uses such pauses for maintenance (merging fresh texts).
+        #[arg(long, default_value_t = 0)]
+        think_ms: u64,
+        /// Also run the same calls against this server command, side by side (for example
+        /// `node ~/.cache/mnemon/reference-memory-server/node_modules/@modelcontextprotocol/server-memory/dist/index.js`,
+        /// installed by scripts/fetch-reference-memory-server.sh); it gets MEMORY_FILE_PATH.
+        #[arg(long)]
+        reference: Option<String>,
+    },
+    /// Write a seeded clustered data set with its exact cosine ground truth (TEXMEX format).
+    AnnData {
+        /// The folder to write base.fvecs, queries.fvecs and gt.ivecs into.
+        #[arg(long)]
+        out: PathBuf,
+        /// Base vectors.
+        #[arg(long, default_value_t = 100_000)]
+        n: usize,
+        /// Dimensions.
+        #[arg(long, default_value_t = 384)]
+        dim: usize,
+        /// Query vectors.
+        #[arg(long, default_value_t = 1_000)]
+        queries: usize,
+        /// Clusters the vectors are drawn around.
+        #[arg(long, default_value_t = 100)]
+        clusters: usize,
+        /// Neighbours per query in the ground truth.
+        #[arg(long, default_value_t = 100)]
+        gt_k: usize,
+        /// The generator's seed.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        // A usage error on one line (clap adds a blank line and a hint to its first).
+        Err(e) => {
+            let text = e.render().to_string();
+            eprintln!("{}", text.lines().next().unwrap_or("invalid arguments"));
+            return ExitCode::from(2);
+        }
+    };
+    let mut out = Out::stdout(cli.json);
+    let done = run(&mut out, cli.embedder.as_ref(), &cli.bench).and_then(|()| Ok(out.flush()?));
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", report::one_line(&e));
+            ExitCode::from(report::exit_code(&e))
+        }
+    }
+}
+
+fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<()> {
+    let built = || embedder.map(|e| e.build()).transpose().map_err(|e| usage(e.to_string()));
+    match bench {
+        Bench::Ann { base, queries, gt, k, ef, m, ef_construction, limit, engine } => {
+            let engines = engine
+                .iter()
+                .map(|e| {
+                    mnemon::index::Engine::parse(e)
+                        .ok_or_else(|| usage(format!("unknown engine {e:?} (mnemon, hnsw_rs)")))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let params =
+                mnemon::index::HnswParams { m: *m, ef_construction: *ef_construction, ef_search: 64 };
+            ann::ann(out, base, queries, gt, *k, ef, params, *limit, &engines)
+        }
+        Bench::AnnData { out: dir, n, dim, queries, clusters, gt_k, seed } => {
+            ann::ann_data(out, dir, *n, *dim, *queries, *clusters, *gt_k, *seed)
+        }
+        Bench::Mcp { mnemon, sizes, samples, think_ms, reference } => mcp::run(
+            out,
+            mnemon.as_deref(),
+            sizes,
+            *samples,
+            std::time::Duration::from_millis(*think_ms),
+            reference.as_deref(),
+        ),
+        Bench::Search { records, queries, seed, lexical_share } => {
+            search::run(out, built()?, *records, *queries, *seed, lexical_share)
+        }
+        Bench::Retrieval { dataset, mode, min_score, lexical_share, questions, dump } => {
+            let modes = mode
+                .iter()
+                .map(|m| m.parse::<mnemon::TextMode>().map_err(usage))
+                .collect::<Result<Vec<_>>>()?;
+            let opts = retrieval::Options {
+                dataset,
+                modes: &modes,
+                min_score: *min_score,
+                lexical_share: *lexical_share,
+                limit_questions: *questions,
+                dump: dump.as_deref(),
+            };
+            retrieval::run(out, built()?, &opts)
+        }
+        Bench::Embed { texts, batch, embedders, write_texts } => {
+            let specs: Vec<EmbedderSpec> = match embedder {
+                Some(e) => vec![e.clone()],
+                None => embedders
+                    .iter()
+                    .map(|e| e.parse::<EmbedderSpec>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| usage(e.to_string()))?,
+            };
+            search::embed_speed(out, &specs, *texts, *batch, write_texts.as_deref())
+        }
+    }
+}
