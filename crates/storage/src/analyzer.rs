@@ -34,7 +34,7 @@ use unicode_segmentation::UnicodeSegmentation;
 use crate::tokens::{for_each_token_where, is_stopword};
 
 /// The first format whose lexical index holds [`Analyzer::Stemmed`] terms.
-pub(crate) const STEMMED_FORMAT: u32 = 11;
+pub(crate) const STEMMED_FORMAT: u32 = crate::format::FormatVersion::Stemmed.number();
 
 /// Terms longer than this many bytes are counted in a text's length but not indexed.
 pub(crate) const MAX_TERM_BYTES: usize = 64;

@@ -65,14 +65,13 @@ mod text;
 mod time;
 mod timeline;
 pub mod tokens;
-mod upgrade;
 mod vector;
 mod verify;
 mod write;
 
 pub use body::{Body, KindBody};
 pub use error::{CodecError, Error, InputError, OpenError, Result, TimeError};
-pub use format::{FORMAT_VERSION, MAGIC, MetaState, OLDEST_SUPPORTED_FORMAT_VERSION};
+pub use format::{FORMAT_VERSION, FormatVersion, MAGIC, MetaState, OLDEST_SUPPORTED_FORMAT_VERSION};
 pub use id::{IdError, Namespace, RecordId};
 pub use json::JsonText;
 pub use kind::{Kind, UnknownKind};

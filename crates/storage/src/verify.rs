@@ -33,7 +33,7 @@ impl Snapshot {
         let ended = self.ended_table()?;
         // The lexical index, from format 6 on (earlier formats also kept a `texts` row for each
         // fresh text).
-        let lexical = if self.format >= 6 {
+        let lexical = if self.format >= crate::format::FormatVersion::FreshOnly.number() {
             match (self.open_optional(tables::POSTINGS)?, self.open_optional(tables::TEXTS)?) {
                 (Some(p), Some(t)) => Some((
                     p,

@@ -72,18 +72,58 @@ use crate::error::{CodecError, Error, OpenError};
 use crate::tables::names;
 use crate::time::Timestamp;
 
+pub(crate) mod upgrade;
+
 /// The magic value stored under `magic`.
 pub const MAGIC: [u8; 8] = *b"mnemon\x00\x01";
-/// The format version this build writes.
-pub const FORMAT_VERSION: u32 = 13;
-/// The first format whose revisions and current rows are sealed by a checksum.
-pub(crate) const SEALED_VALUES: u32 = 13;
-/// The first format whose segment blocks hold their pieces' bounds.
-pub(crate) const BOUNDED_BLOCKS: u32 = 12;
-/// The first format whose `mnemon.ended` is keyed by the end of each interval.
-pub(crate) const ENDED_BY_END: u32 = 7;
-/// The oldest format version this build can open (upgrading it if needed).
-pub const OLDEST_SUPPORTED_FORMAT_VERSION: u32 = 1;
+/// The versions of the file format, by what each one changed (the list above says how).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u32)]
+pub enum FormatVersion {
+    /// The first format.
+    First = 1,
+    /// The vector, vector-space, auxiliary and lexical tables.
+    VectorTables = 2,
+    /// `mnemon.fresh`, and the commit log in its own table.
+    FreshTexts = 3,
+    /// Sparse vectors.
+    SparseVectors = 4,
+    /// `mnemon.ended`, and current rows keyed by bytes.
+    EndedTable = 5,
+    /// Fresh texts in `mnemon.fresh` only.
+    FreshOnly = 6,
+    /// `mnemon.ended` keyed by the end of each interval.
+    EndedByEnd = 7,
+    /// Lexical segments.
+    Segments = 8,
+    /// A segment's postings in one row per term.
+    SegmentTerms = 9,
+    /// Segments of blocks, tiered by level.
+    SegmentBlocks = 10,
+    /// Stemmed terms.
+    Stemmed = 11,
+    /// Segment blocks bounding their pieces' BM25 weights.
+    BoundedBlocks = 12,
+    /// Revisions and current rows sealed by a checksum.
+    SealedValues = 13,
+}
+
+impl FormatVersion {
+    /// The version this build writes.
+    pub const CURRENT: FormatVersion = FormatVersion::SealedValues;
+    /// The oldest version this build opens (upgrading it when a writer opens it).
+    pub const OLDEST: FormatVersion = FormatVersion::First;
+
+    /// Its number, as the meta table stores it.
+    pub const fn number(self) -> u32 {
+        self as u32
+    }
+}
+
+/// The format version this build writes ([`FormatVersion::CURRENT`]).
+pub const FORMAT_VERSION: u32 = FormatVersion::CURRENT.number();
+/// The oldest format version this build can open, upgrading it ([`FormatVersion::OLDEST`]).
+pub const OLDEST_SUPPORTED_FORMAT_VERSION: u32 = FormatVersion::OLDEST.number();
 /// The first bytes of every redb file.
 pub(crate) const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
 
