@@ -14,7 +14,6 @@ use crate::error::{Result, invalid};
 /// One revision as a JSON object: the lossless export format (`mnemon export`), one per line.
 /// Field order is fixed, so exports are byte-for-byte reproducible.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RecordJson {
     /// Namespace.
     pub namespace: Namespace,
@@ -45,29 +44,113 @@ pub struct RecordJson {
     /// The record that replaced it.
     #[serde(default)]
     pub superseded_by: Option<RecordId>,
-    /// Tags.
-    #[serde(default)]
-    pub tags: TextList,
-    /// Importance.
-    #[serde(default)]
-    pub importance: Option<u8>,
-    /// Confidence.
-    #[serde(default)]
-    pub confidence: Option<f32>,
-    /// Source agent.
-    #[serde(default)]
-    pub source: Option<Text>,
-    /// Task.
-    #[serde(default)]
-    pub task: Option<Text>,
-    /// Explicit identity key.
-    #[serde(default)]
-    pub key: Option<Text>,
-    /// Free metadata.
-    #[serde(default)]
-    pub metadata: JsonText,
+    /// The envelope: tags, importance, confidence, source, task, key, metadata.
+    #[serde(flatten)]
+    pub envelope: EnvelopeJson,
     /// The typed body.
     pub body: Value,
+    /// Fields no revision has (refused by [`RecordJson::into_record`]).
+    #[serde(flatten, skip_serializing)]
+    unknown: Map<String, Value>,
+}
+
+/// A record's envelope as JSON: the one list of its fields with their names and forms, which
+/// the export line and the `--json` view ([`RecordJson`]), the loose input form
+/// ([`parse_input`]) and its inverse ([`loose_form`]) all use.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EnvelopeJson {
+    /// Tags (a loose record may give one as a string).
+    #[serde(deserialize_with = "one_or_many")]
+    pub tags: TextList,
+    /// Importance, 1 to 5.
+    pub importance: Option<u8>,
+    /// Confidence, 0 to 1.
+    pub confidence: Option<f32>,
+    /// The agent that recorded it (`agent` in a loose record).
+    pub source: Option<Text>,
+    /// Its task.
+    pub task: Option<Text>,
+    /// An explicit identity key.
+    pub key: Option<Text>,
+    /// Free metadata.
+    pub metadata: JsonText,
+}
+
+/// Tags as a list of strings, or one string.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<TextList, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Tags {
+        One(Text),
+        Many(TextList),
+    }
+    Ok(match Option::<Tags>::deserialize(d)? {
+        None => TextList::new(),
+        Some(Tags::One(t)) => mnemon_storage::text_list![t.as_str()],
+        Some(Tags::Many(ts)) => ts,
+    })
+}
+
+impl From<&Envelope> for EnvelopeJson {
+    fn from(e: &Envelope) -> Self {
+        EnvelopeJson {
+            tags: e.tags.clone(),
+            importance: e.importance,
+            confidence: e.confidence,
+            source: e.source.clone(),
+            task: e.task.clone(),
+            key: e.key.clone(),
+            metadata: e.metadata.clone(),
+        }
+    }
+}
+
+impl From<EnvelopeJson> for Envelope {
+    fn from(e: EnvelopeJson) -> Self {
+        Envelope {
+            tags: e.tags,
+            importance: e.importance,
+            confidence: e.confidence,
+            source: e.source,
+            task: e.task,
+            key: e.key,
+            metadata: e.metadata,
+        }
+    }
+}
+
+impl EnvelopeJson {
+    /// Its fields' names, in order.
+    pub fn names() -> Vec<String> {
+        match serde_json::to_value(EnvelopeJson::default()) {
+            Ok(Value::Object(m)) => m.into_iter().map(|(k, _)| k).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The envelope a loose record's fields give (`fields`: its keys that are not the body's),
+    /// with `agent` as another name of `source`. An ill-formed field is an error naming it.
+    fn from_loose(mut fields: Map<String, Value>) -> Result<EnvelopeJson> {
+        if let Some(agent) = fields.remove("agent")
+            && fields.get("source").is_none_or(|s| s.is_null())
+        {
+            fields.insert("source".into(), agent);
+        }
+        let names = EnvelopeJson::names();
+        fields.retain(|k, _| names.contains(k));
+        serde_json::from_value(Value::Object(fields.clone())).map_err(|e| {
+            // Name the field: the first that fails alone.
+            let field = fields.iter().find(|(k, v)| {
+                let one = Map::from_iter([((*k).clone(), (*v).clone())]);
+                serde_json::from_value::<EnvelopeJson>(Value::Object(one)).is_err()
+            });
+            match field {
+                Some((k, v)) => invalid(format!("`{k}` cannot be {v}: {e}")),
+                None => invalid(e.to_string()),
+            }
+        })
+    }
 }
 
 impl RecordJson {
@@ -86,19 +169,17 @@ impl RecordJson {
             expires_at: r.expires_at,
             supersedes: r.supersedes,
             superseded_by: r.superseded_by,
-            tags: r.envelope.tags.clone(),
-            importance: r.envelope.importance,
-            confidence: r.envelope.confidence,
-            source: r.envelope.source.clone(),
-            task: r.envelope.task.clone(),
-            key: r.envelope.key.clone(),
-            metadata: r.envelope.metadata.clone(),
+            envelope: EnvelopeJson::from(&r.envelope),
             body: r.body.to_json(),
+            unknown: Map::new(),
         }
     }
 
     /// Back to a revision (validating the body against the kind).
     pub fn into_record(self) -> Result<Record, InputError> {
+        if let Some(k) = self.unknown.keys().next() {
+            return Err(InputError::Invalid(format!("unknown field `{k}` in an export line")));
+        }
         let body = Body::from_json(self.kind, self.body)?;
         Ok(Record {
             namespace: self.namespace,
@@ -112,15 +193,7 @@ impl RecordJson {
             expires_at: self.expires_at,
             supersedes: self.supersedes,
             superseded_by: self.superseded_by,
-            envelope: Envelope {
-                tags: self.tags,
-                importance: self.importance,
-                confidence: self.confidence,
-                source: self.source,
-                task: self.task,
-                key: self.key,
-                metadata: self.metadata,
-            },
+            envelope: self.envelope.into(),
             body,
         })
     }
@@ -154,22 +227,13 @@ pub struct RecordInput {
     pub record: NewRecord,
 }
 
-const ENVELOPE_KEYS: &[&str] = &[
-    "namespace",
-    "kind",
-    "id",
-    "valid_from",
-    "valid_until",
-    "expires_at",
-    "tags",
-    "importance",
-    "confidence",
-    "source",
-    "agent",
-    "task",
-    "key",
-    "metadata",
-];
+/// The keys of a loose record that are not its body's (unless its kind claims them, see
+/// [`body_claims`]): where and when it lives, and its envelope ([`EnvelopeJson`], with `agent`
+/// for `source`).
+fn is_envelope_key(key: &str) -> bool {
+    ["namespace", "kind", "id", "valid_from", "valid_until", "expires_at", "agent"].contains(&key)
+        || EnvelopeJson::names().iter().any(|n| n == key)
+}
 
 /// Whether `field` is a body field of `kind` that shares its name with an envelope field.
 fn body_claims(kind: Kind, field: &str) -> bool {
@@ -220,52 +284,19 @@ pub fn parse_input(value: Value, kind: Option<Kind>, default_ns: &Namespace) -> 
         Some(s) => RecordId::parse(s.as_str())?,
         None => RecordId::new(),
     };
-    let tags = match obj.get("tags") {
-        None | Some(Value::Null) => TextList::new(),
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|t| {
-                t.as_str().map(Text::from).ok_or_else(|| invalid(format!("tags must be strings, not {t}")))
-            })
-            .collect::<Result<TextList>>()?,
-        Some(Value::String(s)) => mnemon_storage::text_list![s.as_str()],
-        Some(other) => return Err(invalid(format!("`tags` must be a list of strings, not {other}"))),
-    };
-    let importance = match obj.get("importance") {
-        None | Some(Value::Null) => None,
-        Some(v) => match v.as_i64() {
-            Some(i) if (1..=5).contains(&i) => u8::try_from(i).ok(),
-            Some(i) => return Err(InputError::BadImportance { value: i }.into()),
-            None => return Err(invalid(format!("`importance` must be a whole number from 1 to 5, not {v}"))),
-        },
-    };
-    let confidence = match obj.get("confidence") {
-        None | Some(Value::Null) => None,
-        Some(v) => match v.as_f64() {
-            Some(c) if c.is_finite() && (0.0..=1.0).contains(&c) => Some(c as f32),
-            Some(c) => return Err(InputError::BadConfidence { value: c }.into()),
-            None => return Err(invalid(format!("`confidence` must be a number from 0 to 1, not {v}"))),
-        },
-    };
-    let source = match opt_string(&obj, "source")? {
-        Some(s) => Some(s),
-        None => opt_string(&obj, "agent")?,
-    };
-    let task = if body_claims(kind, "task") { None } else { opt_string(&obj, "task")? };
-    let key = if body_claims(kind, "key") { None } else { opt_string(&obj, "key")? };
-    let metadata = match obj.get("metadata") {
-        None => JsonText::null(),
-        Some(v) => JsonText::from_value(v),
-    };
+    let claimed = |k: &str| body_claims(kind, k);
+    let envelope_fields: Map<String, Value> = obj
+        .iter()
+        .filter(|(k, _)| is_envelope_key(k) && !claimed(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut envelope: Envelope = EnvelopeJson::from_loose(envelope_fields)?.into();
     let valid_from = time_field(&obj, "valid_from")?;
     let valid_until = time_field(&obj, "valid_until")?;
     let expires_at = time_field(&obj, "expires_at")?;
-    let body_fields: Map<String, Value> = obj
-        .into_iter()
-        .filter(|(k, _)| !ENVELOPE_KEYS.contains(&k.as_str()) || body_claims(kind, k))
-        .collect();
+    let body_fields: Map<String, Value> =
+        obj.into_iter().filter(|(k, _)| !is_envelope_key(k) || body_claims(kind, k)).collect();
     let body = Body::from_json(kind, Value::Object(body_fields))?;
-    let mut envelope = Envelope { tags, importance, confidence, source, task, key, metadata };
     envelope.validate()?;
     let record = NewRecord {
         namespace: namespace.clone().unwrap_or_else(|| default_ns.clone()),
@@ -288,7 +319,7 @@ pub fn canonical_patch(kind: Kind, body: &Value, patch: &Value) -> Value {
     let (Some(fields), Some(p)) = (body.as_object(), patch.as_object()) else { return patch.clone() };
     let mut out = p.clone();
     for (k, v) in p {
-        if fields.contains_key(k) || ENVELOPE_KEYS.contains(&k.as_str()) || v.is_null() {
+        if fields.contains_key(k) || is_envelope_key(k) || v.is_null() {
             continue;
         }
         let stands_for = fields.keys().find(|f| {
@@ -405,5 +436,111 @@ mod tests {
         let mut t = json!({"a": 1, "b": {"c": 2, "d": 3}});
         merge_patch(&mut t, &json!({"a": null, "b": {"c": 5}, "e": [1]}));
         assert_eq!(t, json!({"b": {"c": 5, "d": 3}, "e": [1]}));
+    }
+}
+
+/// The loose form of a record (what [`parse_input`] reads back): its body's fields with its
+/// envelope's and its valid times beside them.
+pub fn loose_form(r: &Record) -> Value {
+    let mut obj = match r.body.to_json() {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let kind = r.kind();
+    if let Ok(Value::Object(env)) = serde_json::to_value(EnvelopeJson::from(&r.envelope)) {
+        obj.extend(env.into_iter().filter(|(k, _)| !body_claims(kind, k)));
+    }
+    obj.insert("valid_from".into(), serde_json::json!(r.valid_from));
+    obj.insert("valid_until".into(), serde_json::json!(r.valid_until));
+    obj.insert("expires_at".into(), serde_json::json!(r.expires_at));
+    Value::Object(obj)
+}
+
+#[cfg(test)]
+mod envelope_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn ns() -> Namespace {
+        Namespace::new("p").unwrap_or_else(|_| unreachable!())
+    }
+
+    #[test]
+    fn one_envelope_schema_reads_writes_and_round_trips()
+    -> std::result::Result<(), Box<dyn std::error::Error>> {
+        // The loose form: a tag as a string, `agent` for `source`, envelope beside the body.
+        let loose = json!({"title": "Use redb", "tags": "storage", "agent": "dev", "importance": 4,
+                           "confidence": 0.5, "metadata": {"pr": 7}, "valid_from": "2024-01-01"});
+        let rec = parse_input(loose, Some(Kind::Decision), &ns())?.record;
+        assert_eq!(rec.envelope.tags.iter().map(|t| t.as_str()).collect::<Vec<_>>(), ["storage"]);
+        assert_eq!((rec.envelope.source.as_deref(), rec.envelope.importance), (Some("dev"), Some(4)));
+        // An ill-formed field is named; a value out of range is the storage's rule.
+        let e = parse_input(json!({"title": "x", "importance": "high"}), Some(Kind::Decision), &ns());
+        assert!(e.err().is_some_and(|e| e.to_string().contains("`importance` cannot be \"high\"")));
+        let e = parse_input(json!({"title": "x", "confidence": 7}), Some(Kind::Decision), &ns());
+        assert!(e.err().is_some_and(|e| e.to_string().contains("confidence")));
+        // A preference's `key` and a metrics record's `task` are the body's.
+        let p = parse_input(json!({"key": "Indent", "value": 4}), Some(Kind::Preference), &ns())?.record;
+        assert_eq!(p.envelope.key, None);
+
+        // The export line: the envelope's fields in place, unknown fields refused on import.
+        let r = Record {
+            namespace: ns(),
+            id: rec.id,
+            rev: 0,
+            recorded_at: Timestamp::from_micros(1),
+            replaced_at: None,
+            op: Op::Insert,
+            valid_from: Timestamp::from_micros(1),
+            valid_until: None,
+            expires_at: None,
+            supersedes: None,
+            superseded_by: None,
+            envelope: rec.envelope.clone(),
+            body: rec.body.clone(),
+        };
+        let text = serde_json::to_string(&RecordJson::from_record(&r))?;
+        let line: Value = serde_json::from_str(&text)?;
+        // In the order written (a Value's map sorts its keys).
+        let mut keys: Vec<&str> =
+            line.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+        keys.sort_by_key(|k| text.find(&format!("\"{k}\":")));
+        assert_eq!(
+            keys,
+            [
+                "namespace",
+                "id",
+                "kind",
+                "rev",
+                "op",
+                "recorded_at",
+                "replaced_at",
+                "valid_from",
+                "valid_until",
+                "expires_at",
+                "supersedes",
+                "superseded_by",
+                "tags",
+                "importance",
+                "confidence",
+                "source",
+                "task",
+                "key",
+                "metadata",
+                "body"
+            ]
+        );
+        let back: RecordJson = serde_json::from_value(line.clone())?;
+        assert_eq!(back.into_record()?, r);
+        let mut extra = line;
+        extra["titel"] = json!("typo");
+        let e = serde_json::from_value::<RecordJson>(extra)?.into_record();
+        assert!(e.err().is_some_and(|e| e.to_string().contains("unknown field `titel`")));
+
+        // The loose form reads back as the same record.
+        let again = parse_input(loose_form(&r), Some(Kind::Decision), &ns())?.record;
+        assert_eq!((again.body, again.envelope), (r.body, r.envelope));
+        Ok(())
     }
 }

@@ -63,7 +63,7 @@ pub mod when;
 pub use agent::{Access, Agent, EpisodeContext, Episodes, Performance};
 pub use db::{
     Db, DbBuilder, MAX_RECORD_BYTES, Ns, RecordBuilder, VectorSearch, check_id_form, check_integrity,
-    compact, embedder_for, loose_form,
+    compact, embedder_for,
 };
 pub use domain::{
     CONVERSATIONS_KEPT, CanStart, Consolidation, Conversations, Decisions, DomainStats, Entities, TaskQuery,
@@ -71,6 +71,7 @@ pub use domain::{
 };
 pub use embedding::{EmbedStats, EmbedderRecord};
 pub use error::{Code, Error, LineError, Result, guard, panic_message};
+pub use json::loose_form;
 /// Embedders (offline hashing default, OpenAI-compatible HTTP).
 pub use mnemon_embed as embed;
 /// The vector index (exact scan, HNSW, planner, persistence).

@@ -214,7 +214,7 @@ impl Ns {
             return Err(crate::error::invalid("the revision must be a JSON object"));
         }
         self.update(id, |rec| {
-            let mut loose = loose_form(rec);
+            let mut loose = json::loose_form(rec);
             json::merge_patch(&mut loose, &json::canonical_patch(rec.kind(), &rec.body.to_json(), patch));
             let parsed = json::parse_input(loose, Some(rec.kind()), &self.ns)?;
             let n = parsed.record;
@@ -295,33 +295,6 @@ impl Ns {
     pub fn chain(&self, id: RecordId) -> Result<Vec<Record>> {
         Ok(self.db.snapshot()?.chain(&self.ns, id)?)
     }
-}
-
-/// The loose JSON form of a record: body fields with the envelope fields beside them.
-pub fn loose_form(r: &Record) -> Value {
-    let mut obj = match r.body.to_json() {
-        Value::Object(m) => m,
-        _ => serde_json::Map::new(),
-    };
-    let env = &r.envelope;
-    let mut put = |k: &str, v: Value| {
-        if !(r.kind() == mnemon_storage::Kind::Preference && k == "key"
-            || r.kind() == mnemon_storage::Kind::Metrics && k == "task")
-        {
-            obj.insert(k.to_string(), v);
-        }
-    };
-    put("tags", serde_json::json!(env.tags));
-    put("importance", serde_json::json!(env.importance));
-    put("confidence", serde_json::json!(env.confidence));
-    put("source", serde_json::json!(env.source));
-    put("task", serde_json::json!(env.task));
-    put("key", serde_json::json!(env.key));
-    put("metadata", env.metadata.value());
-    put("valid_from", serde_json::json!(r.valid_from));
-    put("valid_until", serde_json::json!(r.valid_until));
-    put("expires_at", serde_json::json!(r.expires_at));
-    Value::Object(obj)
 }
 
 /// A new record being described; see [`Ns::record`].
