@@ -30,7 +30,7 @@ fn hybrid(c: &mut Criterion) {
                 WriteOp::Insert(NewRecord::new(ns.name().clone(), Learning { text, ..Default::default() }))
             })
             .collect();
-        db.write(ops).unwrap();
+        db.store().write(ops).unwrap();
     }
     db.reindex(Some("bench"), 64, |_, _| {}).unwrap();
     let mut g = c.benchmark_group(format!("search_{n}"));

@@ -32,7 +32,7 @@ fn lexical(c: &mut Criterion) {
                 ))
             })
             .collect();
-        db.write(ops).unwrap();
+        db.store().write(ops).unwrap();
     }
 
     let sqlite = rusqlite::Connection::open(dir.path().join("lexical.sqlite")).unwrap();

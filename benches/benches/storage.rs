@@ -31,13 +31,13 @@ fn inserts(c: &mut Criterion) {
     g.bench_function("mnemon", |b| {
         b.iter(|| {
             let i = COUNTER.fetch_add(1, Ordering::Relaxed);
-            db.write(vec![WriteOp::Insert(small_record(i))]).unwrap()
+            db.store().write(vec![WriteOp::Insert(small_record(i))]).unwrap()
         })
     });
     g.bench_function("mnemon_shared", |b| {
         b.iter(|| {
             let i = COUNTER.fetch_add(1, Ordering::Relaxed);
-            shared.write(vec![WriteOp::Insert(small_record(i))]).unwrap()
+            shared.store().write(vec![WriteOp::Insert(small_record(i))]).unwrap()
         })
     });
     g.bench_function("sqlite", |b| {
@@ -65,7 +65,7 @@ fn inserts(c: &mut Criterion) {
             let ops: Vec<WriteOp> = (0..1000)
                 .map(|_| WriteOp::Insert(small_record(COUNTER.fetch_add(1, Ordering::Relaxed))))
                 .collect();
-            db.write(ops).unwrap()
+            db.store().write(ops).unwrap()
         })
     });
     g.bench_function("mnemon_shared", |b| {
@@ -73,7 +73,7 @@ fn inserts(c: &mut Criterion) {
             let ops: Vec<WriteOp> = (0..1000)
                 .map(|_| WriteOp::Insert(small_record(COUNTER.fetch_add(1, Ordering::Relaxed))))
                 .collect();
-            shared.write(ops).unwrap()
+            shared.store().write(ops).unwrap()
         })
     });
     g.bench_function("sqlite", |b| {
@@ -158,7 +158,9 @@ fn group_commit(c: &mut Criterion) {
                 sql.insert_one(&record_of(r.clone()));
             }
             sql.conn.execute_batch("COMMIT").unwrap();
-            db.write_with(records.into_iter().map(WriteOp::Insert).collect(), Durability::Eventual).unwrap();
+            db.store()
+                .write_with(records.into_iter().map(WriteOp::Insert).collect(), Durability::Eventual)
+                .unwrap();
         }
         db.sync().unwrap();
         // Closing SQLite's last connection checkpoints its WAL into the file.

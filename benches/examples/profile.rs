@@ -70,7 +70,7 @@ fn main() {
                         ))
                     })
                     .collect();
-                db.write(ops).unwrap();
+                db.store().write(ops).unwrap();
             }
             let queries: Vec<String> =
                 (0..200).map(|q| mnemon_bench::realistic_text(10_000_000 + q, 3)).collect();
@@ -206,7 +206,7 @@ fn main() {
                                         } else {
                                             round * 100_000_000 + th as u64 * 1_000_000 + i
                                         };
-                                        db.write(vec![WriteOp::Insert(small_record(n))]).unwrap();
+                                        db.store().write(vec![WriteOp::Insert(small_record(n))]).unwrap();
                                         written.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                                     }
                                 });
@@ -303,10 +303,10 @@ fn main() {
             let n = if mode == "insert" { 3_000 } else { 100 };
             for i in 0..n {
                 if mode == "insert" {
-                    db.write(vec![WriteOp::Insert(small_record(i))]).unwrap();
+                    db.store().write(vec![WriteOp::Insert(small_record(i))]).unwrap();
                 } else {
                     let ops = (0..1000).map(|j| WriteOp::Insert(small_record(i * 1000 + j))).collect();
-                    db.write(ops).unwrap();
+                    db.store().write(ops).unwrap();
                 }
             }
             println!("{mode}: {:?} per commit", t.elapsed() / n as u32);
@@ -388,7 +388,8 @@ fn prefill(db: &mnemon::Db) {
             for th in 0..16u64 {
                 s.spawn(move || {
                     for i in 0..n / 16 {
-                        db.write(vec![WriteOp::Insert(small_record(u64::MAX / 2 + th * 1_000_000 + i))])
+                        db.store()
+                            .write(vec![WriteOp::Insert(small_record(u64::MAX / 2 + th * 1_000_000 + i))])
                             .unwrap();
                     }
                 });

@@ -135,7 +135,7 @@ pub fn load_mnemon(path: &Path, events: &[Event], batch: usize) -> (Db, Arc<Manu
         let last = chunk.last().map_or(START, Event::time);
         clock.set(Timestamp::from_micros(last));
         let ops: Vec<WriteOp> = chunk.iter().map(to_op).collect();
-        db.write_with(ops, Durability::Eventual).unwrap();
+        db.store().write_with(ops, Durability::Eventual).unwrap();
     }
     db.sync().unwrap();
     (db, clock)
@@ -356,7 +356,7 @@ pub fn durable_writes(db: &Db, threads: usize, per_thread: u64, counter: &std::s
             s.spawn(move || {
                 for _ in 0..per_thread {
                     let r = small_record(counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-                    db.write_with(vec![WriteOp::Insert(r)], Durability::Immediate).unwrap();
+                    db.store().write_with(vec![WriteOp::Insert(r)], Durability::Immediate).unwrap();
                 }
             });
         }

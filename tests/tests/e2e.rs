@@ -48,7 +48,7 @@ fn concurrent_readers_see_consistent_snapshots_while_writers_commit() {
                         .record(Learning { text: format!("learned {w}-{i}"), ..Default::default() })
                         .task(format!("{w}-{i}"))
                         .build();
-                    db.write(vec![mnemon::WriteOp::Insert(task), mnemon::WriteOp::Insert(learning)]).unwrap();
+                    ns.insert_all(vec![task, learning]).unwrap();
                 }
             })
         })

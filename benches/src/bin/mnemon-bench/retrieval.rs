@@ -113,7 +113,7 @@ fn load(db: &Db, data: &Value, limit_questions: Option<usize>) -> Result<(Vec<Co
             }
         }
         for chunk in ops.chunks(1000) {
-            db.write(chunk.to_vec())?;
+            db.store().write(chunk.to_vec())?;
         }
         let mut questions = Vec::new();
         for qa in sample["qa"].as_array().map(Vec::as_slice).unwrap_or_default() {

@@ -174,7 +174,7 @@ pub fn run(
                 WriteOp::Insert(r)
             })
             .collect();
-        db.write(ops)?;
+        db.store().write(ops)?;
     }
     let bar = progress_bar(records as u64, "embedding", out.json);
     let stats = db.reindex(Some("eval"), 64, |done, _| bar.set_position(done as u64))?;

@@ -126,14 +126,12 @@ impl Db {
         Ok(self.store.snapshot()?)
     }
 
-    /// Commit operations atomically and durably.
-    pub fn write(&self, ops: Vec<WriteOp>) -> Result<Receipt> {
+    /// Commit operations atomically and durably, as they are: no domain rule checked, no text
+    /// embedded. The facade's writes go through here once they have done both; users write
+    /// through [`Ns`] (or the operation layer), and a bulk load that embeds afterwards
+    /// ([`Db::reindex`]) through [`Db::store`].
+    pub(crate) fn write(&self, ops: Vec<WriteOp>) -> Result<Receipt> {
         Ok(self.store.write(ops)?)
-    }
-
-    /// Commit operations with the given durability.
-    pub fn write_with(&self, ops: Vec<WriteOp>, durability: Durability) -> Result<Receipt> {
-        Ok(self.store.write_with(ops, durability)?)
     }
 
     /// Make every earlier commit durable.

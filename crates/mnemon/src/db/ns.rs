@@ -80,6 +80,26 @@ impl Ns {
         Err(Error::Contended { id: record.id, attempts: 2 })
     }
 
+    /// Insert several records in one commit, all or none, each checked as [`Ns::insert`]
+    /// checks one (a task's dependencies are checked against the tasks valid before the
+    /// commit) and its text embedded in the same commit. The outcomes, in order; a record of
+    /// another namespace is written in this one.
+    pub fn insert_all(&self, records: Vec<NewRecord>) -> Result<Vec<Outcome>> {
+        let mut texts = Vec::with_capacity(records.len());
+        let mut ops = Vec::with_capacity(records.len());
+        for mut record in records {
+            record.namespace = self.ns.clone();
+            self.check_rules(&record)?;
+            texts.push((record.id, record.body.text()));
+            ops.push(WriteOp::Insert(record));
+        }
+        let n = ops.len();
+        ops.extend(self.db.embed_ops(&self.ns, &texts)?);
+        let mut outcomes = self.db.write(ops)?.outcomes;
+        outcomes.truncate(n);
+        Ok(outcomes)
+    }
+
     /// Write `ops` then `embed` (vectors and cache rows) as one job; the first outcome.
     fn first(&self, mut ops: Vec<WriteOp>, embed: Vec<WriteOp>) -> Result<Outcome> {
         ops.extend(embed);
@@ -458,5 +478,34 @@ impl VectorSearch<'_> {
     pub fn run(self) -> Result<Found> {
         let snap = self.ns.db.snapshot()?;
         Ok(self.ns.db.index.search(&snap, &self.query)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mnemon_storage::body::{Learning, Task};
+
+    use crate::{Code, Db};
+
+    #[test]
+    fn insert_all_is_checked_embedded_and_all_or_none() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let db = Db::create(dir.path().join("m.redb"))?;
+        let ns = db.ns("p")?;
+        let a = ns.record(Learning { text: "bounded queues".into(), ..Default::default() }).build();
+        let b = ns.record(Learning { text: "retry with jitter".into(), ..Default::default() }).build();
+        let ids = [a.id, b.id];
+        let out = ns.insert_all(vec![a, b])?;
+        assert_eq!(out.iter().map(|o| o.id()).collect::<Vec<_>>(), ids);
+        // Embedded in the same commit: a vector search finds them at once.
+        let found = ns.search("jitter").mode(crate::TextMode::Vector).run()?;
+        assert_eq!(found.first().map(|h| h.record.id), Some(ids[1]));
+        // A task depending on a record that is not a task is refused, and nothing is written.
+        let ok = ns.record(Learning { text: "not written".into(), ..Default::default() }).build();
+        let bad = ns.record(Task { title: "t".into(), dependencies: vec![ids[0]], ..Default::default() }).build();
+        let e = ns.insert_all(vec![ok, bad]).err().map(|e| e.code());
+        assert_eq!(e, Some(Code::Conflict));
+        assert_eq!(ns.list(&crate::ListQuery::new())?.len(), 2);
+        Ok(())
     }
 }
