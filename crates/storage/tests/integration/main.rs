@@ -2,6 +2,7 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 
 mod crash;
+mod formats;
 mod integrity;
 mod ioerror;
 mod lexical;
