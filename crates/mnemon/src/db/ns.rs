@@ -502,7 +502,8 @@ mod tests {
         assert_eq!(found.first().map(|h| h.record.id), Some(ids[1]));
         // A task depending on a record that is not a task is refused, and nothing is written.
         let ok = ns.record(Learning { text: "not written".into(), ..Default::default() }).build();
-        let bad = ns.record(Task { title: "t".into(), dependencies: vec![ids[0]], ..Default::default() }).build();
+        let bad =
+            ns.record(Task { title: "t".into(), dependencies: vec![ids[0]], ..Default::default() }).build();
         let e = ns.insert_all(vec![ok, bad]).err().map(|e| e.code());
         assert_eq!(e, Some(Code::Conflict));
         assert_eq!(ns.list(&crate::ListQuery::new())?.len(), 2);
