@@ -4,7 +4,6 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
 use mnemon::json::RecordView;
-use mnemon::transfer::{self, ImportOptions};
 use mnemon::{Db, Timestamp};
 use serde_json::json;
 
@@ -100,10 +99,9 @@ pub fn run(cli: Cli) -> Result<()> {
             return Err(usage(format!("unknown export format {format:?} (jsonl, mcp-jsonl)")));
         }
         Command::Export { all, .. } => {
-            let db = open_read(&cli)?;
-            let ns = namespace(&cli)?;
+            let session = session(&cli, open_read(&cli)?)?;
             let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-            transfer::export(&db, if *all { None } else { Some(&ns) }, &mut stdout)?;
+            session.export(if *all { None } else { Some(cli.ns.as_str()) }, &mut stdout)?;
         }
         Command::Import { file, partial, format, scope } => match format.as_str() {
             "jsonl" => import(&cli, &mut out, file, *partial)?,
@@ -134,15 +132,15 @@ pub fn run(cli: Cli) -> Result<()> {
             crate::search::context(&cli, &mut out, req)?
         }
         Command::Prune { dry_run, forget, episode_days, important_factor, episode_cap, namespaces } => {
-            let o = mnemon::lifecycle::PruneOptions {
+            let o = mnemon::ops::Prune {
                 dry_run: *dry_run,
                 forget: *forget,
-                episode_max_age_days: *episode_days,
-                important_factor: *important_factor,
+                episode_days: *episode_days,
+                important_factor: Some(*important_factor),
                 episode_cap: *episode_cap,
                 namespaces: namespaces.clone(),
             };
-            crate::groups::upkeep::prune(&cli, &mut out, &o)?
+            crate::groups::upkeep::prune(&cli, &mut out, o)?
         }
         Command::Mcp { allow_ns } => crate::mcp::serve(
             with_embedder(&cli, Db::builder(&cli.db).shared(true).create(true))?.open()?,
@@ -374,7 +372,7 @@ fn chain(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
 }
 
 fn import(cli: &Cli, out: &mut Out, file: &Path, partial: bool) -> Result<()> {
-    let ns = namespace(cli)?;
+    namespace(cli)?;
     let source = file.display().to_string();
     let mut reader: Box<dyn std::io::BufRead> = if source == "-" {
         Box::new(std::io::BufReader::new(std::io::stdin()))
@@ -390,9 +388,7 @@ fn import(cli: &Cli, out: &mut Out, file: &Path, partial: bool) -> Result<()> {
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let mut options = ImportOptions::new(ns);
-    options.partial = partial;
-    let report = transfer::import(&db, &mut reader, &source, &options, &mut |done, total| {
+    let report = session(cli, db)?.import(&mut reader, &source, partial, &mut |done, total| {
         if total >= 1_000 {
             bar.set_length(total);
             bar.set_position(done);
@@ -447,8 +443,7 @@ fn import(cli: &Cli, out: &mut Out, file: &Path, partial: bool) -> Result<()> {
 }
 
 fn stats(cli: &Cli, out: &mut Out) -> Result<()> {
-    let db = open_read(cli)?;
-    let s = mnemon::stats(&db)?;
+    let s = session(cli, open_read(cli)?)?.call(mnemon::ops::DbStats {})?;
     if out.json {
         out.json_line(&s)?;
         return Ok(());

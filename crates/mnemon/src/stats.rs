@@ -9,20 +9,22 @@ use crate::db::Db;
 use crate::error::{Error, Result};
 
 /// Statistics of one namespace.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct NamespaceStats {
     /// The namespace.
+    #[schemars(with = "String")]
     pub namespace: Namespace,
     /// Records (all revisions of a record count once; forgotten ones not at all).
     pub records: u64,
     /// Revisions stored.
     pub revisions: u64,
     /// Records valid now or later, as known now, per kind.
+    #[schemars(with = "BTreeMap<String, u64>")]
     pub current: BTreeMap<Kind, u64>,
 }
 
 /// Statistics of a database.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Stats {
     /// The file.
     pub path: String,
@@ -33,6 +35,7 @@ pub struct Stats {
     /// Commits so far.
     pub commits: u64,
     /// The latest transaction time, if anything was written.
+    #[schemars(with = "Option<String>")]
     pub last_commit: Option<Timestamp>,
     /// Per namespace.
     pub namespaces: Vec<NamespaceStats>,

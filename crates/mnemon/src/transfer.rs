@@ -76,12 +76,15 @@ pub struct ImportOptions {
     pub partial: bool,
     /// Lines per commit (each one durable).
     pub chunk: usize,
+    /// The namespaces lines may write, as globs (`project:*`; empty: any): a line naming
+    /// another is invalid.
+    pub reach: Vec<String>,
 }
 
 impl ImportOptions {
     /// Defaults: all or nothing, 2,000 lines per commit.
     pub fn new(namespace: Namespace) -> Self {
-        ImportOptions { namespace, partial: false, chunk: 2_000 }
+        ImportOptions { namespace, partial: false, chunk: 2_000, reach: Vec::new() }
     }
 }
 
@@ -162,7 +165,22 @@ pub fn import(
             continue;
         }
         report.lines += 1;
-        match parse_line(line, &options.namespace) {
+        let parsed = parse_line(line, &options.namespace).and_then(|op| {
+            let ns = match &op {
+                WriteOp::Insert(n) => Some(n.namespace.as_str()),
+                WriteOp::Restore(r) => Some(r.namespace.as_str()),
+                _ => None,
+            };
+            match ns {
+                Some(n)
+                    if !options.reach.is_empty() && !options.reach.iter().any(|p| crate::ops::glob(p, n)) =>
+                {
+                    Err(Error::NotAllowed { namespace: n.to_string(), scope: options.reach.join(", ") })
+                }
+                _ => Ok(op),
+            }
+        });
+        match parsed {
             Ok(op) => ops.push((line_no, op)),
             Err(e) => report.failed.push(LineError {
                 source: source.to_string(),

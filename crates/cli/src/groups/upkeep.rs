@@ -15,9 +15,8 @@ fn ns_of(db: &Db, cli: &Cli) -> Result<Ns> {
 }
 
 /// `mnemon prune`.
-pub fn prune(cli: &Cli, out: &mut Out, o: &mnemon::lifecycle::PruneOptions) -> Result<()> {
-    let db = open(cli)?;
-    let r = db.prune(o)?;
+pub fn prune(cli: &Cli, out: &mut Out, o: mnemon::ops::Prune) -> Result<()> {
+    let r = crate::open::session(cli, open(cli)?)?.call(o)?;
     if out.json {
         out.json_line(&r)?;
     } else {

@@ -29,6 +29,7 @@
 
 mod agent;
 mod domain;
+mod file;
 mod memory;
 mod project;
 mod records;
@@ -46,6 +47,7 @@ pub use domain::{
     DecisionActive, DecisionStatusSet, Ensured, EntityByType, EntityEnsure, EntityFind, EntityLink,
     EntityMention, EntityMerge, EntitySet, Link, Linked, Transcript,
 };
+pub use file::{DbStats, Prune};
 pub use memory::{
     Block, EpisodeHit, EpisodeQuery, EpisodeStore, Episodes, KnowledgeLearn, KnowledgeList,
     KnowledgeReinforce, Learned, MemoryAdd, MemoryAdded, MemoryContext, MemoryShow, MemoryShown,
@@ -178,6 +180,8 @@ pub fn each(visitor: &mut impl Visitor) {
     visitor.visit::<MemoryClear>();
     visitor.visit::<MemoryImport>();
     visitor.visit::<MemoryImportGraph>();
+    visitor.visit::<Prune>();
+    visitor.visit::<DbStats>();
 }
 
 /// A database and the namespaces a caller works in: its own (where a request that names none
@@ -232,6 +236,11 @@ impl Session {
         name == self.ns || self.allowed.iter().any(|p| glob(p, name))
     }
 
+    /// The globs of what the session reaches: its own namespace and the patterns allowed.
+    pub fn reach_patterns(&self) -> Vec<String> {
+        std::iter::once(self.ns.clone()).chain(self.allowed.iter().cloned()).collect()
+    }
+
     /// Refuse `what` unless the session reaches every namespace (it was allowed `*`): for an
     /// operation that writes where its input says.
     pub fn reach_all(&self, what: &str) -> Result<()> {
@@ -257,7 +266,7 @@ impl Session {
 }
 
 /// Whether `name` matches `pattern`, where `*` stands for any run of characters.
-fn glob(pattern: &str, name: &str) -> bool {
+pub(crate) fn glob(pattern: &str, name: &str) -> bool {
     let mut parts = pattern.split('*');
     let Some(first) = parts.next() else { return false };
     let Some(mut rest) = name.strip_prefix(first) else { return false };
