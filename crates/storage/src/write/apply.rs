@@ -63,11 +63,12 @@ impl WriteTables<'_> {
         Ok(())
     }
 
-    fn release_identity(&mut self, rec: &Record) -> Result<(), Error> {
+    /// Free the identity key `key` (the record's, computed by the caller) if `rec` holds it.
+    fn release_identity(&mut self, rec: &Record, key: Option<&str>) -> Result<(), Error> {
         if rec.holds_identity()
-            && let Some(k) = rec.identity()
+            && let Some(k) = key
         {
-            let key = (rec.namespace.as_str(), rec.kind().code(), k.as_str());
+            let key = (rec.namespace.as_str(), rec.kind().code(), k);
             let holder = self.identity.get()?.get(key)?.map(|v| v.value());
             if holder == Some(rec.id.as_u128()) {
                 self.identity.get_mut()?.remove(key)?;
@@ -80,7 +81,7 @@ impl WriteTables<'_> {
     /// revisions carry older ones).
     pub(crate) fn apply(&mut self, change: Change, commit_tx: i64) -> Result<Option<(String, u128)>, Error> {
         match change {
-            Change::Write { old, new } => {
+            Change::Write { old, new, old_key, new_key } => {
                 let ns = new.namespace.as_str();
                 let id = new.id.as_u128();
                 let kind = new.kind().code();
@@ -107,7 +108,7 @@ impl WriteTables<'_> {
                 )?;
                 if let Some(o) = &old {
                     self.remove_current(o)?;
-                    self.release_identity(o)?;
+                    self.release_identity(o, old_key.as_deref())?;
                     self.remove_ended(o, commit_tx)?;
                 }
                 if let Some(v) = new_vis
@@ -127,7 +128,7 @@ impl WriteTables<'_> {
                         .insert(crate::ended::key(ns, level, until, id).as_slice(), row.as_slice())?;
                 }
                 if new.holds_identity()
-                    && let Some(k) = new.identity()
+                    && let Some(k) = &new_key
                 {
                     self.identity.get_mut()?.insert((ns, kind, k.as_str()), id)?;
                 }
@@ -154,7 +155,7 @@ impl WriteTables<'_> {
                 self.timeline.forget(ns, key, &intervals)?;
                 if let Some(latest) = all.last() {
                     self.remove_current(latest)?;
-                    self.release_identity(latest)?;
+                    self.release_identity(latest, latest.identity().as_deref())?;
                     self.remove_ended(latest, i64::MAX)?;
                 }
                 self.forget_vectors(ns, key)?;

@@ -284,8 +284,9 @@ impl Outcome {
 /// A planned change to one record.
 #[derive(Debug)]
 pub(crate) enum Change {
-    /// A new revision (`old` is the previous latest, if any).
-    Write { old: Option<Box<Record>>, new: Box<Record> },
+    /// A new revision (`old` is the previous latest, if any), with the identity keys of both
+    /// (computed once, when planned).
+    Write { old: Option<Box<Record>>, new: Box<Record>, old_key: Option<String>, new_key: Option<String> },
     /// Erase the record.
     Forget { namespace: Namespace, id: RecordId },
     /// Store a vector (already normalised and checked against its space).

@@ -71,25 +71,29 @@ impl<'a, 'txn> Planner<'a, 'txn> {
 
     /// Record a planned revision and keep the overlay in step.
     fn push(&mut self, old: Option<Record>, new: Record) {
-        if !self.track {
-            self.changes.push(Change::Write { old: old.map(Box::new), new: Box::new(new) });
-            return;
+        let new_key = new.identity();
+        self.push_keyed(old, new, new_key);
+    }
+
+    /// [`Self::push`] with the new revision's identity key already computed.
+    fn push_keyed(&mut self, old: Option<Record>, new: Record, new_key: Option<String>) {
+        let old_key = old.as_ref().and_then(Record::identity);
+        if self.track {
+            let ns = new.namespace.clone();
+            let kind = new.kind().code();
+            if let (Some(o), Some(k)) = (&old, &old_key)
+                && o.holds_identity()
+            {
+                self.identity.insert((ns.clone(), kind, k.clone()), None);
+            }
+            if let Some(k) = &new_key
+                && new.holds_identity()
+            {
+                self.identity.insert((ns.clone(), kind, k.clone()), Some(new.id));
+            }
+            self.records.insert((ns, new.id), Some(new.clone()));
         }
-        let ns = new.namespace.clone();
-        let kind = new.kind().code();
-        if let Some(o) = &old
-            && o.holds_identity()
-            && let Some(k) = o.identity()
-        {
-            self.identity.insert((ns.clone(), kind, k), None);
-        }
-        if new.holds_identity()
-            && let Some(k) = new.identity()
-        {
-            self.identity.insert((ns.clone(), kind, k), Some(new.id));
-        }
-        self.records.insert((ns, new.id), Some(new.clone()));
-        self.changes.push(Change::Write { old: old.map(Box::new), new: Box::new(new) });
+        self.changes.push(Change::Write { old: old.map(Box::new), new: Box::new(new), old_key, new_key });
     }
 
     fn next_revision(&self, old: &Record, op: Op) -> Record {
@@ -222,8 +226,9 @@ impl<'a, 'txn> Planner<'a, 'txn> {
         if !self.id_is_free(&rec.namespace, rec.id)? {
             return Err(Error::DuplicateId { namespace: rec.namespace.clone(), id: rec.id });
         }
+        let identity = rec.identity();
         if rec.holds_identity()
-            && let Some(key) = rec.identity()
+            && let Some(key) = identity.clone()
             && let Some(existing) = self.identity_holder(&rec.namespace, rec.kind().code(), &key)?
             && existing != rec.id
         {
@@ -244,7 +249,7 @@ impl<'a, 'txn> Planner<'a, 'txn> {
             }
         }
         let id = rec.id;
-        self.push(None, rec);
+        self.push_keyed(None, rec, identity);
         self.outcomes.push(Outcome::Written { id, rev: 0 });
         Ok(())
     }
