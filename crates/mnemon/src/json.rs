@@ -290,14 +290,15 @@ pub fn parse_input(value: Value, kind: Option<Kind>, default_ns: &Namespace) -> 
         .filter(|(k, _)| is_envelope_key(k) && !claimed(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let mut envelope: Envelope = EnvelopeJson::from_loose(envelope_fields)?.into();
+    let envelope: Envelope = EnvelopeJson::from_loose(envelope_fields)?.into();
     let valid_from = time_field(&obj, "valid_from")?;
     let valid_until = time_field(&obj, "valid_until")?;
     let expires_at = time_field(&obj, "expires_at")?;
     let body_fields: Map<String, Value> =
         obj.into_iter().filter(|(k, _)| !is_envelope_key(k) || body_claims(kind, k)).collect();
-    let body = Body::from_json(kind, Value::Object(body_fields))?;
-    envelope.validate()?;
+    // What the kind requires and the envelope's ranges are checked once, by the store, when
+    // the record is written ([`NewRecord::check`] checks them before).
+    let body = Body::parse_json(kind, Value::Object(body_fields))?;
     let record = NewRecord {
         namespace: namespace.clone().unwrap_or_else(|| default_ns.clone()),
         id,
@@ -416,7 +417,10 @@ mod tests {
             json!({"titel": "x"}),
             json!({"title": "x", "confidence": 2.0}),
         ] {
-            let e = parse_input(bad.clone(), Some(Kind::Decision), &ns).err();
+            // Refused when read, or when checked as the store will.
+            let e = parse_input(bad.clone(), Some(Kind::Decision), &ns)
+                .and_then(|i| i.record.check().map_err(Into::into))
+                .err();
             assert!(e.as_ref().is_some_and(crate::Error::is_input), "{bad} gave {e:?}");
         }
         Ok(())
@@ -478,7 +482,8 @@ mod envelope_tests {
         // An ill-formed field is named; a value out of range is the storage's rule.
         let e = parse_input(json!({"title": "x", "importance": "high"}), Some(Kind::Decision), &ns());
         assert!(e.err().is_some_and(|e| e.to_string().contains("`importance` cannot be \"high\"")));
-        let e = parse_input(json!({"title": "x", "confidence": 7}), Some(Kind::Decision), &ns());
+        let e =
+            parse_input(json!({"title": "x", "confidence": 7}), Some(Kind::Decision), &ns())?.record.check();
         assert!(e.err().is_some_and(|e| e.to_string().contains("confidence")));
         // A preference's `key` and a metrics record's `task` are the body's.
         let p = parse_input(json!({"key": "Indent", "value": 4}), Some(Kind::Preference), &ns())?.record;

@@ -125,7 +125,10 @@ pub fn parse_line(line: &str, default_ns: &Namespace) -> Result<WriteOp> {
             .map_err(|e| crate::error::invalid(format!("invalid export line: {e}")))?;
         Ok(WriteOp::Restore(Box::new(rj.into_record()?)))
     } else {
-        Ok(WriteOp::Insert(parse_input(value, None, default_ns)?.record))
+        // Checked now, so that a bad line fails the import before anything is written.
+        let record = parse_input(value, None, default_ns)?.record;
+        record.check()?;
+        Ok(WriteOp::Insert(record))
     }
 }
 

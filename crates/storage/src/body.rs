@@ -450,14 +450,22 @@ macro_rules! bodies {
                 }
             }
 
-            /// Parse a body of `kind` from JSON (unknown fields are an error).
+            /// Parse and [validate](Body::validate) a body of `kind` from JSON (unknown fields
+            /// are an error).
             pub fn from_json(kind: Kind, value: serde_json::Value) -> Result<Body, InputError> {
-                let bad = |e: serde_json::Error| InputError::BadBody { kind, reason: e.to_string() };
-                let body = match kind {
-                    $( Kind::$variant => Body::$variant(serde_json::from_value(value).map_err(bad)?), )*
-                };
+                let body = Body::parse_json(kind, value)?;
                 body.validate()?;
                 Ok(body)
+            }
+
+            /// Parse a body of `kind` from JSON (unknown fields are an error) without checking
+            /// the fields the kind requires: for a body on its way to a write, which the store
+            /// validates.
+            pub fn parse_json(kind: Kind, value: serde_json::Value) -> Result<Body, InputError> {
+                let bad = |e: serde_json::Error| InputError::BadBody { kind, reason: e.to_string() };
+                Ok(match kind {
+                    $( Kind::$variant => Body::$variant(serde_json::from_value(value).map_err(bad)?), )*
+                })
             }
 
             /// The body as a JSON object.

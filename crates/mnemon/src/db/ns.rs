@@ -58,8 +58,14 @@ impl Ns {
         self.check_rules(&record)?;
         // Find-or-create: when a live record holds the identity, return it without embedding
         // a text that will not be written (a race with another writer is retried below).
-        let key =
-            record.envelope.key.as_ref().map(|k| k.to_string()).or_else(|| record.body.default_identity());
+        // As the store will key it (an explicit key is normalised when the record is checked).
+        let key = record
+            .envelope
+            .key
+            .as_ref()
+            .map(|k| mnemon_storage::body::normalise_key(k))
+            .filter(|k| !k.is_empty())
+            .or_else(|| record.body.default_identity());
         let find = record.on_conflict == OnConflict::ReturnExisting && key.is_some();
         for _ in 0..2 {
             if find
@@ -507,6 +513,32 @@ mod tests {
         let e = ns.insert_all(vec![ok, bad]).err().map(|e| e.code());
         assert_eq!(e, Some(Code::Conflict));
         assert_eq!(ns.list(&crate::ListQuery::new())?.len(), 2);
+        Ok(())
+    }
+
+    /// Validated once, by the store: a loose record is read without checking what its kind
+    /// requires, and refused when written; an explicit key is found however it is spelled.
+    #[test]
+    fn records_are_checked_when_written_and_keys_found_as_stored() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let db = Db::create(dir.path().join("m.redb"))?;
+        let ns = db.ns("p")?;
+        let loose = crate::json::parse_input(
+            serde_json::json!({"importance": 9}),
+            Some(crate::Kind::Decision),
+            ns.name(),
+        )?;
+        assert!(loose.record.check().is_err());
+        assert_eq!(ns.insert(loose.record).err().map(|e| e.code()), Some(Code::InvalidInput));
+        let keyed = |k: &str| {
+            ns.record(Learning { text: "the deploy key is in vault".into(), ..Default::default() })
+                .key(k)
+                .on_conflict(mnemon_storage::OnConflict::ReturnExisting)
+                .build()
+        };
+        let first = ns.insert(keyed("Deploy  Key"))?;
+        let again = ns.insert(keyed("deploy key"))?;
+        assert!(matches!(again, mnemon_storage::Outcome::Existing { id } if id == first.id()));
         Ok(())
     }
 }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::body::Body;
 use crate::codec;
-use crate::error::Error;
+use crate::error::{Error, InputError};
 use crate::id::{Namespace, RecordId};
 use crate::record::{self, Envelope, Record};
 use crate::tables::{Deferred, LazyTable, names};
@@ -76,6 +76,14 @@ pub struct NewRecord {
 }
 
 impl NewRecord {
+    /// Check it as the store will when it is written (the fields its kind requires, the
+    /// envelope's ranges and tags), without writing: for a caller that must refuse bad input
+    /// before it writes anything, as an import does.
+    pub fn check(&self) -> Result<(), InputError> {
+        self.body.validate()?;
+        self.envelope.clone().validate()
+    }
+
     /// A new record with a fresh id and defaults for everything else.
     pub fn new(namespace: Namespace, body: impl Into<Body>) -> Self {
         NewRecord {
