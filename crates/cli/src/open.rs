@@ -4,7 +4,7 @@
 use std::io::Read;
 
 use anyhow::{Context, Result};
-use mnemon::{Db, Namespace, Ns, RecordId};
+use mnemon::{Db, Namespace};
 use serde_json::Value;
 
 use crate::UsageError;
@@ -31,20 +31,6 @@ pub(crate) fn read_json(data: &str, flag: &str) -> Result<Value> {
         data.to_string()
     };
     serde_json::from_str(&text).map_err(|e| usage(format!("{flag} is not valid JSON: {e}")))
-}
-
-/// A full id, or a unique suffix of one (at least 6 hex digits) in the namespace.
-pub(crate) fn resolve_id(db: &Db, ns: &Namespace, s: &str) -> Result<RecordId> {
-    Ok(db.ns(ns.as_str())?.resolve_id(s)?)
-}
-
-/// Check the id's form, open the database for writing, and resolve the id in the namespace.
-pub(crate) fn open_with_id(cli: &Cli, id: &str) -> Result<(Db, Ns, RecordId)> {
-    check_id_form(id)?;
-    let db = open(cli)?;
-    let id = resolve_id(&db, &namespace(cli)?, id)?;
-    let ns = ns_handle(&db, cli)?;
-    Ok((db, ns, id))
 }
 
 /// Validate an id argument's form before opening anything (the facade's rule).
@@ -108,10 +94,6 @@ pub(crate) fn default_local() -> Result<std::result::Result<Embedder, String>> {
 
 pub(crate) fn namespace(cli: &Cli) -> Result<Namespace> {
     Ok(Namespace::new(cli.ns.as_str())?)
-}
-
-pub(crate) fn ns_handle(db: &Db, cli: &Cli) -> Result<Ns> {
-    Ok(db.ns(&cli.ns)?)
 }
 
 /// When `ns` was never written to, a note saying so, with the namespaces that are there and

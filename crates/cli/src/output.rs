@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use mnemon::{Outcome, Record, RecordId, Timestamp};
+use mnemon::{Record, RecordId, Timestamp};
 use serde_json::json;
 
 /// Where command output goes: standard output, buffered, JSON or text.
@@ -270,26 +270,6 @@ pub(crate) fn print_written(
             (json!({"id": w.id, "rev": rev}), format!("{} is now at revision {rev}", w.id))
         }
         _ => (json!({"id": w.id}), w.id.to_string()),
-    };
-    if out.json {
-        out.json_line(&doc)?;
-    } else {
-        out.line(text)?;
-    }
-    Ok(())
-}
-
-/// Print what a write did: the id (and, for corrections, the new revision number).
-pub(crate) fn print_outcome(out: &mut Out, o: &Outcome, show_rev: bool) -> anyhow::Result<()> {
-    let (doc, text) = match *o {
-        Outcome::Existing { id } => (json!({"id": id, "existing": true}), id.to_string()),
-        Outcome::Written { id, rev } if show_rev => {
-            (json!({"id": id, "rev": rev}), format!("{id} is now at revision {rev}"))
-        }
-        Outcome::VectorStored { id, rev } => {
-            (json!({"id": id, "rev": rev}), format!("stored the vector of {id} (serving revision {rev} on)"))
-        }
-        ref other => (json!({"id": other.id()}), other.id().to_string()),
     };
     if out.json {
         out.json_line(&doc)?;

@@ -2,13 +2,11 @@
 
 use anyhow::Result;
 use mnemon::json::RecordView;
-use mnemon::{AsOf, Found, Kind};
 use serde_json::json;
 
-use crate::cli::{AsOfArgs, Cli, IndexCmd, VectorCmd};
-use crate::open::{open, open_read, open_with_id, read_json, usage};
-use crate::output::print_outcome;
-use crate::output::{Out, cut, short, table};
+use crate::cli::{Cli, IndexCmd, VectorCmd};
+use crate::open::{check_id_form, open, open_read, read_json, session, usage};
+use crate::output::{Out, cut, print_written, short, table};
 
 /// Parse a JSON array of numbers (NaN and infinities cannot be written in JSON; the storage
 /// layer refuses zero vectors and wrong dimensions).
@@ -30,44 +28,50 @@ pub fn run_vector(cli: &Cli, out: &mut Out, cmd: &VectorCmd) -> Result<()> {
     match cmd {
         VectorCmd::Put { id, space, vector } => {
             let v = parse_vector(vector)?;
-            let (_db, ns, id) = open_with_id(cli, id)?;
-            let o = ns.put_vector(id, space, v)?;
-            print_outcome(out, &o, true)
+            check_id_form(id)?;
+            let session = session(cli, open(cli)?)?;
+            let w = session.call(mnemon::ops::VectorPut {
+                id: id.clone(),
+                space: space.clone(),
+                vector: v,
+                namespace: None,
+            })?;
+            print_written(out, &w, true)
         }
         VectorCmd::Search { space, vector, k, kinds, tags, as_of, mode, ef, explain } => {
             let v = parse_vector(vector)?;
-            search(cli, out, space, &v, *k, kinds, tags, *as_of, *mode, *ef, *explain)
+            let q = mnemon::ops::VectorSearch {
+                space: space.clone(),
+                vector: v,
+                k: Some(*k),
+                kinds: kinds.iter().map(|k| k.name().to_string()).collect(),
+                tags: tags.clone(),
+                as_of: crate::search::rfc3339(as_of.as_of),
+                known_at: crate::search::rfc3339(as_of.known_at),
+                mode: Some(match mode {
+                    mnemon::SearchMode::Auto => mnemon::ops::VectorMode::Auto,
+                    mnemon::SearchMode::Exact => mnemon::ops::VectorMode::Exact,
+                    mnemon::SearchMode::Graph => mnemon::ops::VectorMode::Graph,
+                }),
+                ef: *ef,
+                namespace: None,
+            };
+            let found = session(cli, open_read(cli)?)?.call(q)?;
+            show_nearest(cli, out, space, *k, found, *explain)
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn search(
+/// A vector search's answer, and with `explain` how the planner found it.
+fn show_nearest(
     cli: &Cli,
     out: &mut Out,
     space: &str,
-    v: &[f32],
     k: usize,
-    kinds: &[Kind],
-    tags: &[String],
-    a: AsOfArgs,
-    mode: mnemon::SearchMode,
-    ef: Option<usize>,
+    found: mnemon::ops::Nearest,
     explain: bool,
 ) -> Result<()> {
-    let db = open_read(cli)?;
-    let ns = db.ns(&cli.ns)?;
-    let mut s = ns.vector_search(space, v, k).as_of(AsOf { valid: a.as_of, known: a.known_at }).mode(mode);
-    s = s.kinds(kinds.iter().copied());
-    for t in tags {
-        s = s.tag(t.clone());
-    }
-    if let Some(ef) = ef {
-        s = s.ef(ef);
-    }
-    let found: Found = s.run()?;
-    let at = a.as_of.unwrap_or_else(|| db.now());
-    let plan = &found.plan;
+    let plan = found.plan.as_ref().ok_or_else(|| anyhow::anyhow!("the search gave no plan"))?;
     let plan_json = json!({
         "path": plan.path.to_string(),
         "first": plan.first.map(|p| p.to_string()),
@@ -82,7 +86,7 @@ fn search(
         let hits: Vec<_> = found
             .hits
             .iter()
-            .map(|h| json!({"score": h.score, "record": RecordView::new(&h.record, at)}))
+            .map(|h| json!({"score": h.score, "record": RecordView::new(&h.record.record, h.record.at)}))
             .collect();
         let mut doc = json!({ "hits": hits });
         if explain {
@@ -98,12 +102,13 @@ fn search(
             .hits
             .iter()
             .map(|h| {
+                let r = &h.record.record;
                 vec![
                     format!("{:.4}", h.score),
-                    short(h.record.id),
-                    h.record.kind().to_string(),
-                    cut(&crate::output::state(&h.record), 24),
-                    cut(&h.record.body.title(), 60),
+                    short(r.id),
+                    r.kind().to_string(),
+                    cut(&crate::output::state(r), 24),
+                    cut(&r.body.title(), 60),
                 ]
             })
             .collect();

@@ -36,6 +36,7 @@ mod records;
 mod scoped;
 mod search;
 mod tasks;
+mod vectors;
 mod writes;
 
 pub use agent::{
@@ -70,6 +71,7 @@ pub use tasks::{
     Graph, Readiness, TaskAction, TaskCanStart, TaskDepend, TaskDeps, TaskGraph, TaskList, TaskMove,
     TaskMoved,
 };
+pub use vectors::{Near, Nearest, VectorMode, VectorPut, VectorSearch};
 pub use writes::{Add, Retire, Revise, WriteResult};
 
 use schemars::JsonSchema;
@@ -182,6 +184,8 @@ pub fn each(visitor: &mut impl Visitor) {
     visitor.visit::<MemoryImportGraph>();
     visitor.visit::<Prune>();
     visitor.visit::<DbStats>();
+    visitor.visit::<VectorPut>();
+    visitor.visit::<VectorSearch>();
 }
 
 /// A database and the namespaces a caller works in: its own (where a request that names none
