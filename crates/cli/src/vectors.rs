@@ -127,8 +127,7 @@ fn show_nearest(
 pub fn run_index(cli: &Cli, out: &mut Out, cmd: &IndexCmd) -> Result<()> {
     match cmd {
         IndexCmd::Status => {
-            let db = open_read(cli)?;
-            let status = db.index_status()?;
+            let status = session(cli, open_read(cli)?)?.call(mnemon::ops::IndexStatus {})?.segments;
             if out.json {
                 for s in &status {
                     out.json_line(&json!({
@@ -168,8 +167,8 @@ pub fn run_index(cli: &Cli, out: &mut Out, cmd: &IndexCmd) -> Result<()> {
             .map_err(Into::into)
         }
         IndexCmd::Build { space } => {
-            let db = open(cli)?;
-            let r = db.build_index(space, &cli.ns)?;
+            let build = mnemon::ops::IndexBuild { space: space.clone(), namespace: None };
+            let r = session(cli, open(cli)?)?.call(build)?;
             if out.json {
                 out.json_line(&json!({"space": r.space, "namespace": r.namespace, "graph_points": r.graph_points, "generation": r.generation}))?;
             } else {

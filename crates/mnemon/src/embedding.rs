@@ -22,7 +22,7 @@ pub struct EmbedderRecord {
 }
 
 /// Counters of the embedding cache and of failures, since the database was opened.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct EmbedStats {
     /// Texts found in the cache.
     pub hits: u64,

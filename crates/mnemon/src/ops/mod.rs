@@ -30,6 +30,7 @@
 mod agent;
 mod domain;
 mod file;
+mod index;
 mod memory;
 mod project;
 mod records;
@@ -49,6 +50,7 @@ pub use domain::{
     EntityMention, EntityMerge, EntitySet, Link, Linked, Transcript,
 };
 pub use file::{DbStats, Prune};
+pub use index::{IndexBuild, IndexStatus, Indexes, Reindex, Reindexed};
 pub use memory::{
     Block, EpisodeHit, EpisodeQuery, EpisodeStore, Episodes, KnowledgeLearn, KnowledgeList,
     KnowledgeReinforce, Learned, MemoryAdd, MemoryAdded, MemoryContext, MemoryShow, MemoryShown,
@@ -186,6 +188,9 @@ pub fn each(visitor: &mut impl Visitor) {
     visitor.visit::<DbStats>();
     visitor.visit::<VectorPut>();
     visitor.visit::<VectorSearch>();
+    visitor.visit::<Reindex>();
+    visitor.visit::<IndexStatus>();
+    visitor.visit::<IndexBuild>();
 }
 
 /// A database and the namespaces a caller works in: its own (where a request that names none
