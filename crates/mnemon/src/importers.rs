@@ -15,7 +15,7 @@ use crate::error::{LineError, Result, invalid};
 use crate::scoped::{Scope, Section};
 
 /// What an import did.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, schemars::JsonSchema)]
 pub struct ImportSummary {
     /// Records written.
     pub imported: usize,
@@ -23,6 +23,7 @@ pub struct ImportSummary {
     pub skipped: usize,
     /// Lines or entries refused, with file and line.
     #[serde(serialize_with = "as_strings")]
+    #[schemars(with = "Vec<String>")]
     pub errors: Vec<LineError>,
 }
 

@@ -67,7 +67,12 @@ pub fn import_other(
     } else if format == "mcp-jsonl" {
         let text = std::fs::read_to_string(file)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
-        mnemon::importers::import_mcp_jsonl(&ns_of(&db, cli)?, &text, &file.display().to_string())?
+        let import = mnemon::ops::GraphImport {
+            jsonl: text,
+            source: Some(file.display().to_string()),
+            namespace: None,
+        };
+        crate::open::session(cli, db.clone())?.call(import)?
     } else {
         let sc = sc.ok_or_else(|| usage("--scope is for --format markdown"))?;
         mnemon::importers::import_markdown_path(&db, file, &sc)?

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use super::{Operation, Session};
 use crate::error::Result;
+use crate::importers::ImportSummary;
 use crate::lifecycle::{PruneOptions, PruneReport};
 use crate::stats::Stats;
 use crate::transfer::{ImportOptions, ImportReport};
@@ -81,6 +82,33 @@ impl Operation for DbStats {
         let mut s = crate::stats::stats(session.db())?;
         s.namespaces.retain(|n| session.reaches(n.namespace.as_str()));
         Ok(s)
+    }
+}
+
+/// Import a knowledge graph in the reference memory server's JSON lines.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GraphImport {
+    /// The lines (`{"type":"entity","name","entityType","observations":[...]}`,
+    /// `{"type":"relation","from","to","relationType"}`).
+    pub jsonl: String,
+    /// What the lines are called in error messages (default `input`).
+    pub source: Option<String>,
+    /// The namespace (default: the session's).
+    pub namespace: Option<String>,
+}
+
+impl Operation for GraphImport {
+    const NAME: &'static str = "graph_import";
+    const TITLE: &'static str = "Import a knowledge graph";
+    const DESCRIPTION: &'static str = "Import the reference memory server's knowledge graph (its JSON lines file) into a namespace: entities found by name, one observation record per observation, relations; what is already there is skipped, and a bad line is reported with its number while the others are imported.";
+    const READ_ONLY: bool = false;
+    const MCP: bool = false;
+    type Output = ImportSummary;
+
+    fn run(self, session: &Session) -> Result<ImportSummary> {
+        let ns = session.ns(self.namespace.as_deref())?;
+        crate::importers::import_mcp_jsonl(&ns, &self.jsonl, self.source.as_deref().unwrap_or("input"))
     }
 }
 
@@ -162,6 +190,15 @@ mod tests {
         let elsewhere = Prune { dry_run: true, namespaces: vec!["q".into()], ..Default::default() };
         assert_eq!(own.call(elsewhere).err().map(|e| e.code()), Some(Code::Forbidden));
         assert!(own.call(Prune { dry_run: true, ..Default::default() })?.dry_run);
+
+        // A knowledge graph goes into a namespace within reach.
+        let jsonl =
+            r#"{"type":"entity","name":"redb","entityType":"technology","observations":["embedded"]}"#;
+        let graph = |ns: &str| GraphImport { jsonl: jsonl.into(), source: None, namespace: Some(ns.into()) };
+        assert_eq!(own.call(graph("q")).err().map(|e| e.code()), Some(Code::Forbidden));
+        let first = own.call(graph("p"))?;
+        let again = own.call(graph("p"))?;
+        assert!(first.imported > 0 && again.imported == 0 && first.errors.is_empty(), "{first:?} {again:?}");
         Ok(())
     }
 }

@@ -49,7 +49,7 @@ pub use domain::{
     DecisionActive, DecisionStatusSet, Ensured, EntityByType, EntityEnsure, EntityFind, EntityLink,
     EntityMention, EntityMerge, EntitySet, Link, Linked, Transcript,
 };
-pub use file::{DbStats, Prune};
+pub use file::{DbStats, GraphImport, Prune};
 pub use index::{IndexBuild, IndexStatus, Indexes, Reindex, Reindexed};
 pub use memory::{
     Block, EpisodeHit, EpisodeQuery, EpisodeStore, Episodes, KnowledgeLearn, KnowledgeList,
@@ -191,6 +191,7 @@ pub fn each(visitor: &mut impl Visitor) {
     visitor.visit::<Reindex>();
     visitor.visit::<IndexStatus>();
     visitor.visit::<IndexBuild>();
+    visitor.visit::<GraphImport>();
 }
 
 /// A database and the namespaces a caller works in: its own (where a request that names none
