@@ -146,23 +146,11 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::Remember;
-    use crate::{Code, Db};
+    use crate::Code;
 
     #[test]
     fn whole_database_operations_stay_within_reach() -> std::result::Result<(), Box<dyn std::error::Error>> {
-        let dir = tempfile::tempdir()?;
-        let db = Db::create(dir.path().join("m.redb"))?;
-        let all = Session::new(db.clone(), "p")?.allow("*");
-        for ns in ["p", "q"] {
-            let r = Remember {
-                namespace: Some(ns.into()),
-                kind: "learning".into(),
-                text: Some(format!("note in {ns}")),
-                ..Default::default()
-            };
-            all.call(r)?;
-        }
+        let (_dir, db, all, _) = crate::ops::testing::two_namespaces()?;
         let own = Session::new(db, "p")?;
 
         // Export: its own namespace, not every one.

@@ -105,28 +105,20 @@ impl Operation for IndexBuild {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::{Remember, VectorPut};
-    use crate::{Code, Db};
+    use crate::Code;
+    use crate::ops::VectorPut;
 
     #[test]
     fn derived_indexes_are_kept_within_reach() -> std::result::Result<(), Box<dyn std::error::Error>> {
-        let dir = tempfile::tempdir()?;
-        let db = Db::create(dir.path().join("m.redb"))?;
-        let all = Session::new(db.clone(), "p")?.allow("*");
-        for ns in ["p", "q"] {
-            let r = Remember {
-                namespace: Some(ns.into()),
-                kind: "learning".into(),
-                text: Some(format!("note in {ns}")),
-                ..Default::default()
-            };
-            let id = all.call(r)?.id;
-            all.call(VectorPut {
+        let (_dir, db, all, ids) = crate::ops::testing::two_namespaces()?;
+        for (ns, id) in ["p", "q"].into_iter().zip(ids) {
+            let put = VectorPut {
                 id: id.to_string(),
                 space: "toy".into(),
                 vector: vec![1.0, 0.5],
                 namespace: Some(ns.into()),
-            })?;
+            };
+            all.call(put)?;
         }
         let own = Session::new(db, "p")?;
         let mine = own.call(IndexStatus {})?.segments;

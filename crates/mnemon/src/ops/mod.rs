@@ -470,6 +470,34 @@ mod tests {
     }
 }
 
+/// What the operations' tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{Remember, Session};
+    use crate::{Db, RecordId};
+
+    /// A database with a learning in each of namespaces `p` and `q`, and a session in `p`
+    /// reaching every namespace: the directory (keep it), the database, the session and the
+    /// learnings' ids.
+    pub(crate) fn two_namespaces()
+    -> Result<(tempfile::TempDir, Db, Session, Vec<RecordId>), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let db = Db::create(dir.path().join("m.redb"))?;
+        let all = Session::new(db.clone(), "p")?.allow("*");
+        let mut ids = Vec::new();
+        for ns in ["p", "q"] {
+            let r = Remember {
+                namespace: Some(ns.into()),
+                kind: "learning".into(),
+                text: Some(format!("note in {ns}")),
+                ..Default::default()
+            };
+            ids.push(all.call(r)?.id);
+        }
+        Ok((dir, db, all, ids))
+    }
+}
+
 #[cfg(test)]
 mod each_tests {
     use super::{Operation, Visitor, each};
