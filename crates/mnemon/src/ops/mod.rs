@@ -476,11 +476,13 @@ pub(crate) mod testing {
     use super::{Remember, Session};
     use crate::{Db, RecordId};
 
+    /// What [`two_namespaces`] makes.
+    pub(crate) type TwoNamespaces = (tempfile::TempDir, Db, Session, Vec<RecordId>);
+
     /// A database with a learning in each of namespaces `p` and `q`, and a session in `p`
     /// reaching every namespace: the directory (keep it), the database, the session and the
     /// learnings' ids.
-    pub(crate) fn two_namespaces()
-    -> Result<(tempfile::TempDir, Db, Session, Vec<RecordId>), Box<dyn std::error::Error>> {
+    pub(crate) fn two_namespaces() -> Result<TwoNamespaces, Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         let db = Db::create(dir.path().join("m.redb"))?;
         let all = Session::new(db.clone(), "p")?.allow("*");
