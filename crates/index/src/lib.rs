@@ -1,7 +1,7 @@
 //! mnemon's vector index: an exact SIMD scan, an HNSW graph ([`FlatHnsw`]) behind the
 //! [`VectorIndex`] trait, a planner choosing between them, and persistence beside the
 //! database that is never the source of truth. With the `hnsw-rs` feature the graph of
-//! hnsw_rs is there too, as [`Engine::HnswRs`], for comparison; `synth` adds the seeded data
+//! hnsw_rs is there too, as `Engine::HnswRs`, for comparison; `synth` adds the seeded data
 //! generator the tests and benchmarks use.
 //!
 //! Vectors live in redb (see [`mnemon_storage::WriteOp::PutVector`]). [`VectorIndexes`] keeps,

@@ -21,8 +21,9 @@ use crate::json::{RecordJson, parse_input};
 /// <hash>`: names of merged entities), not the caches.
 const APP_PREFIX: &str = "app/";
 
-/// Write every revision as JSON lines, then the application state kept beside them (see
-/// [`APP_PREFIX`]); returns how many lines were written.
+/// Write every revision as JSON lines, then the application state kept beside them (the
+/// auxiliary rows under `app/`: episodes' access counts, names of merged entities); returns
+/// how many lines were written.
 pub fn export(db: &Db, ns: Option<&Namespace>, out: &mut dyn Write) -> Result<u64> {
     let snap = db.snapshot()?;
     let mut n = 0u64;
