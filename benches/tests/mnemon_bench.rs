@@ -80,39 +80,16 @@ fn ann_measures_both_graphs_on_generated_data() {
         "10",
     ])
     .ok();
-    let report = bench(&[
-        "--json",
-        "ann",
-        "--base",
-        &format!("{d}/base.fvecs"),
-        "--queries",
-        &format!("{d}/queries.fvecs"),
-        "--gt",
-        &format!("{d}/gt.ivecs"),
-        "--ef",
-        "16,64",
-        "--m",
-        "8",
-        "--ef-construction",
-        "50",
-    ])
-    .json();
+    let (base, queries, gt) =
+        (format!("{d}/base.fvecs"), format!("{d}/queries.fvecs"), format!("{d}/gt.ivecs"));
+    let files = ["--base", base.as_str(), "--queries", queries.as_str(), "--gt", gt.as_str()];
+    let ann = |before: &[&str], after: &[&str]| bench(&[before, &["ann"][..], &files[..], after].concat());
+    let report = ann(&["--json"], &["--ef", "16,64", "--m", "8", "--ef-construction", "50"]).json();
     assert_eq!(report["ef"].as_array().unwrap().len(), 4, "{report}");
     assert!(report["ef"][1]["recall"].as_f64().unwrap() > 0.9, "{report}");
     assert!(report["exact"]["recall"].as_f64().unwrap() > 0.999);
     bench(&["ann", "--base", "/nonexistent.fvecs", "--queries", "q", "--gt", "g"]).fails(1, "nonexistent");
-    bench(&[
-        "ann",
-        "--base",
-        &format!("{d}/base.fvecs"),
-        "--queries",
-        &format!("{d}/queries.fvecs"),
-        "--gt",
-        &format!("{d}/gt.ivecs"),
-        "--m",
-        "300",
-    ])
-    .fails(2, "m must be 2 to 256");
+    ann(&[], &["--m", "300"]).fails(2, "m must be 2 to 256");
     assert_eq!(report["builds"].as_array().map(Vec::len), Some(2), "{report}");
 }
 
