@@ -13,9 +13,9 @@ pub(crate) fn fuzz_block(data: &[u8]) -> Result<(), String> {
         let _ = block.term(i);
         if let Some(chunk) = block.chunk(i) {
             for j in 0..chunk.len() {
-                let _ = (chunk.get(j), chunk.id(j));
+                let _ = (chunk.get(j), chunk.key(j));
             }
-            let _ = (chunk.extremes(), chunk.gallop(0, u128::MAX / 3));
+            let _ = (chunk.extremes(), chunk.gallop(0, (u128::MAX / 3, 1)));
         }
         let _ = block.postings(i);
     }

@@ -5,6 +5,9 @@
 /// A posting: `(id, from_rev, tf, doc length)`.
 pub(crate) type Posting = (u128, u32, u32, u32);
 
+/// What orders postings: a text's `(id, from_rev)`.
+pub(crate) type Key = (u128, u32);
+
 /// Bytes of a stored posting: id, from_rev, tf, doc length.
 pub(crate) const POSTING_BYTES: usize = 28;
 
@@ -61,10 +64,12 @@ fn id_of(c: &[u8]) -> Option<u128> {
     c.first_chunk::<16>().map(|b| u128::from_le_bytes(*b))
 }
 
-/// The id of a stored posting (a search reads it for every posting it steps over or probes).
+/// The key of a stored posting (a search reads it for every posting it steps over or probes).
 #[inline]
-fn stored_id(c: &[u8; POSTING_BYTES]) -> u128 {
-    c.first_chunk::<16>().map_or(0, |b| u128::from_le_bytes(*b))
+fn stored_key(c: &[u8; POSTING_BYTES]) -> Key {
+    let (id, rest) = c.split_at(16);
+    let id = id.first_chunk::<16>().map_or(0, |b| u128::from_le_bytes(*b));
+    (id, rest.first_chunk::<4>().map_or(0, |b| u32::from_le_bytes(*b)))
 }
 
 /// A stretch of one term's postings in `(id, from_rev)` order: as a segment block stores them
@@ -119,22 +124,24 @@ impl<'a> Chunk<'a> {
         }
     }
 
-    /// The id of posting `i` (`None` past the end).
+    /// The key of posting `i` (`None` past the end).
     #[inline]
-    pub(crate) fn id(&self, i: usize) -> Option<u128> {
+    pub(crate) fn key(&self, i: usize) -> Option<Key> {
         match self {
-            Chunk::Stored { postings, .. } => postings.get(i).map(stored_id),
-            Chunk::Decoded(p) => p.get(i).map(|p| p.0),
+            Chunk::Stored { postings, .. } => postings.get(i).map(stored_key),
+            Chunk::Decoded(p) => p.get(i).map(|p| (p.0, p.1)),
         }
     }
 
-    /// The first posting at or after `from` whose id is not below `id` (the length if none),
-    /// by galloping: cheap for a near target, logarithmic for a far one. The ids must be in
-    /// order from `from` on.
-    pub(crate) fn gallop(&self, from: usize, id: u128) -> usize {
+    /// The first posting at or after `from` whose key is not below `key` (the length if
+    /// none), by galloping: cheap for a near target, logarithmic for a far one. The keys must
+    /// be in order from `from` on.
+    pub(crate) fn gallop(&self, from: usize, key: Key) -> usize {
         match self {
-            Chunk::Stored { postings, .. } => gallop(postings.len(), from, |i| stored_id(&postings[i]) < id),
-            Chunk::Decoded(p) => gallop(p.len(), from, |i| p[i].0 < id),
+            Chunk::Stored { postings, .. } => {
+                gallop(postings.len(), from, |i| stored_key(&postings[i]) < key)
+            }
+            Chunk::Decoded(p) => gallop(p.len(), from, |i| (p[i].0, p[i].1) < key),
         }
     }
 }
@@ -184,11 +191,11 @@ mod tests {
             assert_eq!(chunk.len(), 3);
             for (i, &p) in postings.iter().enumerate() {
                 assert_eq!(chunk.get(i), Some(p));
-                assert_eq!(chunk.id(i), Some(p.0));
+                assert_eq!(chunk.key(i), Some((p.0, p.1)));
             }
             assert_eq!(chunk.get(3), None);
             assert_eq!(chunk.extremes(), (9, 1));
-            assert_eq!(chunk.id(usize::MAX), None);
+            assert_eq!(chunk.key(usize::MAX), None);
         }
         assert_eq!(Chunk::Decoded(&[]).extremes(), (0, u32::MAX));
         // A torn last posting is not read.
@@ -197,17 +204,17 @@ mod tests {
 
     #[test]
     fn galloping_finds_the_first_not_below() {
-        let ids: Vec<Posting> = [2u128, 3, 5, 8, 13, 21, 34, 55, 89].iter().map(|&i| (i, 0, 1, 1)).collect();
+        let ids: Vec<Posting> = [2u128, 3, 5, 8, 13, 21, 34, 55, 89].iter().map(|&i| (i, 1, 1, 1)).collect();
         let mut bytes = Vec::new();
         ids.iter().for_each(|&p| put(&mut bytes, p));
         for chunk in [Chunk::Decoded(&ids), Chunk::stored(&bytes, &[])] {
             for from in 0..=ids.len() + 1 {
-                for target in 0..100u128 {
+                for target in (0..100u128).flat_map(|id| (0..3).map(move |rev| (id, rev))) {
                     let want = (from..ids.len())
-                        .find(|&i| ids[i].0 >= target)
+                        .find(|&i| (ids[i].0, ids[i].1) >= target)
                         .unwrap_or(ids.len())
                         .max(from.min(ids.len()));
-                    assert_eq!(chunk.gallop(from, target), want, "from {from}, target {target}");
+                    assert_eq!(chunk.gallop(from, target), want, "from {from}, target {target:?}");
                 }
             }
         }

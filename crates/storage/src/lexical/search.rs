@@ -84,13 +84,14 @@ pub(super) fn scan_fresh(b: &[u8], terms: &[String], mut hit: impl FnMut(usize, 
 /// resolve each record at `as_of` through `resolve` (which applies the filters), and keep the
 /// best `k`.
 ///
-/// Each term's postings become one list in `(id, from_rev)` order, weighted by BM25 (its IDF
-/// counts the records holding it), and [`super::maxscore::top`] finds the best records by
-/// their best text, pruning those that cannot be among them. Those are then resolved, best
-/// first: a record may be hidden at the asked time or by the filters, or its visible revision
-/// served by a text that scores less. The answer is exact once the `k`-th visible score
-/// beats every record the pruning left out; otherwise the search asks again for eight times
-/// as many candidates, and at last for all of them (filters that hide most records).
+/// Each term's postings become one list per place that holds texts (the posting lists, each
+/// segment, the fresh rows) in `(id, from_rev)` order, weighted by BM25 (its IDF counts the
+/// texts holding it), and [`super::maxscore::top`] finds the best texts, pruning those that
+/// cannot be among them. Their records are then resolved, best first: a record may be hidden
+/// at the asked time or by the filters, or its visible revision served by another text. The
+/// answer is exact once the `k`-th visible score beats every text the pruning left out;
+/// otherwise the search asks again for eight times as many candidates, and at last for all
+/// of them (filters that hide most records).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn search(
     postings: &impl ReadableTable<PostingKey, &'static [u8]>,
@@ -132,7 +133,9 @@ pub(crate) fn search(
     // The greatest score a text can have: every query term, as often as can be (a term no
     // text holds counts with the IDF of a document frequency of zero).
     let mut ceiling = 0.0;
-    let mut lists = Vec::with_capacity(terms.len());
+    // Per place (the posting lists, the fresh rows, each segment), one list per term.
+    let mut places: Vec<Vec<super::maxscore::TermList<'_>>> =
+        (0..2 + segs.len()).map(|_| Vec::with_capacity(terms.len())).collect();
     for ((term, (listed, in_segments)), fresh_hits) in terms.iter().zip(&held).zip(&fresh_hits) {
         let mut runs = vec![vec![Chunk::Decoded(listed)], vec![Chunk::Decoded(fresh_hits)]];
         for h in in_segments {
@@ -143,53 +146,64 @@ pub(crate) fn search(
         let df = runs.iter().flatten().map(Chunk::len).sum::<usize>() as f64;
         let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
         ceiling += idf * (K1 + 1.0);
-        // No posting weighs more than the greatest frequency in the shortest text would.
-        let (tf, len) = runs
-            .iter()
-            .flatten()
-            .map(Chunk::extremes)
-            .fold((0, u32::MAX), |a, b| (a.0.max(b.0), a.1.min(b.1)));
-        let max = if tf == 0 { 0.0 } else { weight(tf, len) * idf };
-        lists.push(super::maxscore::TermList::new(runs, idf, max));
+        for (place, run) in places.iter_mut().zip(runs) {
+            // No posting weighs more than the greatest frequency in the shortest text would.
+            let (tf, len) =
+                run.iter().map(Chunk::extremes).fold((0, u32::MAX), |a, b| (a.0.max(b.0), a.1.min(b.1)));
+            let max = if tf == 0 { 0.0 } else { weight(tf, len) * idf };
+            place.push(super::maxscore::TermList::new(run, idf, max));
+        }
     }
     let place = TextPlace { texts, fresh: &fresh, ns };
     // Records found hidden, not resolved again when the search asks for more.
     let mut hidden = std::collections::HashSet::new();
     let mut want = k;
     loop {
-        let top = super::maxscore::top(&lists, want, weight);
-        // Each hit with its record's bound.
-        let mut hits: Vec<(LexicalHit, f64)> = Vec::new();
-        // The least score among `hits`: once `k` are found and no candidate left can reach
-        // it (a tie may still win by its id), the rest cannot enter.
-        let mut least = f64::MAX;
+        let top = super::maxscore::top(&places, want, weight);
+        let mut hits: Vec<LexicalHit> = Vec::new();
+        // Records resolved whose text at hand does not serve them: the text that does, and
+        // the record, for when that text comes (a record has one hit at most).
+        let mut waiting: std::collections::HashMap<u128, (u32, Record)> = std::collections::HashMap::new();
         for c in &top.best {
-            if hits.len() >= k && least > c.bound {
+            // Candidates come best first: once `k` are found, the rest cannot enter.
+            if hits.len() >= k {
                 break;
             }
             if hidden.contains(&c.id) {
                 continue;
             }
-            let Some(rec) = resolve(RecordId::from_u128(c.id))? else {
-                hidden.insert(c.id);
-                continue;
+            let rec = match waiting.remove(&c.id) {
+                Some((serving, rec)) if serving == c.rev => rec,
+                Some(w) => {
+                    waiting.insert(c.id, w);
+                    continue;
+                }
+                None => {
+                    let Some(rec) = resolve(RecordId::from_u128(c.id))? else {
+                        hidden.insert(c.id);
+                        continue;
+                    };
+                    match place.serving(c.id, rec.rev)? {
+                        Some(serving) if serving == c.rev => rec,
+                        Some(serving) => {
+                            waiting.insert(c.id, (serving, rec));
+                            continue;
+                        }
+                        None => {
+                            hidden.insert(c.id);
+                            continue;
+                        }
+                    }
+                }
             };
-            let Some(serving) = place.serving(c.id, rec.rev)? else { continue };
-            if let Some(&(_, s)) = c.texts.iter().find(|(r, _)| *r == serving) {
-                least = least.min(s);
-                hits.push((LexicalHit { record: rec, score: s, relevance: s / ceiling }, c.bound));
-            }
+            hits.push(LexicalHit { record: rec, score: c.score, relevance: c.score / ceiling });
         }
-        hits.sort_by(|a, b| b.0.score.total_cmp(&a.0.score).then(a.0.record.id.cmp(&b.0.record.id)));
-        // A record left out scores at most the threshold, and if it reaches it, it comes
-        // after every candidate of that bound (by id): it cannot rank above the `k`-th hit
-        // if that one scores more, or as much at its best text.
-        let exact = top.threshold.is_none_or(|t| {
-            hits.get(k - 1).is_some_and(|(h, bound)| h.score > t || (h.score == t && *bound == t))
-        });
+        // A text left out scores at most the threshold, and if it reaches it, it comes after
+        // every candidate of that score (by id): it cannot rank above the `k`-th hit if that
+        // one scores more, or as much.
+        let exact = top.threshold.is_none_or(|t| hits.get(k - 1).is_some_and(|h| h.score >= t));
         if exact || want == usize::MAX {
-            hits.truncate(k);
-            return Ok(hits.into_iter().map(|h| h.0).collect());
+            return Ok(hits);
         }
         want = if want >= k.saturating_mul(8) { usize::MAX } else { want.saturating_mul(8) };
     }
