@@ -40,13 +40,37 @@ fn ahead(len: u64) -> u64 {
     (len / 8).clamp(256 << 10, 8 << 20)
 }
 
+/// Watches, and may fail, the file operations under redb: what fault-injection and power-loss
+/// tests install ([`crate::StoreOptions::io_hook`]). Each method is called before its
+/// operation; an error fails the operation, which then does nothing. The default methods
+/// let everything through.
+pub trait IoHook: std::fmt::Debug + Send + Sync {
+    /// Before reading `len` bytes at `offset`.
+    fn read(&self, _offset: u64, _len: usize) -> io::Result<()> {
+        Ok(())
+    }
+    /// Before writing `data` at `offset`.
+    fn write(&self, _offset: u64, _data: &[u8]) -> io::Result<()> {
+        Ok(())
+    }
+    /// Before setting the file's length.
+    fn set_len(&self, _len: u64) -> io::Result<()> {
+        Ok(())
+    }
+    /// Before flushing the written data to the disk (`fdatasync`).
+    fn sync(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// redb's file backend, filling holes ahead of the writes into them (see the module
-/// documentation).
+/// documentation), and calling an [`IoHook`] if given one.
 #[derive(Debug)]
 pub(crate) struct FileStorage {
     inner: FileBackend,
     /// `None`: no filling (a shared file, other platforms, or turned off).
     holes: Option<Mutex<Holes>>,
+    hook: Option<std::sync::Arc<dyn IoHook>>,
 }
 
 #[derive(Debug)]
@@ -61,10 +85,14 @@ struct Holes {
 impl FileStorage {
     /// Over `file`; `fill`: write zeros ahead into holes (only where this module knows how:
     /// Linux).
-    pub(crate) fn new(file: File, fill: bool) -> Result<Self, redb::DatabaseError> {
+    pub(crate) fn new(
+        file: File,
+        fill: bool,
+        hook: Option<std::sync::Arc<dyn IoHook>>,
+    ) -> Result<Self, redb::DatabaseError> {
         let probe = if fill && cfg!(target_os = "linux") { file.try_clone().ok() } else { None };
         let holes = probe.map(|p| Mutex::new(Holes { ranges: BTreeMap::new(), probe: Some(p) }));
-        Ok(FileStorage { inner: FileBackend::new(file)?, holes })
+        Ok(FileStorage { inner: FileBackend::new(file)?, holes, hook })
     }
 
     fn holes(&self) -> Option<std::sync::MutexGuard<'_, Holes>> {
@@ -199,10 +227,16 @@ impl StorageBackend for FileStorage {
     }
 
     fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), io::Error> {
+        if let Some(hook) = &self.hook {
+            hook.read(offset, out.len())?;
+        }
         self.inner.read(offset, out)
     }
 
     fn set_len(&self, len: u64) -> Result<(), io::Error> {
+        if let Some(hook) = &self.hook {
+            hook.set_len(len)?;
+        }
         let Some(mut holes) = self.holes() else { return self.inner.set_len(len) };
         self.look_for_holes(&mut holes);
         let old = self.inner.len()?;
@@ -217,10 +251,16 @@ impl StorageBackend for FileStorage {
     }
 
     fn sync_data(&self) -> Result<(), io::Error> {
+        if let Some(hook) = &self.hook {
+            hook.sync()?;
+        }
         self.inner.sync_data()
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> Result<(), io::Error> {
+        if let Some(hook) = &self.hook {
+            hook.write(offset, data)?;
+        }
         if let Some(mut holes) = self.holes() {
             let end = offset.saturating_add(data.len() as u64);
             self.fill_before(&mut holes, offset, end);
@@ -266,9 +306,10 @@ pub(crate) fn open(
     builder: &redb::Builder,
     path: &Path,
     fill: bool,
+    hook: Option<&std::sync::Arc<dyn IoHook>>,
 ) -> Result<redb::Database, redb::DatabaseError> {
     let file = std::fs::OpenOptions::new().read(true).write(true).open(path)?;
-    builder.create_with_backend(FileStorage::new(file, fill)?)
+    builder.create_with_backend(FileStorage::new(file, fill, hook.cloned())?)
 }
 
 /// Create a redb database in a new (or empty) file at `path`, as [`redb::Builder::create`]
@@ -279,7 +320,7 @@ pub(crate) fn create(
     fill: bool,
 ) -> Result<redb::Database, redb::DatabaseError> {
     let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
-    builder.create_with_backend(FileStorage::new(file, fill)?)
+    builder.create_with_backend(FileStorage::new(file, fill, None)?)
 }
 
 // The tests look at the blocks a file takes (`st_blocks`), a Unix notion.
@@ -296,7 +337,7 @@ mod tests {
 
     fn storage(path: &Path, fill: bool) -> FileStorage {
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).unwrap();
-        FileStorage::new(file, fill).unwrap()
+        FileStorage::new(file, fill, None).unwrap()
     }
 
     /// Bytes the file system has given the file.

@@ -69,6 +69,7 @@ mod vector;
 mod verify;
 mod write;
 
+pub use backend::IoHook;
 pub use body::{Body, KindBody};
 pub use error::{CodecError, Error, InputError, OpenError, Result, TimeError};
 pub use format::{FORMAT_VERSION, FormatVersion, MAGIC, MetaState, OLDEST_SUPPORTED_FORMAT_VERSION};

@@ -157,6 +157,8 @@ pub(super) struct Writer {
     pub(super) shared: bool,
     /// Fill holes ahead of writes: [`StoreOptions::zero_fill`], and not `shared`.
     pub(super) fill: bool,
+    /// The hook every reopening installs again ([`StoreOptions::io_hook`]).
+    pub(super) io_hook: Option<Arc<dyn crate::backend::IoHook>>,
     pub(super) max_jobs: usize,
     pub(super) window: Duration,
     pub(super) state: Mutex<Queue>,
@@ -291,8 +293,8 @@ impl Writer {
             }
         }
         let builder = redb_builder(self.cache_size, self.shared);
-        let db =
-            crate::backend::open(&builder, &self.path, self.fill).map_err(|e| open_error(&self.path, e))?;
+        let db = crate::backend::open(&builder, &self.path, self.fill, self.io_hook.as_ref())
+            .map_err(|e| open_error(&self.path, e))?;
         let seq = {
             let txn = db.begin_read().map_err(|e| Error::from(e).with_path(&self.path))?;
             let meta = txn.open_table(tables::META).map_err(|e| Error::from(e).with_path(&self.path))?;

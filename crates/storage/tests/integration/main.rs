@@ -2,10 +2,12 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 
 mod crash;
+mod eio;
 mod formats;
 mod integrity;
 mod ioerror;
 mod lexical;
 mod model;
+mod powerloss;
 mod scenarios;
 mod vectors;
