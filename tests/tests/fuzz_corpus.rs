@@ -7,7 +7,7 @@ use std::path::Path;
 
 type Target = fn(&[u8]) -> Result<(), String>;
 
-const TARGETS: [(&str, Target); 10] = [
+const TARGETS: [(&str, Target); 14] = [
     ("stored_record", mnemon::fuzzing::stored_record),
     ("segment_block", mnemon::fuzzing::segment_block),
     ("lexical_rows", mnemon::fuzzing::lexical_rows),
@@ -18,6 +18,10 @@ const TARGETS: [(&str, Target); 10] = [
     ("record_json", mnemon::fuzzing::record_json),
     ("markdown", mnemon::fuzzing::markdown),
     ("index_files", mnemon::fuzzing::index_files),
+    ("crewly", mnemon::fuzzing::crewly),
+    ("assistant", mnemon::fuzzing::assistant),
+    ("mcp_jsonl", mnemon::fuzzing::mcp_jsonl),
+    ("operation_call", mnemon::fuzzing::operation_call),
 ];
 
 #[test]
@@ -52,7 +56,22 @@ fn hand_made_inputs_pass_their_targets() {
     points.extend_from_slice(&0u64.to_le_bytes());
     points.extend_from_slice(&u64::MAX.to_le_bytes());
     let manifest = br#"{"version":1,"generation":2,"basename":"b","engine":"mnemon","space":"s","namespace":"n","dimension":3,"m":16,"ef_construction":200,"slots":0,"graph_points":0,"covered_seq":0,"files":[]}"#;
-    let cases: [(Target, &[&[u8]]); 6] = [
+    let crewly: &[u8] = b"[{\"id\":\"p1\",\"name\":\"Retry\",\"description\":\"retry with backoff\"}]\xff[{\"title\":\"Use redb\",\"rationale\":\"embedded\"}]\xff{\"title\":\"one\"}\xff[1,2]\xff[]\xff[{\"key\":\"editor\",\"value\":\"vim\"}]\xff{}\xff# Learnings\n\n- a learning\n";
+    let assistant: &[u8] = b"[{\"id\":\"d1\",\"title\":\"Use redb\",\"supersededBy\":\"d2\"},{\"id\":\"d2\",\"title\":\"Use redb 4\"}]\xff[{\"id\":\"t1\",\"title\":\"Ship\",\"dependsOn\":[\"t1\",\"t9\"]}]\xff[{\"name\":\"Ada\",\"type\":\"person\"}]\xff[{\"id\":\"c1\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}]";
+    let graph: &[u8] = b"{\"type\":\"entity\",\"name\":\"Ada\",\"entityType\":\"person\",\"observations\":[\"wrote notes\",\"wrote notes\"]}\n{\"type\":\"relation\",\"from\":\"Ada\",\"to\":\"Babbage\",\"relationType\":\"knew\"}\n{\"type\":\"entity\",\"name\":\"Babbage\",\"entityType\":\"person\",\"observations\":[]}\n";
+    let cases: [(Target, &[&[u8]]); 10] = [
+        (mnemon::fuzzing::crewly, &[crewly, b"", b"\xff\xff\xff", b"{\"id\":[]}"]),
+        (mnemon::fuzzing::assistant, &[assistant, b"", b"[{\"id\":\"x\",\"supersededBy\":\"x\"}]", b"[null]"]),
+        (mnemon::fuzzing::mcp_jsonl, &[graph, b"", b"{\"type\":\"relation\"}\n", b"not json\n"]),
+        (mnemon::fuzzing::operation_call, &[
+            b"\x00{\"kind\":\"learning\",\"data\":{\"text\":\"x\"}}",
+            b"\x01{\"query\":\"x\",\"limit\":18446744073709551615}",
+            b"\x02{\"budget\":0}",
+            b"\x03{\"id\":\"nope\"}",
+            b"\x04{\"namespace\":\"agent:other\"}",
+            b"\x05{}",
+            b"\x09{\"id\":\"00000000-0000-0000-0000-000000000000\",\"erase\":true}",
+        ]),
         (mnemon::fuzzing::index_files, &[&points, manifest, b"{}", b"MNPOINT1"]),
         (mnemon::fuzzing::time_text, &[b"2024-05-07", b"2024-05-07T10:00:00+02:00", b"9999-99-99", b""]),
         (mnemon::fuzzing::import_line, &[good_record, b"{", b"[]", b"{\"kind\":\"nope\"}"]),
