@@ -23,3 +23,5 @@ for t in "${targets[@]}"; do
     cargo +nightly fuzz cmin -O "$t" "corpus/$t" > /dev/null 2>&1
     echo "$t: $(ls "corpus/$t" | wc -l) inputs kept"
 done
+# The scratch databases of the targets that import (one per fuzzing process).
+rm -f "${TMPDIR:-/tmp}"/mnemon-fuzz-*.redb

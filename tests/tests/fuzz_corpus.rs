@@ -43,6 +43,14 @@ fn every_kept_input_passes_its_target() {
         }
     }
     assert!(ran > 0, "no kept inputs under {}", fuzz.display());
+    remove_scratch();
+}
+
+/// The targets that need a database share one in the temporary directory, named by the
+/// process (see `mnemon::fuzzing`); the open handle keeps working once it is unlinked.
+fn remove_scratch() {
+    let _ =
+        std::fs::remove_file(std::env::temp_dir().join(format!("mnemon-fuzz-{}.redb", std::process::id())));
 }
 
 /// Inputs built by hand for each target: well-formed values (which must round-trip) and
@@ -88,4 +96,5 @@ fn hand_made_inputs_pass_their_targets() {
             target(input).unwrap();
         }
     }
+    remove_scratch();
 }
