@@ -6,11 +6,9 @@
 //! take new writes. `MNEMON_EIO_STRIDE` (default: about 150 points per mode) sets the step
 //! between the `n` tried.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use mnemon_storage::body::Learning;
 use mnemon_storage::*;
 
 const BATCH: usize = 4;
@@ -53,34 +51,6 @@ impl IoHook for Faults {
     }
 }
 
-fn batch(ns: &Namespace, k: usize) -> Vec<WriteOp> {
-    (0..BATCH)
-        .map(|i| {
-            let mut r = NewRecord::new(
-                ns.clone(),
-                Learning {
-                    text: format!("batch {k} note {i}: what a failing disk may leave"),
-                    ..Default::default()
-                },
-            );
-            r.envelope.tags = mnemon_storage::text_list![format!("b{k}")];
-            WriteOp::Insert(r)
-        })
-        .collect()
-}
-
-/// The batches a snapshot holds, by number, with their sizes.
-fn batches(records: &[Record]) -> BTreeMap<usize, usize> {
-    let mut counts = BTreeMap::new();
-    for r in records {
-        for t in &r.envelope.tags {
-            let k: usize = t.to_string().trim_start_matches('b').parse().unwrap();
-            *counts.entry(k).or_insert(0) += 1;
-        }
-    }
-    counts
-}
-
 /// The workload under faults: open, 12 batches (every third eventual), a listing and a
 /// search after each. Returns the batches acknowledged (`Err` if the open failed). An
 /// eventual batch is on the disk once a later durable one is acknowledged.
@@ -90,7 +60,7 @@ fn workload(path: &std::path::Path, hook: Option<Arc<dyn IoHook>>, what: &str) -
     let mut acked = Vec::new();
     for k in 10..22 {
         let how = if k % 3 == 0 { Durability::Eventual } else { Durability::Immediate };
-        match store.write_with(batch(&ns, k), how) {
+        match store.write_with(super::batches::batch(&ns, k, BATCH, "what a failing disk may leave"), how) {
             Ok(_) => acked.push(k),
             Err(e) if std::env::var("EIO_DEBUG").is_ok() => eprintln!("{what}: batch {k}: {e}"),
             Err(_) => {}
@@ -98,7 +68,7 @@ fn workload(path: &std::path::Path, hook: Option<Arc<dyn IoHook>>, what: &str) -
         // A read that answers answers right: whole batches, every acknowledged one.
         if let Ok(snap) = store.snapshot() {
             if let Ok(list) = snap.list(&ns, &ListQuery::new()) {
-                let held = batches(&list);
+                let held = super::batches::held(&list);
                 assert!(held.values().all(|n| *n == BATCH), "{what}: a listing shows a partial batch");
                 for a in &acked {
                     assert!(held.contains_key(a), "{what}: a listing misses acknowledged batch {a}");
@@ -119,7 +89,7 @@ fn faults(persistent: bool) {
     {
         let store = Store::open(&base, StoreOptions { create: true, ..Default::default() }).unwrap();
         for k in 0..10 {
-            store.write(batch(&ns, k)).unwrap();
+            store.write(super::batches::batch(&ns, k, BATCH, "what a failing disk may leave")).unwrap();
         }
     }
     // How many operations the workload does without faults.
@@ -147,7 +117,7 @@ fn faults(persistent: bool) {
         let store = Store::open(&path, StoreOptions::default())
             .unwrap_or_else(|e| panic!("{what}: does not open: {e}"));
         let snap = store.snapshot().unwrap();
-        let held = batches(&snap.list(&ns, &ListQuery::new()).unwrap());
+        let held = super::batches::held(&snap.list(&ns, &ListQuery::new()).unwrap());
         for (k, size) in &held {
             assert_eq!(*size, BATCH, "{what}: batch {k} is partial");
         }
@@ -157,7 +127,9 @@ fn faults(persistent: bool) {
         }
         let problems = snap.verify().unwrap();
         assert!(problems.is_empty(), "{what}: {problems:?}");
-        store.write(batch(&ns, 99)).unwrap_or_else(|e| panic!("{what}: takes no write: {e}"));
+        store
+            .write(super::batches::batch(&ns, 99, BATCH, "what a failing disk may leave"))
+            .unwrap_or_else(|e| panic!("{what}: takes no write: {e}"));
         drop((snap, store));
         assert!(Store::check_integrity(&path).unwrap(), "{what}: redb's integrity check fails");
         std::fs::remove_file(&path).unwrap();

@@ -1,6 +1,7 @@
 //! Integration tests of mnemon-storage: one binary (see the style guide).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 
+mod batches;
 mod crash;
 mod eio;
 mod formats;

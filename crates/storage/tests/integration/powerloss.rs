@@ -10,10 +10,8 @@
 //! `MNEMON_POWERLOSS_VARIANTS` (default 2) sets how many random images are built per sync
 //! besides the two fixed ones (none, all); `MNEMON_POWERLOSS_SEED` the seed.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use mnemon_storage::body::Learning;
 use mnemon_storage::*;
 
 const BATCH: usize = 6;
@@ -67,22 +65,6 @@ impl Lcg {
     }
 }
 
-fn batch(ns: &Namespace, k: usize) -> Vec<WriteOp> {
-    (0..BATCH)
-        .map(|i| {
-            let mut r = NewRecord::new(
-                ns.clone(),
-                Learning {
-                    text: format!("batch {k} note {i}: what a power cut may leave of a commit"),
-                    ..Default::default()
-                },
-            );
-            r.envelope.tags = mnemon_storage::text_list![format!("b{k}")];
-            WriteOp::Insert(r)
-        })
-        .collect()
-}
-
 fn write(image: &mut Vec<u8>, offset: u64, data: &[u8]) {
     let at = usize::try_from(offset).unwrap();
     if image.len() < at + data.len() {
@@ -134,18 +116,6 @@ fn image(base: &[u8], events: &[Event], cut: usize, variant: usize, rng: &mut Lc
     out
 }
 
-/// The batches a store holds, by tag, with their sizes.
-fn batches(store: &Store, ns: &Namespace) -> BTreeMap<usize, usize> {
-    let mut counts = BTreeMap::new();
-    for r in store.snapshot().unwrap().list(ns, &ListQuery::new()).unwrap() {
-        for t in &r.envelope.tags {
-            let k: usize = t.to_string().trim_start_matches('b').parse().unwrap();
-            *counts.entry(k).or_insert(0) += 1;
-        }
-    }
-    counts
-}
-
 fn power_cuts(shared: bool) {
     let variants: usize =
         std::env::var("MNEMON_POWERLOSS_VARIANTS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
@@ -169,7 +139,12 @@ fn power_cuts(shared: bool) {
         for k in 0..BATCHES {
             let durable = !k.is_multiple_of(5);
             let how = if durable { Durability::Immediate } else { Durability::Eventual };
-            store.write_with(batch(&ns, k), how).unwrap();
+            store
+                .write_with(
+                    super::batches::batch(&ns, k, BATCH, "what a power cut may leave of a commit"),
+                    how,
+                )
+                .unwrap();
             acked.push((recorder.syncs(), durable));
         }
     }
@@ -188,7 +163,7 @@ fn power_cuts(shared: bool) {
             let what = format!("shared {shared}, cut after sync {cut} of {syncs}, variant {variant}");
             let store = Store::open(&at, StoreOptions { shared, ..Default::default() })
                 .unwrap_or_else(|e| panic!("{what}: does not open: {e}"));
-            let held = batches(&store, &ns);
+            let held = super::batches::held(&store.snapshot().unwrap().list(&ns, &ListQuery::new()).unwrap());
             for (k, n) in &held {
                 assert_eq!(*n, BATCH, "{what}: batch {k} is partial");
             }
@@ -200,7 +175,9 @@ fn power_cuts(shared: bool) {
             assert_eq!(held_k, (0..held_k.len()).collect::<Vec<_>>(), "{what}: not a prefix");
             let problems = store.snapshot().unwrap().verify().unwrap();
             assert!(problems.is_empty(), "{what}: {problems:?}");
-            store.write(batch(&ns, BATCHES)).unwrap_or_else(|e| panic!("{what}: takes no write: {e}"));
+            store
+                .write(super::batches::batch(&ns, BATCHES, BATCH, "what a power cut may leave of a commit"))
+                .unwrap_or_else(|e| panic!("{what}: takes no write: {e}"));
             drop(store);
             assert!(Store::check_integrity(&at).unwrap(), "{what}: redb's integrity check fails");
             std::fs::remove_file(&at).unwrap();
