@@ -1,6 +1,9 @@
-//! Model-based property test: random sequences of operations (with reopen) against a naive
-//! in-memory reference, checked at every commit boundary and one microsecond either side, on
-//! both time axes.
+//! Model-based property test: random sequences of operations (with reopen, and in half the
+//! cases two handles writing one file in the multi-writer mode) against a naive in-memory
+//! reference: listings, gets and histories at commit boundaries and one microsecond either
+//! side on both time axes, lexical search (the records matching each word, as of past
+//! times), and the vector serving each revision. `PROPTEST_CASES` sets the number of cases
+//! (default 256, of up to 200 steps).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -20,11 +23,13 @@ enum TOp {
     Expire { pick: u8, at: Option<i8> },
     Supersede { pick: u8, at: Option<i8>, name: u8 },
     Forget { pick: u8 },
+    Vector { pick: u8, dir: u8 },
 }
 
 #[derive(Clone, Debug)]
 enum Step {
-    Job(Vec<TOp>),
+    /// A job, through the second handle if `true` (and there is one).
+    Job(Vec<TOp>, bool),
     Advance(u8),
     Reopen,
 }
@@ -40,12 +45,13 @@ fn top() -> impl Strategy<Value = TOp> {
         1 => (any::<u8>(), off()).prop_map(|(pick, at)| TOp::Expire { pick, at }),
         2 => (any::<u8>(), off(), 0u8..6).prop_map(|(pick, at, name)| TOp::Supersede { pick, at, name }),
         1 => any::<u8>().prop_map(|pick| TOp::Forget { pick }),
+        1 => (any::<u8>(), 0u8..4).prop_map(|(pick, dir)| TOp::Vector { pick, dir }),
     ]
 }
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        6 => proptest::collection::vec(top(), 1..4).prop_map(Step::Job),
+        6 => (proptest::collection::vec(top(), 1..4), any::<bool>()).prop_map(|(ops, other)| Step::Job(ops, other)),
         3 => (1u8..40).prop_map(Step::Advance),
         1 => Just(Step::Reopen),
     ]
@@ -71,9 +77,14 @@ impl MRev {
     }
 }
 
+/// A vector attached to a record: the revision it starts serving, and the vector.
+type Attached = (u32, Vec<f32>);
+
 #[derive(Default)]
 struct Model {
     recs: BTreeMap<(String, RecordId), Vec<MRev>>,
+    /// Each record's vectors: the revision each starts serving, and the vector (normalised).
+    vectors: BTreeMap<(String, RecordId), Vec<Attached>>,
     kinds: BTreeMap<RecordId, Kind>,
     ids: Vec<(String, RecordId)>,
     commits: Vec<i64>,
@@ -96,6 +107,17 @@ impl Model {
             .collect()
     }
 
+    /// The records whose text holds `word`, visible at valid time `v` as known at `k`.
+    fn matching(&self, ns: &str, word: &str, v: i64, k: i64) -> BTreeSet<(RecordId, u32)> {
+        self.recs
+            .keys()
+            .filter(|(n, _)| n == ns)
+            .filter_map(|(n, id)| self.at(n, *id, k).filter(|r| r.visible(v)).map(|r| (*id, r)))
+            .filter(|(_, r)| r.title.split(|c: char| !c.is_alphanumeric()).any(|w| w == word))
+            .map(|(id, r)| (id, r.rev))
+            .collect()
+    }
+
     fn boundaries(&self) -> Vec<i64> {
         let mut out: BTreeSet<i64> = BTreeSet::new();
         for revs in self.recs.values() {
@@ -113,15 +135,25 @@ fn ns_name(n: u8) -> String {
     format!("ns{n}")
 }
 
+/// The words of the texts: a record's name, and a revision's title word.
+const NAMES: [&str; 6] = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
+const TITLES: [&str; 10] =
+    ["red", "green", "blue", "amber", "white", "black", "grey", "pink", "gold", "teal"];
+
 fn body_for(kind: u8, name: u8, title: u8) -> Body {
+    let (name, title) = (NAMES[usize::from(name) % 6], TITLES[usize::from(title) % 10]);
     match kind {
-        0 => Decision { title: format!("decision {name}.{title}"), ..Default::default() }.into(),
-        1 => {
-            Entity { name: format!("entity {name}"), description: format!("v{title}"), ..Default::default() }
-                .into()
-        }
-        _ => Learning { text: format!("learning {name}.{title}"), ..Default::default() }.into(),
+        0 => Decision { title: format!("decision {name} {title}"), ..Default::default() }.into(),
+        1 => Entity { name: format!("entity {name}"), description: title.to_string(), ..Default::default() }
+            .into(),
+        _ => Learning { text: format!("learning {name} {title}"), ..Default::default() }.into(),
     }
+}
+
+fn vector_for(dir: u8) -> Vec<f32> {
+    let v = [1.0, f32::from(dir), 2.0 - f32::from(dir)];
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter().map(|x| x / n).collect()
 }
 
 fn title_of(b: &Body) -> String {
@@ -132,22 +164,35 @@ struct Harness {
     dir: tempfile::TempDir,
     clock: Arc<ManualClock>,
     store: Option<Store>,
+    /// A second handle on the same file (multi-writer mode), when `shared`.
+    other: Option<Store>,
+    shared: bool,
     model: Model,
 }
 
 impl Harness {
-    fn new() -> Self {
+    fn new(shared: bool) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let clock = Arc::new(ManualClock::new(Timestamp::from_micros(T0)));
-        let mut h = Harness { dir, clock, store: None, model: Model::default() };
+        let mut h = Harness { dir, clock, store: None, other: None, shared, model: Model::default() };
         h.open(true);
         h
     }
 
     fn open(&mut self, create: bool) {
-        let opts =
-            StoreOptions { create, clock: self.clock.clone(), min_checkpoint_gap: 2, ..Default::default() };
-        self.store = Some(Store::open(self.dir.path().join("db.redb"), opts).unwrap());
+        self.store = None;
+        self.other = None;
+        let opts = || StoreOptions {
+            create,
+            clock: self.clock.clone(),
+            min_checkpoint_gap: 2,
+            shared: self.shared,
+            ..Default::default()
+        };
+        self.store = Some(Store::open(self.dir.path().join("db.redb"), opts()).unwrap());
+        if self.shared {
+            self.other = Some(Store::open(self.dir.path().join("db.redb"), opts()).unwrap());
+        }
     }
 
     fn store(&self) -> &Store {
@@ -223,6 +268,15 @@ impl Harness {
             TOp::Forget { pick } => {
                 let (ns, id) = self.pick(*pick)?;
                 WriteOp::Forget { namespace: Namespace::new(ns).unwrap(), id }
+            }
+            TOp::Vector { pick, dir } => {
+                let (ns, id) = self.pick(*pick)?;
+                WriteOp::PutVector {
+                    namespace: Namespace::new(ns).unwrap(),
+                    id,
+                    space: "m".into(),
+                    vector: vector_for(*dir),
+                }
             }
         })
     }
@@ -310,7 +364,19 @@ impl Harness {
                 (WriteOp::Forget { namespace, .. }, Outcome::Forgotten { id, revisions }) => {
                     let key = (namespace.to_string(), *id);
                     let had = self.model.recs.remove(&key).map_or(0, |v| v.len());
+                    self.model.vectors.remove(&key);
                     assert_eq!(had as u32, *revisions);
+                }
+                (WriteOp::PutVector { namespace, vector, .. }, Outcome::VectorStored { id, rev }) => {
+                    let key = (namespace.to_string(), *id);
+                    assert_eq!(
+                        Some(*rev),
+                        self.model.latest(&key.0, *id).map(|r| r.rev),
+                        "a vector attaches to the latest revision"
+                    );
+                    let list = self.model.vectors.entry(key).or_default();
+                    list.retain(|(from, _)| from != rev);
+                    list.push((*rev, vector.clone()));
                 }
                 other => panic!("unexpected outcome pairing {other:?}"),
             }
@@ -321,20 +387,20 @@ impl Harness {
         match step {
             Step::Advance(n) => self.clock.advance(i64::from(*n) * UNIT / 4),
             Step::Reopen => {
-                self.store = None;
                 self.open(false);
-                self.check();
+                self.check_with(Depth::Sample);
             }
-            Step::Job(ops) => {
+            Step::Job(ops, other) => {
                 let ops: Vec<WriteOp> = ops.iter().filter_map(|o| self.to_write_op(o)).collect();
                 if ops.is_empty() {
                     return;
                 }
                 let before = self.store().snapshot().unwrap().meta();
-                match self.store().write(ops.clone()) {
+                let writer = if *other { self.other.as_ref().unwrap_or(self.store()) } else { self.store() };
+                match writer.write(ops.clone()) {
                     Ok(receipt) => {
                         self.model_apply(&ops, &receipt);
-                        self.check();
+                        self.check_with(Depth::Light);
                     }
                     Err(e) => {
                         assert!(
@@ -356,20 +422,27 @@ impl Harness {
         }
     }
 
-    fn check(&self) {
-        self.check_with(false);
-    }
-
-    /// Compare every listing, get and history with the model. `exhaustive`: every commit
-    /// boundary and every valid-time boundary, each with one microsecond either side; otherwise
-    /// a sample (after each step, to keep runs short).
-    fn check_with(&self, exhaustive: bool) {
+    /// Compare listings, gets, histories, lexical search and vectors with the model, at the
+    /// times `depth` asks for (see [`Depth`]).
+    fn check_with(&self, depth: Depth) {
+        let exhaustive = depth == Depth::Full;
         let snap = self.store().snapshot().unwrap();
         // Transaction times: commit boundaries and one microsecond either side, plus now.
         let mut ks: BTreeSet<i64> = BTreeSet::new();
         let commits = &self.model.commits;
-        let sample: Vec<i64> = if exhaustive || commits.len() <= 10 {
-            commits.clone()
+        let sample: Vec<i64> = if exhaustive || (commits.len() <= 10 && depth == Depth::Sample) {
+            // At most `FULL` commits, evenly spaced, the first and last among them.
+            let step = commits.len().div_ceil(FULL).max(1);
+            commits.iter().step_by(step).chain(commits.last()).copied().collect()
+        } else if depth == Depth::Light {
+            // The newest commit, and one older one picked by the number of commits.
+            commits
+                .iter()
+                .rev()
+                .take(1)
+                .chain(commits.get(commits.len() * 7 / 13 % commits.len()))
+                .copied()
+                .collect()
         } else {
             let step = commits.len() / 6;
             commits
@@ -386,15 +459,22 @@ impl Harness {
         // Valid times: every boundary and one microsecond either side, plus now.
         let mut vs: BTreeSet<i64> = BTreeSet::new();
         let bounds = self.model.boundaries();
-        let stride = if exhaustive { 1 } else { (bounds.len() / 8).max(1) };
+        let stride = match depth {
+            Depth::Full => bounds.len().div_ceil(FULL).max(1),
+            Depth::Sample => (bounds.len() / 8).max(1),
+            Depth::Light => (bounds.len() / 2).max(1),
+        };
         for b in bounds.iter().step_by(stride) {
             vs.extend([b - 1, *b, b + 1]);
         }
         vs.insert(self.now());
         for ns in ["ns0", "ns1"] {
             let nsv = Namespace::new(ns).unwrap();
+            // Read in pages too, at one pair of times in seven (pages of three cost a query each).
+            let mut pair = 0usize;
             for &k in &ks {
                 for &v in &vs {
+                    pair += 1;
                     let q = ListQuery::new().as_of(AsOf {
                         valid: Some(Timestamp::from_micros(v)),
                         known: Some(Timestamp::from_micros(k)),
@@ -403,7 +483,9 @@ impl Harness {
                     let got: BTreeSet<(RecordId, u32)> = got.iter().map(|r| (r.id, r.rev)).collect();
                     let want = self.model.list(ns, v, k);
                     assert_eq!(got, want, "list {ns} at valid {v} known {k} via {path:?}");
-                    assert_eq!(paged(&snap, &nsv, &q), want, "paged list {ns} at valid {v} known {k}");
+                    if depth != Depth::Light && pair % 7 == 1 {
+                        assert_eq!(paged(&snap, &nsv, &q), want, "paged list {ns} at valid {v} known {k}");
+                    }
                 }
             }
             // Default as-of uses the fast path and agrees with the model.
@@ -418,8 +500,15 @@ impl Harness {
             assert_eq!(got, self.model.list(ns, now, i64::MAX - 1), "default list of {ns}");
             assert_eq!(paged(&snap, &nsv, &ListQuery::new()), got, "default list of {ns} in pages");
         }
-        // get and history of every known record.
-        for (ns, id) in &self.model.ids {
+        // get and history of every known record (after a job: the newest few and a sample).
+        let n = self.model.ids.len();
+        let picked = self
+            .model
+            .ids
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| depth != Depth::Light || i + 4 >= n || i % 11 == n % 11);
+        for (_, (ns, id)) in picked {
             let nsv = Namespace::new(ns.as_str()).unwrap();
             let hist = snap.history(&nsv, *id).unwrap();
             match self.model.recs.get(&(ns.clone(), *id)) {
@@ -459,28 +548,108 @@ impl Harness {
                 }
             }
         }
-        let problems = snap.verify().unwrap();
-        assert!(problems.is_empty(), "verify: {problems:?}");
+        let times: Vec<(i64, i64)> = match depth {
+            // The newest time on both axes, and the model's oldest boundary as known now.
+            Depth::Light => {
+                vec![(self.now(), i64::MAX - 1), (vs.first().copied().unwrap_or(T0), i64::MAX - 1)]
+            }
+            _ => ks.iter().rev().step_by(3).zip(vs.iter().rev().step_by(2)).map(|(k, v)| (*v, *k)).collect(),
+        };
+        self.check_search(&snap, &times);
+        self.check_vectors(&snap);
+        if depth != Depth::Light || commits.len().is_multiple_of(8) {
+            let problems = snap.verify().unwrap();
+            assert!(problems.is_empty(), "verify: {problems:?}");
+        }
     }
+
+    /// Lexical search for each word, as of some of the times checked: exactly the visible
+    /// records whose text holds it, best first; its best three are the first three of all.
+    fn check_search(&self, snap: &Snapshot, times: &[(i64, i64)]) {
+        for ns in ["ns0", "ns1"] {
+            let nsv = Namespace::new(ns).unwrap();
+            for &(v, k) in times {
+                let q = ListQuery::new().as_of(AsOf {
+                    valid: Some(Timestamp::from_micros(v)),
+                    known: Some(Timestamp::from_micros(k)),
+                });
+                for word in NAMES.iter().chain(&TITLES[..3]) {
+                    let all = snap.lexical_search(&nsv, word, &q, 10_000).unwrap();
+                    let got: BTreeSet<(RecordId, u32)> =
+                        all.iter().map(|h| (h.record.id, h.record.rev)).collect();
+                    assert_eq!(
+                        got,
+                        self.model.matching(ns, word, v, k),
+                        "search {word:?} in {ns} at valid {v} known {k}"
+                    );
+                    assert!(
+                        all.windows(2).all(|w| w[0].score >= w[1].score),
+                        "search {word:?}: not best first"
+                    );
+                    let top: Vec<RecordId> =
+                        snap.lexical_search(&nsv, word, &q, 3).unwrap().iter().map(|h| h.record.id).collect();
+                    let first: Vec<RecordId> = all.iter().take(3).map(|h| h.record.id).collect();
+                    assert_eq!(top, first, "search {word:?} in {ns} at valid {v} known {k}: the best three");
+                }
+            }
+        }
+    }
+
+    /// The vector serving each revision of each record: the latest attached at or before it.
+    fn check_vectors(&self, snap: &Snapshot) {
+        for ((ns, id), revs) in &self.model.recs {
+            let nsv = Namespace::new(ns.as_str()).unwrap();
+            let list = self.model.vectors.get(&(ns.clone(), *id));
+            for r in revs {
+                let want = list
+                    .and_then(|l| l.iter().filter(|(from, _)| *from <= r.rev).max_by_key(|(from, _)| *from));
+                let got = snap.vector_for("m", &nsv, *id, r.rev).unwrap();
+                match (got, want) {
+                    (None, None) => {}
+                    (Some((from, v)), Some((want_from, want_v))) => {
+                        assert_eq!(from, *want_from, "vector of {id} rev {}", r.rev);
+                        assert!(
+                            v.iter().zip(want_v).all(|(a, b)| (a - b).abs() < 1e-6),
+                            "vector of {id} rev {}",
+                            r.rev
+                        );
+                    }
+                    (got, want) => panic!("vector of {id} rev {}: {got:?}, want {want:?}", r.rev),
+                }
+            }
+        }
+    }
+}
+
+/// The most commits, and valid-time boundaries, a full check visits (each with one
+/// microsecond either side): all of them in a case of up to this many.
+const FULL: usize = 24;
+
+/// How much a check compares: a light sample after each job, more after a reopen, and every
+/// boundary (up to [`FULL`], evenly spaced) at the end of a case.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Depth {
+    Light,
+    Sample,
+    Full,
 }
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(128),
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256),
         max_shrink_iters: 2000,
         .. ProptestConfig::default()
     })]
 
     #[test]
-    fn storage_matches_the_naive_model(steps in proptest::collection::vec(step(), 1..45)) {
-        let mut h = Harness::new();
+    fn storage_matches_the_naive_model(shared in any::<bool>(), steps in proptest::collection::vec(step(), 1..200)) {
+        let mut h = Harness::new(shared);
         for s in &steps {
             h.run(s);
         }
-        h.check_with(true);
-        h.store = None;
+        h.check_with(Depth::Full);
         h.open(false);
-        h.check_with(true);
+        h.check_with(Depth::Full);
     }
 }
 
