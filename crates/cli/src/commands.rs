@@ -499,9 +499,17 @@ fn check(cli: &Cli, out: &mut Out) -> Result<()> {
         Ok((problems, mnemon::check_integrity(&cli.db)?))
     }));
     let (problems, intact) = match checked {
-        Ok(r) => r?,
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => {
+            if e.downcast_ref::<mnemon::Error>().is_some_and(|e| e.code() == mnemon::Code::Damaged) {
+                let _ = mnemon::mark_damaged(&cli.db, &format!("{e:#}"));
+            }
+            return Err(e);
+        }
         Err(payload) => {
             let message = mnemon::panic_message(payload.as_ref());
+            let _ =
+                mnemon::mark_damaged(&cli.db, &format!("the integrity check met a damaged page: {message}"));
             if out.json {
                 out.json_line(&json!({"problems": [format!("damaged: {message}")], "file_intact": false}))?;
             } else {
@@ -521,8 +529,16 @@ fn check(cli: &Cli, out: &mut Out) -> Result<()> {
         out.line(if problems.is_empty() { "indexes: ok" } else { "indexes: inconsistent" })?;
     }
     if !problems.is_empty() {
+        let _ = mnemon::mark_damaged(
+            &cli.db,
+            &format!("`mnemon check` found {} index problem(s)", problems.len()),
+        );
         out.flush()?;
         return Err(anyhow!("{} index problem(s) found", problems.len()));
+    }
+    // Sound: writes may go on (a mark left by damage met before the file was restored goes).
+    if mnemon::clear_damage_mark(&cli.db)? && !out.json {
+        out.line("damage mark: cleared (writes allowed again)")?;
     }
     Ok(())
 }

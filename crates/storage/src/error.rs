@@ -394,7 +394,7 @@ pub enum Error {
     /// A write to a store whose handle has read damage from the file (see
     /// [`Store::damage`](crate::Store::damage)).
     #[error(
-        "writes to {path} are refused: a read found it damaged ({reason}); run `mnemon check`, and restore it from an export or a backup"
+        "writes to {path} are refused: it was found damaged ({reason}); restore it from an export or a backup, and run `mnemon check`, which clears the mark once the file checks clean"
     )]
     DamageFound {
         /// The database file.

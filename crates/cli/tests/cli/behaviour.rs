@@ -389,3 +389,36 @@ fn oversized_records_are_refused() {
     std::fs::write(&data, format!("{{\"text\":\"{}\"}}", "y".repeat(3 << 20))).unwrap();
     e.run(&["add", "learning", "--data", &at]).ok();
 }
+
+/// Damage found by one process stops every other from writing: the first read that meets it
+/// marks the file (`FILE.damaged`); later processes read but refuse writes, naming the mark,
+/// until the file is restored and `mnemon check` finds it sound and clears the mark.
+#[test]
+fn damage_marks_the_file_until_check_finds_it_sound() {
+    let e = Env::new();
+    e.init();
+    let id = e.add("learning", r#"{"text":"the vault code is kept offsite"}"#, &[]);
+    for i in 0..20 {
+        e.add("learning", &format!(r#"{{"text":"note {i} about painting"}}"#), &[]);
+    }
+    let backup = std::fs::read(e.db()).unwrap();
+    let mut bytes = backup.clone();
+    let at = bytes.windows(5).position(|w| w == b"vault").expect("the text is in the file");
+    bytes[at + 4] = b'u';
+    std::fs::write(e.db(), &bytes).unwrap();
+    let mark = e.db().with_file_name(format!("{}.damaged", e.db().file_name().unwrap().to_string_lossy()));
+    assert!(!mark.exists());
+    e.run(&["get", &id]).fails(1, "checksum");
+    assert!(mark.exists(), "the read that met the damage marks the file");
+    // Another process: reads what it can, writes nothing.
+    e.run(&["search", "painting"]).ok();
+    e.run(&["add", "learning", "--data", r#"{"text":"after the damage"}"#]).fails(1, ".damaged");
+    e.run(&["check"]).fails(1, "");
+    assert!(mark.exists());
+    // Restored from the backup: still refused until the check clears the mark.
+    std::fs::write(e.db(), &backup).unwrap();
+    e.run(&["add", "learning", "--data", r#"{"text":"after the restore"}"#]).fails(1, "refused");
+    assert!(e.run(&["check"]).ok().contains("damage mark: cleared"));
+    assert!(!mark.exists());
+    e.run(&["add", "learning", "--data", r#"{"text":"after the check"}"#]).ok();
+}

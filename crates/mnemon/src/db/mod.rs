@@ -293,6 +293,19 @@ pub fn check_integrity(path: impl AsRef<Path>) -> Result<bool> {
     Ok(Store::check_integrity(path)?)
 }
 
+/// Mark the database file at `path` damaged (`FILE.damaged` beside it, holding `reason`):
+/// every handle on it, in every process, refuses writes until the mark is cleared. See
+/// [`Store::mark_damaged`].
+pub fn mark_damaged(path: impl AsRef<Path>, reason: &str) -> Result<()> {
+    Ok(Store::mark_damaged(path, reason)?)
+}
+
+/// Remove the damage mark of the database file at `path` (once it checks clean, or was
+/// restored); `Ok(true)` if there was one. See [`Store::clear_damage_mark`].
+pub fn clear_damage_mark(path: impl AsRef<Path>) -> Result<bool> {
+    Ok(Store::clear_damage_mark(path)?)
+}
+
 /// Give the free pages inside a database file that no process has open back to the file
 /// system: `(bytes before, bytes after)`. See [`Store::compact`].
 pub fn compact(path: impl AsRef<Path>) -> Result<(u64, u64)> {

@@ -202,7 +202,7 @@ impl Snapshot {
         r.map_err(|e| {
             let e = e.with_path(&self.path);
             if e.is_damage() {
-                crate::damage::note_damage(&self.damage, &e.to_string());
+                self.damage.note(&e.to_string());
             }
             e
         })

@@ -22,7 +22,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use redb::{Database, ReadableDatabase};
 
@@ -255,10 +255,10 @@ impl Store {
             return Ok(Store {
                 inner: Arc::new(Inner {
                     db: Handle::ReadOnly(ro),
+                    damage: Damage::new(&path),
                     path,
                     clock: options.clock,
                     format,
-                    damage: Damage::default(),
                 }),
             });
         }
@@ -309,10 +309,10 @@ impl Store {
         Ok(Store {
             inner: Arc::new(Inner {
                 db: Handle::Writable(Arc::new(writer)),
+                damage: Damage::new(&path),
                 path,
                 clock: options.clock,
                 format: format::FORMAT_VERSION,
-                damage: Damage::default(),
             }),
         })
     }
@@ -324,18 +324,43 @@ impl Store {
 
     /// The first damage a read through this handle (or a clone of it) met, if any: a value
     /// failing its checksum, an index disagreeing with the revisions, a page redb found
-    /// corrupted, or one reported with [`Store::note_damage`]. Writes through the handle are
-    /// refused from then on ([`Error::DamageFound`]), so that a server that met damage does
-    /// not build on it; a handle opened afresh writes again (after a restore, or once `mnemon
-    /// check` passes).
+    /// corrupted, or one reported with [`Store::note_damage`]; else the reason given by the
+    /// file's damage mark ([`Store::damage_mark`]), which the first damage a handle meets
+    /// writes. Writes are refused while there is one ([`Error::DamageFound`]), through every
+    /// handle on the file, in every process, so that nothing builds on a damaged file; once
+    /// the file is restored, or checks clean, [`Store::clear_damage_mark`] (what `mnemon
+    /// check` does when it finds nothing) lets fresh handles write again.
     pub fn damage(&self) -> Option<String> {
-        self.inner.damage.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.inner.damage.reason()
     }
 
     /// Record damage met outside the storage's own reads (a dependency's panic on a damaged
-    /// page, caught above): writes through this handle are refused from then on.
+    /// page, caught above): writes are refused from then on, and the file is marked.
     pub fn note_damage(&self, reason: &str) {
-        crate::damage::note_damage(&self.inner.damage, reason);
+        self.inner.damage.note(reason);
+    }
+
+    /// Where the damage mark of the database file at `path` lies: `FILE.damaged` beside it.
+    pub fn damage_mark(path: impl AsRef<Path>) -> PathBuf {
+        crate::damage::mark_path(path.as_ref())
+    }
+
+    /// Mark the database file at `path` damaged, for `reason` (what `mnemon check` does when it
+    /// finds damage): every handle on it refuses writes until the mark is cleared.
+    pub fn mark_damaged(path: impl AsRef<Path>, reason: &str) -> Result<(), Error> {
+        let mark = crate::damage::mark_path(path.as_ref());
+        crate::damage::write_mark(&mark, reason).map_err(|e| OpenError::Io { path: mark, source: e }.into())
+    }
+
+    /// Remove the damage mark of the database file at `path`, once it checks clean or was
+    /// restored; `Ok(true)` if there was one.
+    pub fn clear_damage_mark(path: impl AsRef<Path>) -> Result<bool, Error> {
+        let mark = crate::damage::mark_path(path.as_ref());
+        match std::fs::remove_file(&mark) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(OpenError::Io { path: mark, source: e }.into()),
+        }
     }
 
     fn refuse_if_damaged(&self) -> Result<(), Error> {
@@ -362,7 +387,7 @@ impl Store {
             &self.inner.path,
             Arc::clone(&self.inner.clock),
             self.inner.format,
-            Arc::clone(&self.inner.damage),
+            self.inner.damage.clone(),
         )
     }
 

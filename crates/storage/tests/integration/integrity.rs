@@ -160,7 +160,8 @@ fn a_changed_letter_is_found_not_read() {
     // The other records still read.
     let others = snap.lexical_search(&ns, "painting", &ListQuery::new(), 5).unwrap();
     assert_eq!(others.len(), 5);
-    // The handle that met the damage writes no more; one opened afresh does.
+    // The handle that met the damage writes no more, and marks the file: a handle opened
+    // afresh (as another process would) refuses writes too, until the mark is cleared.
     let note = |s: &Store| {
         let body = Body::Learning(body::Learning { text: "written after".into(), ..Default::default() });
         s.write(vec![WriteOp::Insert(NewRecord::new(ns.clone(), body))])
@@ -172,8 +173,17 @@ fn a_changed_letter_is_found_not_read() {
     );
     assert!(refused.to_string().contains("mnemon check"), "{refused}");
     assert!(store.damage().is_some() && store.clone().damage().is_some());
+    let mark = Store::damage_mark(&path);
+    assert!(std::fs::read_to_string(&mark).unwrap().contains("fails its checksum"));
     drop((snap, store));
     let again = Store::open(&path, StoreOptions::default()).unwrap();
+    assert!(again.damage().is_some_and(|d| d.contains("fails its checksum") && d.contains(".damaged")));
+    let refused = note(&again).unwrap_err();
+    assert!(matches!(refused, Error::DamageFound { .. }), "{refused}");
+    // Once restored (here: the mark cleared by hand, as `mnemon check` clears it when the file
+    // checks clean), a fresh handle writes again; the mark was the only thing in the way.
+    assert!(Store::clear_damage_mark(&path).unwrap());
+    assert!(!Store::clear_damage_mark(&path).unwrap());
     assert_eq!(again.damage(), None);
     note(&again).unwrap();
 }
