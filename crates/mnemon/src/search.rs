@@ -306,6 +306,21 @@ impl<'a> TextSearch<'a> {
             None
         };
         if let Some(v) = vector {
+            // The query was embedded by the space's own embedder: a stored space of another
+            // dimension is the file's fault (damage), not the caller's.
+            if let Some(space) = snap.vector_space(db.space())?
+                && space.dimension as usize != v.len()
+            {
+                return Err(Error::Storage(mnemon_storage::Error::Inconsistent {
+                    namespace: namespaces.first().map(|n| n.to_string()).unwrap_or_default(),
+                    detail: format!(
+                        "vector space {:?} is stored with dimension {}, but its embedder gives {}: the file is damaged (run `mnemon check`)",
+                        db.space(),
+                        space.dimension,
+                        v.len()
+                    ),
+                }));
+            }
             for ns in &namespaces {
                 {
                     let mut q = Query::new(db.space(), ns, &v, fetch);

@@ -47,6 +47,7 @@ pub mod analyzer;
 mod backend;
 pub mod body;
 mod codec;
+mod counts;
 mod damage;
 mod ended;
 pub mod error;

@@ -41,6 +41,22 @@ pub(crate) fn current_key(ns: &str, kind: u8, id: u128) -> smallvec::SmallVec<[u
     k
 }
 
+/// How many rows a namespace holds (format 14): `(namespace, what) -> count`, where `what` is
+/// a kind's code for its current rows in [`CURRENT`], or [`COUNTED_REVISIONS`] for its
+/// stored revisions. A listing or export that reads a whole namespace compares what it read
+/// with these, so that damage hiding rows from a read is an error, not a short answer.
+pub(crate) const COUNTS: TableDefinition<(&str, u8), u64> = TableDefinition::new("mnemon.counts");
+/// The `what` of [`COUNTS`] that counts a namespace's revisions.
+pub(crate) const COUNTED_REVISIONS: u8 = u8::MAX;
+
+/// The namespace and `(kind, id)` of a current row's key (`[namespace][0][kind][id]`).
+pub(crate) fn split_current_key(k: &[u8]) -> Option<(&str, u8, u128)> {
+    let ns_len = k.len().checked_sub(18)?;
+    let ns = std::str::from_utf8(k.get(..ns_len)?).ok()?;
+    let (kind, id) = parse_current_key(k, ns_len)?;
+    Some((ns, kind, id))
+}
+
 /// The `(kind, id)` of a current row's key in a namespace of `ns_len` bytes.
 pub(crate) fn parse_current_key(k: &[u8], ns_len: usize) -> Option<(u8, u128)> {
     let rest = k.get(ns_len + 1..)?;
@@ -361,6 +377,7 @@ pub(crate) fn create_all(txn: &redb::WriteTransaction) -> Result<(), crate::erro
     txn.open_table(TEXTS)?;
     txn.open_table(LEXSTATS)?;
     txn.open_table(FRESH)?;
+    txn.open_table(COUNTS)?;
     Ok(())
 }
 

@@ -225,6 +225,7 @@ impl Snapshot {
             }
         }
         self.verify_vectors(&revs, &mut problems)?;
+        self.verify_counts(&mut problems)?;
         Ok(problems)
     }
 
@@ -261,6 +262,31 @@ impl Snapshot {
                 problems.push(format!(
                     "vector of {ns}/{id:x} attaches to revision {from_rev}, which is not stored"
                 ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Snapshot {
+    /// Compare `mnemon.counts` (format 14) with the rows it counts.
+    fn verify_counts(&self, problems: &mut Vec<Problem>) -> Result<(), Error> {
+        let Some(stored) = self.open_optional(tables::COUNTS)? else { return Ok(()) };
+        if self.format < crate::format::FormatVersion::Counted.number() {
+            return Ok(());
+        }
+        let mut held: BTreeMap<(String, u8), u64> = BTreeMap::new();
+        for r in stored.range::<(&str, u8)>(..)? {
+            let (k, v) = r?;
+            let (ns, what) = k.value();
+            held.insert((ns.to_string(), what), v.value());
+        }
+        let found = crate::counts::count(&self.txn)?;
+        for key in held.keys().chain(found.keys()).collect::<std::collections::BTreeSet<_>>() {
+            let (h, f) = (held.get(key).copied().unwrap_or(0), found.get(key).copied().unwrap_or(0));
+            if h != f {
+                let what = crate::counts::what_name(key.1);
+                problems.push(format!("{}: mnemon.counts holds {h} {what}, the file {f}", key.0));
             }
         }
         Ok(())

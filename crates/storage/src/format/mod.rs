@@ -58,6 +58,11 @@
 //!   on every read: a damaged value is an error naming its table, never a wrong answer. A
 //!   format-12 file is upgraded by sealing every such value (each revision decoded first);
 //!   opened read-only, its unsealed values are read as they are.
+//! - 14: `mnemon.counts` holds how many current rows of each kind, and how many revisions,
+//!   each namespace has, kept by every commit; a listing of a whole namespace's current rows
+//!   and an export of a whole namespace compare what they read with them, so that damage to
+//!   redb's branch pages that hides rows from a read is an error, not a short answer. A
+//!   format-13 file is upgraded by counting; opened read-only, it is read unchecked.
 //!
 //! A file with a newer version is refused with [`OpenError::NewerFormat`]; one older than
 //! [`OLDEST_SUPPORTED_FORMAT_VERSION`] with [`OpenError::TooOld`]; anything between is upgraded
@@ -106,11 +111,13 @@ pub enum FormatVersion {
     BoundedBlocks = 12,
     /// Revisions and current rows sealed by a checksum.
     SealedValues = 13,
+    /// Rows counted per namespace.
+    Counted = 14,
 }
 
 impl FormatVersion {
     /// The version this build writes.
-    pub const CURRENT: FormatVersion = FormatVersion::SealedValues;
+    pub const CURRENT: FormatVersion = FormatVersion::Counted;
     /// The oldest version this build opens (upgrading it when a writer opens it).
     pub const OLDEST: FormatVersion = FormatVersion::First;
 

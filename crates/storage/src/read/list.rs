@@ -45,7 +45,11 @@ impl Snapshot {
             let rows = usize::try_from(t.len()?).unwrap_or(usize::MAX);
             out.reserve(rows.min(limit).min(4096));
             let mut stream = CurrentRows::open(t, ns.as_str(), &codes, q.before)?;
+            // Rows read, to compare with the namespace's counts when the whole of it is read.
+            let mut read = 0u64;
+            let mut whole = q.before.is_none();
             while let Some((id, kind, bytes)) = stream.next()? {
+                read += 1;
                 let decoded = record::decode_current_row_at(
                     ns,
                     RecordId::from_u128(id),
@@ -69,8 +73,15 @@ impl Snapshot {
                     out.pop();
                 }
                 if out.len() >= limit {
+                    whole = false;
                     break;
                 }
+            }
+            if whole
+                && let Some(counted) = crate::counts::expected(&self.txn, ns.as_str(), &codes)?
+                && counted != read
+            {
+                return Err(crate::counts::mismatch(ns.as_str(), "its current rows", read, counted));
             }
             return Ok((out, ListPath::Current));
         }

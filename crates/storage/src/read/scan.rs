@@ -155,9 +155,17 @@ impl Snapshot {
             };
             let mut pending: Option<Record> = None;
             let mut ns_cache: Option<Namespace> = None;
+            // Revisions read per namespace, to compare with the counts at the end.
+            let mut read: BTreeMap<String, u64> = BTreeMap::new();
             for r in iter {
                 let (k, v) = r?;
                 let (n, id, rec, rev) = k.value();
+                match read.get_mut(n) {
+                    Some(c) => *c += 1,
+                    None => {
+                        read.insert(n.to_string(), 1);
+                    }
+                }
                 if ns_cache.as_ref().is_none_or(|c| c.as_str() != n) {
                     ns_cache = Some(Namespace::new(n).map_err(|e| Error::Inconsistent {
                         namespace: n.to_string(),
@@ -178,6 +186,19 @@ impl Snapshot {
             }
             if let Some(p) = pending {
                 f(p)?;
+            }
+            if let Some(counted) = crate::counts::revisions(&self.txn)? {
+                for (n, c) in
+                    counted.iter().filter(|(n, _)| ns.is_none_or(|want| want.as_str() == n.as_str()))
+                {
+                    let got = read.get(n).copied().unwrap_or(0);
+                    if got != *c {
+                        return Err(crate::counts::mismatch(n, "its revisions", got, *c));
+                    }
+                }
+                if let Some((n, got)) = read.iter().find(|(n, _)| !counted.contains_key(*n)) {
+                    return Err(crate::counts::mismatch(n, "its revisions", *got, 0));
+                }
             }
             Ok(())
         })())

@@ -69,6 +69,7 @@ pub(super) fn commit(
             lexical: crate::lexical::LexicalWriter::open(&txn)?,
             known_namespaces: std::collections::HashSet::new(),
             max_ids: Default::default(),
+            counts: crate::counts::Counts::new(&txn),
         };
         let mut batch = first;
         while !batch.is_empty() {

@@ -35,6 +35,7 @@ impl WriteTables<'_> {
         // The waiting inserts (see `Deferred`): the commit must not go without them.
         self.current.flush()?;
         self.current_ends.flush()?;
+        self.counts.flush()?;
         Ok(())
     }
 
@@ -42,7 +43,9 @@ impl WriteTables<'_> {
         let ns = rec.namespace.as_str();
         let kind = rec.kind().code();
         let id = rec.id.as_u128();
-        self.current.table()?.remove(crate::tables::current_key(ns, kind, id).as_slice())?;
+        if self.current.table()?.remove(crate::tables::current_key(ns, kind, id).as_slice())?.is_some() {
+            self.counts.add(ns, kind, -1);
+        }
         if let Some(v) = rec.visible()
             && !v.is_open()
         {
@@ -89,6 +92,7 @@ impl WriteTables<'_> {
                     .map_err(|e| Error::Codec { table: names::REVISIONS, source: e })?;
                 let new_vis = new.visible();
                 self.revisions.insert((ns, id, new.recorded_at.as_micros(), new.rev), bytes.as_slice())?;
+                self.counts.add(ns, crate::tables::COUNTED_REVISIONS, 1);
                 if let Some(max) = self.max_ids.get_mut().get_mut(ns) {
                     *max = (*max).max(id);
                 }
@@ -117,6 +121,8 @@ impl WriteTables<'_> {
                     let row = record::current_row(&new, v, &bytes);
                     self.current
                         .insert(crate::tables::current_key(ns, kind, id).as_slice(), row.as_slice())?;
+                    // Any row of the record's was removed above: this one is new.
+                    self.counts.add(ns, kind, 1);
                     if !v.is_open() {
                         self.current_ends.insert((v.until.as_micros(), ns, kind, id), ())?;
                     }
@@ -151,6 +157,11 @@ impl WriteTables<'_> {
                 for (rec, rev) in &keys {
                     self.revisions.remove((ns, key, *rec, *rev))?;
                 }
+                self.counts.add(
+                    ns,
+                    crate::tables::COUNTED_REVISIONS,
+                    -i64::try_from(keys.len()).unwrap_or(i64::MAX),
+                );
                 let intervals: Vec<Visible> = all.iter().filter_map(Record::visible).collect();
                 self.timeline.forget(ns, key, &intervals)?;
                 if let Some(latest) = all.last() {
@@ -223,6 +234,7 @@ impl WriteTables<'_> {
             // The swept row moves to `ENDED`, where the past as known now finds it.
             let row = self.current.table()?.remove(crate::tables::current_key(ns, *kind, *id).as_slice())?;
             if let Some(row) = row {
+                self.counts.add(ns, *kind, -1);
                 let (key, value) = crate::ended::row_from_current(ns, *kind, *id, row.value())?;
                 drop(row);
                 self.ended.get_mut()?.insert(key.as_slice(), value.as_slice())?;

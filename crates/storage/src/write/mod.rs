@@ -356,7 +356,7 @@ pub(crate) fn format2_log(
     Ok(out)
 }
 
-type RevKey = (&'static str, u128, i64, u32);
+pub(crate) type RevKey = (&'static str, u128, i64, u32);
 
 /// The tables a commit writes.
 pub(crate) struct WriteTables<'txn> {
@@ -378,6 +378,8 @@ pub(crate) struct WriteTables<'txn> {
     /// first read, raised by each revision written since): a new record's id above it needs
     /// no lookup to know it is not taken (UUIDv7 ids grow with time, so new ones mostly are).
     pub(crate) max_ids: std::cell::RefCell<HashMap<String, u128>>,
+    /// `mnemon.counts`, and this commit's changes to it (see [`crate::counts`]).
+    pub(crate) counts: crate::counts::Counts<'txn>,
 }
 
 impl WriteTables<'_> {

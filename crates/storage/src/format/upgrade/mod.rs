@@ -14,6 +14,7 @@ use crate::{format, tables};
 mod v11;
 mod v12;
 mod v13;
+mod v14;
 mod v3;
 mod v5;
 mod v7;
@@ -27,15 +28,16 @@ struct Step {
 }
 
 /// Every step, oldest first: a file is upgraded by the steps whose range holds its version, in
-/// this order, then the sealing of format 13 last (the steps before it may write values of
-/// either version).
-const STEPS: [Step; 6] = [
+/// this order, then the sealing of format 13 (the steps before it may write values of either
+/// version), then the counting of format 14 (of the rows the others leave).
+const STEPS: [Step; 7] = [
     Step { from: FormatVersion::First, to: FormatVersion::FreshTexts, run: v3::move_commit_log },
     Step { from: FormatVersion::First, to: FormatVersion::EndedTable, run: v5::current_rows_and_ended },
     Step { from: FormatVersion::EndedTable, to: FormatVersion::EndedByEnd, run: v7::ended_by_end },
     Step { from: FormatVersion::First, to: FormatVersion::Stemmed, run: v11::reindex },
     Step { from: FormatVersion::Stemmed, to: FormatVersion::BoundedBlocks, run: v12::bound_blocks },
     Step { from: FormatVersion::First, to: FormatVersion::SealedValues, run: v13::seal_values },
+    Step { from: FormatVersion::First, to: FormatVersion::Counted, run: v14::count_rows },
 ];
 
 /// Upgrade a file of format `version` (or whatever another process sharing the file left it
