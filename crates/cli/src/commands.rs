@@ -142,10 +142,11 @@ pub fn run(cli: Cli) -> Result<()> {
             };
             crate::groups::upkeep::prune(&cli, &mut out, o)?
         }
-        Command::Mcp { allow_ns } => crate::mcp::serve(
+        Command::Mcp { allow_ns, max_reply_bytes } => crate::mcp::serve(
             with_embedder(&cli, Db::builder(&cli.db).shared(true).create(true))?.open()?,
             &cli.ns,
             allow_ns,
+            usize::try_from(*max_reply_bytes).unwrap_or(usize::MAX),
         )?,
         Command::Memory(cmd) => crate::groups::memory::memory(&cli, &mut out, cmd)?,
         Command::Project(cmd) => crate::groups::project::project(&cli, &mut out, cmd)?,

@@ -500,3 +500,22 @@ fn a_file_upgraded_by_another_process_refuses_this_servers_writes() {
     drop(s.stdin.take());
     assert_eq!(s.child.wait().unwrap().code(), Some(1));
 }
+
+/// A reply larger than the server's cap (`--max-reply-bytes`) is an error result saying how
+/// to ask for less, not an unbounded message; a smaller page of the same listing answers, and
+/// the server goes on serving.
+#[test]
+fn replies_over_the_cap_are_refused_with_a_way_to_ask_for_less() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Server::start_with(&db_in(&dir), "p", &["--max-reply-bytes", "100000"]);
+    let text = "a long note about caps ".repeat(300);
+    for _ in 0..6 {
+        s.call("remember", json!({"kind": "learning", "text": text}));
+    }
+    let refused = s.call_err("list", json!({"limit": 6}));
+    assert!(refused.contains("over this server's cap of 100000") && refused.contains("cursor"), "{refused}");
+    let page = s.call("list", json!({"limit": 2}));
+    assert_eq!(page["records"].as_array().unwrap().len(), 2);
+    assert!(page["next_cursor"].is_string(), "{page}");
+    s.close();
+}

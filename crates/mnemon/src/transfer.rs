@@ -156,20 +156,35 @@ pub fn import(
     let mut report = ImportReport::default();
     let mut ops: Vec<(u64, WriteOp)> = Vec::new();
     let mut line_no = 0u64;
-    let mut buf = String::new();
+    let mut buf: Vec<u8> = Vec::new();
+    let max_line = max_line_bytes(db.max_record_bytes());
     loop {
-        buf.clear();
-        let n = input.read_line(&mut buf).map_err(|e| Error::Io { path: source.into(), source: e })?;
-        if n == 0 {
-            break;
-        }
+        let read = read_line_bounded(input, &mut buf, max_line)
+            .map_err(|e| Error::Io { path: source.into(), source: e })?;
+        let Some(too_long) = read else { break };
         line_no += 1;
-        let line = buf.trim();
+        let failed = |reason: String| LineError { source: source.to_string(), line: line_no, reason };
+        if too_long {
+            report.lines += 1;
+            report
+                .failed
+                .push(failed(format!("the line is over {max_line} bytes, more than a record may take")));
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(&buf) else {
+            report.lines += 1;
+            report.failed.push(failed("the line is not UTF-8".to_string()));
+            continue;
+        };
+        let line = text.trim();
         if line.is_empty() {
             continue;
         }
         report.lines += 1;
         let parsed = parse_line(line, &options.namespace).and_then(|op| {
+            if let WriteOp::Insert(n) = &op {
+                crate::rules::record_size(n, db.max_record_bytes())?;
+            }
             let ns = match &op {
                 WriteOp::Insert(n) => Some(n.namespace.as_str()),
                 WriteOp::Restore(r) => Some(r.namespace.as_str()),
@@ -264,4 +279,44 @@ pub fn import(
         report.embed_failed += e.failures;
     }
     Ok(report)
+}
+
+/// The longest import line read: a record as large as a record may be, its envelope and
+/// escapes (a line longer than this holds a record that would be refused anyway, and is
+/// skipped without being held in memory).
+fn max_line_bytes(max_record: usize) -> usize {
+    max_record.saturating_add(max_record / 2).saturating_add(64 << 10)
+}
+
+/// Read one line (without its `\n`) into `buf`: `None` at the end of the input, `Some(true)`
+/// when it is longer than `max` bytes (then read to its end but not kept).
+fn read_line_bounded(
+    input: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Option<bool>> {
+    buf.clear();
+    let (mut any, mut too_long) = (false, false);
+    loop {
+        let chunk = input.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(any.then_some(too_long));
+        }
+        any = true;
+        let (part, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (&chunk[..i], Some(i + 1)),
+            None => (chunk, None),
+        };
+        if !too_long && buf.len() + part.len() <= max {
+            buf.extend_from_slice(part);
+        } else {
+            too_long = true;
+            buf.clear();
+        }
+        let used = done.unwrap_or(chunk.len());
+        input.consume(used);
+        if done.is_some() {
+            return Ok(Some(too_long));
+        }
+    }
 }

@@ -360,6 +360,10 @@ pub enum Command {
         /// `*` stands for any run of characters (`project:*`, `*` for all). Repeatable.
         #[arg(long = "allow-ns", value_name = "PATTERN")]
         allow_ns: Vec<String>,
+        /// The largest reply a tool call may give, in bytes (default 32 MiB, as large as a
+        /// request may be): a bigger one is an error result asking for fewer records.
+        #[arg(long = "max-reply-bytes", value_name = "BYTES", default_value_t = crate::mcp::MAX_REPLY, value_parser = clap::value_parser!(u64).range(1024..))]
+        max_reply_bytes: u64,
     },
     /// Current records of every kind carrying TAG.
     Tagged {

@@ -32,11 +32,16 @@ const GRAPH_URI: &str = "memory://knowledge-graph";
 pub struct MemoryServer {
     db: Db,
     ns: String,
+    /// The largest reply a tool call may give, in bytes (`--max-reply-bytes`).
+    max_reply: usize,
     session: mnemon::ops::Session,
     own: tools::OwnTools,
     tools: Vec<Tool>,
     idle: Arc<Idle>,
 }
+
+/// The largest reply a tool call gives by default: as large as a request may be.
+pub const MAX_REPLY: u64 = framing::MAX_LINE as u64;
 
 /// How long the server must go without a call before it merges fresh texts.
 const IDLE: std::time::Duration = std::time::Duration::from_millis(200);
@@ -140,13 +145,13 @@ fn done(message: &str) -> CallToolResult {
 impl MemoryServer {
     /// A server over `db`'s namespace `ns`, whose tools may also reach the namespaces
     /// matching `allow` (globs, see [`mnemon::ops::Session::allow`]).
-    pub fn new(db: Db, ns: &str, allow: &[String]) -> Result<MemoryServer> {
+    pub fn new(db: Db, ns: &str, allow: &[String], max_reply: usize) -> Result<MemoryServer> {
         let mut tools: Vec<Tool> = serde_json::from_str(REFERENCE_TOOLS).context("the embedded tool list")?;
         let own = tools::OwnTools::new();
         tools.extend(own.tools.iter().cloned());
         let session =
             allow.iter().fold(mnemon::ops::Session::new(db.clone(), ns)?, |s, p| s.allow(p.clone()));
-        Ok(MemoryServer { db, ns: ns.to_string(), session, own, tools, idle: Arc::default() })
+        Ok(MemoryServer { db, ns: ns.to_string(), max_reply, session, own, tools, idle: Arc::default() })
     }
 
     fn call(&self, name: &str, a: Value) -> Result<CallToolResult, McpError> {
@@ -205,6 +210,22 @@ impl MemoryServer {
     }
 }
 
+impl MemoryServer {
+    /// `res`, or an error result in its place when it is larger than the server's cap: a
+    /// client asking for too much gets a reply it can read, saying how to ask for less.
+    fn capped(&self, name: &str, res: CallToolResult) -> CallToolResult {
+        let size = serde_json::to_vec(&res).map_or(0, |b| b.len());
+        if size <= self.max_reply {
+            return res;
+        }
+        CallToolResult::error(vec![ContentBlock::text(format!(
+            "the reply of {name} would be {size} bytes, over this server's cap of {} (--max-reply-bytes): \
+             ask for fewer records (a smaller limit, then the next page with the cursor) or a smaller budget",
+            self.max_reply
+        ))])
+    }
+}
+
 impl ServerHandler for MemoryServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
@@ -241,7 +262,7 @@ impl ServerHandler for MemoryServer {
             tokio::spawn(merge_when_idle(self.db.clone(), self.ns.clone(), Arc::clone(&self.idle)));
         }
         match r {
-            Ok(res) => Ok(res.into()),
+            Ok(res) => Ok(self.capped(&name, res).into()),
             // As the reference does, a bad call is an error result the client can show.
             Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                 "MCP error {}: {}",
@@ -289,7 +310,7 @@ impl ServerHandler for MemoryServer {
 
 /// Serve on stdin/stdout until the client closes stdin. When the database is new and
 /// `MEMORY_FILE_PATH` names an existing memory.jsonl, it is imported first.
-pub fn serve(db: Db, ns: &str, allow: &[String]) -> Result<()> {
+pub fn serve(db: Db, ns: &str, allow: &[String], max_reply: usize) -> Result<()> {
     if let Some(path) = std::env::var_os("MEMORY_FILE_PATH").map(std::path::PathBuf::from)
         && path.is_file()
         && db.snapshot()?.meta().commit_seq <= 1
@@ -302,7 +323,7 @@ pub fn serve(db: Db, ns: &str, allow: &[String]) -> Result<()> {
             eprintln!("mnemon mcp: {e}");
         }
     }
-    let server = MemoryServer::new(db.clone(), ns, allow)?;
+    let server = MemoryServer::new(db.clone(), ns, allow, max_reply)?;
     // One thread runs the protocol and the calls, one after the other: a call is a few hundred
     // microseconds of blocking database work, and handing it to another thread and back would
     // cost a good part of that. Calls on one namespace were serialised anyway (`Ns::graph`);

@@ -316,3 +316,35 @@ fn mcp_server_survives_bad_requests() {
     assert_eq!(entity["name"], "Nul\u{0}Name");
     assert_eq!(entity["observations"][1].as_str().unwrap().len(), 2_000_000);
 }
+
+/// An import's lines are bounded: a line longer than any record could be is skipped unread
+/// (not held in memory), a record over the size a record may have is refused like any write
+/// of it, and a line that is not UTF-8 is a line error; with `--partial` the good lines go in.
+#[test]
+fn import_lines_are_bounded_and_checked() {
+    let env = Env::new();
+    env.init();
+    let file = env.dir.path().join("big.jsonl");
+    let mut bytes = b"{\"kind\":\"learning\",\"text\":\"a small note\"}\n".to_vec();
+    bytes.extend_from_slice(
+        format!("{{\"kind\":\"learning\",\"text\":\"{}\"}}\n", "x".repeat(7 << 20)).as_bytes(),
+    );
+    bytes.extend_from_slice(
+        format!("{{\"kind\":\"learning\",\"text\":\"{}\"}}\n", "y".repeat(5 << 20)).as_bytes(),
+    );
+    bytes.extend_from_slice(b"{\"kind\":\"learning\",\"text\":\"\xff\xfe\"}\n");
+    bytes.extend_from_slice(b"{\"kind\":\"learning\",\"text\":\"another small note\"}");
+    std::fs::write(&file, &bytes).unwrap();
+    let r = env.run(&["import", file.to_str().unwrap()]);
+    // Invalid input, each line named; nothing imported.
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("big.jsonl:2: the line is over"), "{}", r.stderr);
+    assert!(!env.run(&["list"]).ok().contains("small note"), "nothing goes in without --partial");
+    let r = env.run(&["--json", "import", "--partial", file.to_str().unwrap()]);
+    let out = format!("{}{}", r.stdout, r.stderr);
+    assert!(out.contains("more than the 4194304 a record may hold"), "{out}");
+    assert!(out.contains("not UTF-8"), "{out}");
+    let listed = env.run(&["list"]).ok().to_string();
+    assert!(listed.contains("a small note") && listed.contains("another small note"), "{listed}");
+    assert!(!listed.contains("xxxx") && !listed.contains("yyyy"), "{listed}");
+}

@@ -163,6 +163,12 @@ impl Db {
         self.embedding.stats()
     }
 
+    /// The most bytes a record may hold here ([`DbBuilder::max_record_bytes`]): larger ones
+    /// are refused by every write, imports included.
+    pub fn max_record_bytes(&self) -> usize {
+        self.max_record_bytes
+    }
+
     /// The vector space of the embedder (its model id).
     pub fn space(&self) -> &str {
         self.embedding.space()
