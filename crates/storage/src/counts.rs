@@ -50,11 +50,11 @@ fn each_current<T: ReadableTable<&'static [u8], &'static [u8]>>(
     Ok(())
 }
 
-fn each_revision<T: ReadableTable<crate::write::RevKey, &'static [u8]>>(
+fn each_revision<T: ReadableTable<tables::RevKey, &'static [u8]>>(
     t: &T,
     f: &mut dyn FnMut(&str),
 ) -> Result<(), Error> {
-    for r in t.range::<crate::write::RevKey>(..)? {
+    for r in t.range::<tables::RevKey>(..)? {
         f(r?.0.value().0);
     }
     Ok(())

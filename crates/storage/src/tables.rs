@@ -15,6 +15,9 @@ pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("mnem
 /// a large page.)
 pub(crate) const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("mnemon.log");
 
+/// A key of [`REVISIONS`]: `(namespace, id, recorded at, revision)`.
+pub(crate) type RevKey = (&'static str, u128, i64, u32);
+
 /// `(namespace, id, recorded_at, rev) -> revision`: every revision ever written (until forgotten).
 /// Ordering by `recorded_at` inside a record makes "the revision current at K" one descent.
 pub(crate) const REVISIONS: TableDefinition<(&str, u128, i64, u32), &[u8]> =

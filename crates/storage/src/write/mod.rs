@@ -356,7 +356,7 @@ pub(crate) fn format2_log(
     Ok(out)
 }
 
-pub(crate) type RevKey = (&'static str, u128, i64, u32);
+pub(crate) use crate::tables::RevKey;
 
 /// The tables a commit writes.
 pub(crate) struct WriteTables<'txn> {
