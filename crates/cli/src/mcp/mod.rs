@@ -214,6 +214,13 @@ impl MemoryServer {
     /// `res`, or an error result in its place when it is larger than the server's cap: a
     /// client asking for too much gets a reply it can read, saying how to ask for less.
     fn capped(&self, name: &str, res: CallToolResult) -> CallToolResult {
+        // A reply is its text (the result as pretty JSON) and, at most as large, the same
+        // result structured: far under the cap by its text's length (escaping a character
+        // takes at most six bytes), it is not serialised a second time to be measured.
+        let text: usize = res.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.len()).sum();
+        if text.saturating_mul(7).saturating_add(64 << 10) <= self.max_reply {
+            return res;
+        }
         let size = serde_json::to_vec(&res).map_or(0, |b| b.len());
         if size <= self.max_reply {
             return res;
