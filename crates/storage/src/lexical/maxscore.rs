@@ -135,7 +135,7 @@ impl<'r, 'a> Cursor<'r, 'a> {
         if self.key != Some(key) {
             return None;
         }
-        let (_, _, tf, len) = self.chunks.get(self.chunk)?.get(self.at)?;
+        let (tf, len) = self.chunks.get(self.chunk)?.counts(self.at)?;
         self.at += 1;
         self.settle();
         Some(weigh(tf, len) * self.idf)

@@ -106,6 +106,18 @@ impl<'a> Chunk<'a> {
         }
     }
 
+    /// The term frequency and text length of posting `i` (`None` past the end).
+    #[inline]
+    pub(crate) fn counts(&self, i: usize) -> Option<(u32, u32)> {
+        match self {
+            Chunk::Stored { postings, .. } => postings.get(i).map(|c| {
+                let u32_at = |at: usize| u32::from_le_bytes([c[at], c[at + 1], c[at + 2], c[at + 3]]);
+                (u32_at(20), u32_at(24))
+            }),
+            Chunk::Decoded(p) => p.get(i).map(|p| (p.2, p.3)),
+        }
+    }
+
     /// The greatest term frequency and the least text length among its postings (`(0,
     /// u32::MAX)` if none): a BM25 weight grows with the one and falls with the other, so
     /// the two bound every posting's weight. Read from the pieces' bounds where the block

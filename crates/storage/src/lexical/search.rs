@@ -126,9 +126,12 @@ pub(crate) fn search(
     }
     let n = stats.docs.max(1) as f64;
     let avgdl = if stats.docs == 0 { 1.0 } else { stats.total as f64 / stats.docs as f64 };
+    // BM25's length norm `K1 * (1 - B + B * len / avgdl)` as `base + per_token * len`: one
+    // division per posting instead of two.
+    let (base, per_token) = (K1 * (1.0 - B), K1 * B / avgdl);
     let weight = |tf: u32, len: u32| {
         let tf = f64::from(tf);
-        tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * f64::from(len) / avgdl))
+        tf * (K1 + 1.0) / (tf + (base + per_token * f64::from(len)))
     };
     // The greatest score a text can have: every query term, as often as can be (a term no
     // text holds counts with the IDF of a document frequency of zero).

@@ -51,21 +51,21 @@ pub(super) fn term_blocks<'t>(
     term: &str,
     mut f: impl FnMut(&str, u32, redb::AccessGuard<'t, &'static [u8]>) -> Result<bool, Error>,
 ) -> Result<(), Error> {
-    let mut keyed = segments.range((ns, seg, term, 0u32)..=(ns, seg, term, u32::MAX))?;
-    let first = keyed.next().transpose()?;
-    if first.as_ref().is_none_or(|(k, _)| k.value().3 != 0)
-        && let Some(r) = segments.range((ns, seg, "", 0u32)..(ns, seg, term, 0u32))?.next_back()
-    {
+    // One range read backwards (one descent of the tree where two ranges took two): the
+    // blocks keyed by `term`, last first, down to part 0, or to the block before them.
+    let mut blocks = Vec::new();
+    for r in segments.range((ns, seg, "", 0u32)..=(ns, seg, term, u32::MAX))?.rev() {
         let (k, v) = r?;
-        let (_, _, before, part) = k.value();
-        if !f(before, part, v)? {
-            return Ok(());
+        let (_, _, first, part) = k.value();
+        let last = first != term || part == 0;
+        blocks.push((k, v));
+        if last {
+            break;
         }
     }
-    for r in first.into_iter().map(Ok).chain(keyed) {
-        let (k, v) = r?;
-        let (_, _, _, part) = k.value();
-        if !f(term, part, v)? {
+    for (k, v) in blocks.into_iter().rev() {
+        let (_, _, first, part) = k.value();
+        if !f(first, part, v)? {
             break;
         }
     }
