@@ -152,6 +152,14 @@ pub enum Error {
         /// How often it was tried.
         attempts: u32,
     },
+    /// An operation's answer could not be written as JSON.
+    #[error("cannot write the answer of {what}: {message}")]
+    Encode {
+        /// The operation.
+        what: String,
+        /// Why.
+        message: String,
+    },
 }
 
 impl Error {
@@ -266,6 +274,7 @@ impl Error {
             | Error::ImportStopped { .. }
             | Error::CreateDir { .. }
             | Error::Io { .. }
+            | Error::Encode { .. }
             | Error::Embed(_) => Code::Unavailable,
         }
     }

@@ -131,30 +131,18 @@ pub fn mcp_jsonl(data: &[u8]) -> Result<(), Mismatch> {
 /// will do but a panic (the session turns one into [`crate::Error::Panicked`]), and an
 /// operation that only reads must not write.
 pub fn operation_call(data: &[u8]) -> Result<(), Mismatch> {
-    type Call = fn(&crate::ops::Session, serde_json::Value) -> crate::Result<()>;
-    struct Calls(Vec<(&'static str, bool, Call)>);
-    impl crate::ops::Visitor for Calls {
-        fn visit<O: crate::ops::Operation>(&mut self) {
-            if O::MCP {
-                self.0.push((O::NAME, O::READ_ONLY, |s, args| {
-                    let op: O =
-                        serde_json::from_value(args).map_err(|e| crate::error::invalid(e.to_string()))?;
-                    s.call(op).map(|_| ())
-                }));
-            }
-        }
-    }
-    let mut calls = Calls(Vec::new());
-    crate::ops::each(&mut calls);
+    let catalog = crate::ops::Catalog::new();
+    let calls: Vec<&crate::ops::Entry> = catalog.entries().iter().filter(|e| e.mcp).collect();
     let Some((pick, args)) = data.split_first() else { return Ok(()) };
-    let Some(&(name, read_only, call)) = calls.0.get(usize::from(*pick) % calls.0.len().max(1)) else {
+    let Some(entry) = calls.get(usize::from(*pick) % calls.len().max(1)) else {
         return Ok(());
     };
+    let (name, read_only) = (entry.name, entry.read_only);
     let Ok(args) = serde_json::from_slice::<serde_json::Value>(args) else { return Ok(()) };
     let (db, ns) = scratch()?;
     let session = crate::ops::Session::new(db.clone(), &ns).map_err(|e| e.to_string())?;
     let before = db.store().snapshot().map_err(|e| e.to_string())?.meta().commit_seq;
-    if let Err(e @ crate::Error::Panicked { .. }) = call(&session, args) {
+    if let Err(e @ crate::Error::Panicked { .. }) = entry.call(&session, args) {
         return Err(format!("{name} panicked: {e}"));
     }
     let after = db.store().snapshot().map_err(|e| e.to_string())?.meta().commit_seq;

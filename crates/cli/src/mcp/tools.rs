@@ -5,12 +5,10 @@
 //! request and response types (rmcp's schema generation: JSON Schema 2020-12), so the tool
 //! and the operation cannot drift apart.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use mnemon::Code;
-use mnemon::ops::{Operation, Session, Visitor};
-use rmcp::handler::server::common::schema_for_type;
+use mnemon::ops::{Catalog, Session};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::Value;
 
@@ -22,52 +20,62 @@ pub enum ToolError {
     Failed(String),
 }
 
-type Call = fn(&Session, Value) -> Result<Value, ToolError>;
-
 /// The tools, and how to run each.
-#[derive(Default)]
 pub struct OwnTools {
     /// As `tools/list` lists them.
     pub tools: Vec<Tool>,
-    calls: HashMap<&'static str, Call>,
-}
-
-impl Visitor for OwnTools {
-    fn visit<O: Operation>(&mut self) {
-        if !O::MCP {
-            return;
-        }
-        let annotations =
-            ToolAnnotations::new().read_only(O::READ_ONLY).destructive(O::DESTRUCTIVE).open_world(false);
-        let mut tool = Tool::new(O::NAME, O::DESCRIPTION, unwrapped(&schema_for_type::<O>()))
-            .with_title(O::TITLE)
-            .with_output_schema::<O::Output>()
-            .annotate(annotations);
-        tool.output_schema = tool.output_schema.as_ref().map(|s| unwrapped(s));
-        self.tools.push(tool);
-        self.calls.insert(O::NAME, call::<O>);
-    }
+    catalog: Catalog,
 }
 
 impl OwnTools {
-    /// Every operation as a tool.
+    /// Every operation MCP offers, as a tool.
     pub fn new() -> OwnTools {
-        let mut t = OwnTools::default();
-        mnemon::ops::each(&mut t);
-        t
+        let catalog = Catalog::new();
+        let tools = catalog
+            .entries()
+            .iter()
+            .filter(|e| e.mcp)
+            .map(|e| {
+                let annotations = ToolAnnotations::new()
+                    .read_only(e.read_only)
+                    .destructive(e.destructive)
+                    .open_world(false);
+                let mut tool = Tool::new(e.name, e.description, unwrapped(&object(e.input_schema())))
+                    .with_title(e.title)
+                    .annotate(annotations);
+                // As rmcp gives an output schema: without the wrapper type's title and doc.
+                let mut output = object(e.output_schema());
+                output.remove("title");
+                output.remove("description");
+                tool.output_schema = Some(unwrapped(&output));
+                tool
+            })
+            .collect();
+        OwnTools { tools, catalog }
     }
 
     /// Whether `name` is one of them.
     pub fn has(&self, name: &str) -> bool {
-        self.calls.contains_key(name)
+        self.catalog.get(name).is_some_and(|e| e.mcp)
     }
 
     /// Run tool `name` with arguments `a` in `session`: the structured result.
     pub fn call(&self, session: &Session, name: &str, a: Value) -> Result<Value, ToolError> {
-        match self.calls.get(name) {
-            Some(run) => run(session, a),
-            None => Err(ToolError::Args(format!("Tool {name} not found"))),
-        }
+        let Some(entry) = self.catalog.get(name).filter(|e| e.mcp) else {
+            return Err(ToolError::Args(format!("Tool {name} not found")));
+        };
+        entry.call(session, a).map_err(|e| match e.code() {
+            Code::InvalidInput | Code::Forbidden => ToolError::Args(e.to_string()),
+            _ => ToolError::Failed(e.to_string()),
+        })
+    }
+}
+
+/// A schema as a JSON object (a schema of `true` or `false` as an empty object).
+fn object(schema: rmcp::schemars::Schema) -> JsonObject {
+    match schema.to_value() {
+        Value::Object(o) => o,
+        _ => JsonObject::new(),
     }
 }
 
@@ -102,13 +110,37 @@ fn unwrapped(schema: &JsonObject) -> Arc<JsonObject> {
     }
 }
 
-/// Parse the arguments as operation `O`'s request, run it, and give its response as JSON.
-fn call<O: Operation>(session: &Session, a: Value) -> Result<Value, ToolError> {
-    let request: O = serde_json::from_value(a)
-        .map_err(|e| ToolError::Args(format!("invalid arguments for tool {}: {e}", O::NAME)))?;
-    let out = session.call(request).map_err(|e| match e.code() {
-        Code::InvalidInput | Code::Forbidden => ToolError::Args(e.to_string()),
-        _ => ToolError::Failed(e.to_string()),
-    })?;
-    serde_json::to_value(out).map_err(|e| ToolError::Failed(format!("cannot write the result: {e}")))
+#[cfg(test)]
+mod tests {
+    use mnemon::ops::{Operation, Visitor};
+    use rmcp::handler::server::common::{schema_for_output, schema_for_type};
+
+    /// The catalog's schemas, as the tools give them, are those rmcp derives from the types.
+    struct Same(super::OwnTools, usize);
+
+    impl Visitor for Same {
+        fn visit<O: Operation>(&mut self) {
+            if !O::MCP {
+                return;
+            }
+            let Some(tool) = self.0.tools.iter().find(|t| t.name == O::NAME) else {
+                return;
+            };
+            assert_eq!(tool.input_schema, super::unwrapped(&schema_for_type::<O>()), "{}", O::NAME);
+            assert_eq!(
+                tool.output_schema,
+                Some(super::unwrapped(&schema_for_output::<O::Output>())),
+                "{}",
+                O::NAME
+            );
+            self.1 += 1;
+        }
+    }
+
+    #[test]
+    fn tool_schemas_are_those_of_the_operation_types() {
+        let mut same = Same(super::OwnTools::new(), 0);
+        mnemon::ops::each(&mut same);
+        assert_eq!(same.1, same.0.tools.len());
+    }
 }

@@ -40,6 +40,7 @@ impl Operation for Prune {
     const TITLE: &'static str = "Prune";
     const DESCRIPTION: &'static str = "Close the records whose time to live ran out at their expiry (or erase them with `forget`), and retire episodes past an age or over a cap, in the namespaces named (default: the session's). A dry run only counts.";
     const READ_ONLY: bool = false;
+    const ADMIN: bool = true;
     const DESTRUCTIVE: bool = true;
     const MCP: bool = false;
     type Output = PruneReport;
@@ -103,6 +104,7 @@ impl Operation for GraphImport {
     const TITLE: &'static str = "Import a knowledge graph";
     const DESCRIPTION: &'static str = "Import the reference memory server's knowledge graph (its JSON lines file) into a namespace: entities found by name, one observation record per observation, relations; what is already there is skipped, and a bad line is reported with its number while the others are imported.";
     const READ_ONLY: bool = false;
+    const ADMIN: bool = true;
     const MCP: bool = false;
     type Output = ImportSummary;
 

@@ -36,6 +36,7 @@ impl Operation for Reindex {
     const TITLE: &'static str = "Embed missing vectors";
     const DESCRIPTION: &'static str = "Embed every record that has no vector for the database's embedder (after a failure, or after switching embedders), in batches.";
     const READ_ONLY: bool = false;
+    const ADMIN: bool = true;
     const MCP: bool = false;
     type Output = Reindexed;
 
@@ -93,6 +94,7 @@ impl Operation for IndexBuild {
     const TITLE: &'static str = "Build a vector index";
     const DESCRIPTION: &'static str = "Build the graph of a space in a namespace now and publish it beside the database (it is otherwise built in the background when worth it).";
     const READ_ONLY: bool = false;
+    const ADMIN: bool = true;
     const MCP: bool = false;
     type Output = BuildReport;
 

@@ -28,6 +28,7 @@
 //! ```
 
 mod agent;
+mod catalog;
 mod domain;
 mod file;
 mod index;
@@ -44,6 +45,7 @@ pub use agent::{
     AgentCompleted, AgentContext, AgentError, AgentPerformance, AgentPrefer, AgentPreferences, EpisodeAccess,
     EpisodeContext, EpisodePrune, KnowledgePrune, Preferences, Retired,
 };
+pub use catalog::{Catalog, Entry};
 pub use domain::{
     ConversationAdd, ConversationEnd, ConversationRecent, ConversationShow, ConversationStart,
     DecisionActive, DecisionStatusSet, Ensured, EntityByType, EntityEnsure, EntityFind, EntityLink,
@@ -95,6 +97,9 @@ pub trait Operation: DeserializeOwned + JsonSchema + Send + 'static {
     const READ_ONLY: bool;
     /// Whether it may erase what cannot be recovered.
     const DESTRUCTIVE: bool = false;
+    /// Whether it is maintenance of the whole database (rebuilding indexes, pruning or
+    /// importing across namespaces): a server lets only an admin token call it.
+    const ADMIN: bool = false;
     /// Whether MCP offers it as a tool (the model-facing set; every interface that takes
     /// whole records offers the rest too).
     const MCP: bool = true;

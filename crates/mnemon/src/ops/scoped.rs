@@ -217,6 +217,7 @@ impl Operation for MemoryImportGraph {
     const TITLE: &'static str = "Import a knowledge graph";
     const DESCRIPTION: &'static str = "Import the reference memory server's knowledge-graph file as scoped entries: an entity named project:PATH goes to that project, others to the global scope; an observation already there is skipped. A bad line is an error naming it, and nothing is written.";
     const READ_ONLY: bool = false;
+    const ADMIN: bool = true;
     const MCP: bool = false;
     type Output = GraphImported;
 
