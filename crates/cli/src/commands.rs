@@ -148,6 +148,8 @@ pub fn run(cli: Cli) -> Result<()> {
             allow_ns,
             usize::try_from(*max_reply_bytes).unwrap_or(usize::MAX),
         )?,
+        Command::Serve(args) => crate::serve::serve(&cli, args)?,
+        Command::Token(cmd) => crate::serve::token(&cli, &mut out, cmd)?,
         Command::Memory(cmd) => crate::groups::memory::memory(&cli, &mut out, cmd)?,
         Command::Project(cmd) => crate::groups::project::project(&cli, &mut out, cmd)?,
         Command::Knowledge(cmd) => crate::groups::agent::knowledge(&cli, &mut out, cmd)?,

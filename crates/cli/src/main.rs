@@ -11,6 +11,7 @@ mod mcp;
 mod open;
 mod output;
 mod search;
+mod serve;
 mod tour;
 mod vectors;
 

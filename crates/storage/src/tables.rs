@@ -129,6 +129,20 @@ pub(crate) const VECTOR_SPACES: TableDefinition<&str, &[u8]> = TableDefinition::
 /// the embedder record), written through the same commits as the records.
 pub(crate) const AUX: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemon.aux");
 
+/// `key -> bytes`: the auxiliary rows under `auth/` (a server's access tokens, as hashes), in
+/// a table of their own: no listing, export or statistic of the other rows reads them.
+pub(crate) const AUTH: TableDefinition<&str, &[u8]> = TableDefinition::new("mnemon.auth");
+
+/// Whether auxiliary row `key` (or the rows under prefix `key`) is kept in [`AUTH`].
+pub(crate) fn is_auth_key(key: &str) -> bool {
+    key.starts_with("auth/")
+}
+
+/// The table holding auxiliary row `key` (or the rows under prefix `key`).
+pub(crate) fn aux_table(key: &str) -> TableDefinition<'static, &'static str, &'static [u8]> {
+    if is_auth_key(key) { AUTH } else { AUX }
+}
+
 /// `(namespace, term, id, from_rev) -> [1][tf u32][doc length u32]`: the lexical index's
 /// postings (see `lexical/`).
 pub(crate) const POSTINGS: TableDefinition<(&str, &str, u128, u32), &[u8]> =

@@ -365,6 +365,15 @@ pub enum Command {
         #[arg(long = "max-reply-bytes", value_name = "BYTES", default_value_t = crate::mcp::MAX_REPLY, value_parser = clap::value_parser!(u64).range(1024..))]
         max_reply_bytes: u64,
     },
+    /// Serve the database over HTTP to a farm of agents: every operation as a JSON REST API
+    /// under /v1, each request checked against its token (`mnemon token create`). Stops
+    /// gracefully on SIGTERM or Ctrl-C: no new connections, in-flight requests finish, the
+    /// file is synced (docs/server.md).
+    Serve(ServeArgs),
+    /// Tokens for `mnemon serve`: each reaches some namespaces with a scope (read, write or
+    /// admin). Only a hash of each is stored.
+    #[command(subcommand)]
+    Token(TokenCmd),
     /// Current records of every kind carrying TAG.
     Tagged {
         /// The tag.
@@ -448,6 +457,13 @@ pub enum IndexCmd {
 mod tests {
     use clap::CommandFactory;
 
+    /// clap's own checks of every command (unique flags, global ones included), which it
+    /// otherwise makes only when a command is parsed.
+    #[test]
+    fn every_command_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+
     /// Every command and every argument says what it is for (`--help` has no blank lines).
     #[test]
     fn every_argument_has_help() {
@@ -472,4 +488,62 @@ mod tests {
         walk(&super::Cli::command(), "mnemon", &mut missing);
         assert!(missing.is_empty(), "{} without help:\n{}", missing.len(), missing.join("\n"));
     }
+}
+
+/// `mnemon serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7373", value_name = "ADDR:PORT")]
+    pub listen: std::net::SocketAddr,
+    /// Serve without tokens, every namespace open to every request: only on a loopback
+    /// address.
+    #[arg(long)]
+    pub no_auth: bool,
+    /// Also answer requests naming this host (`Host` header, as `name:port`): for a server
+    /// reached by a name or through a proxy. Repeatable. By default only the listen address
+    /// and, on loopback, localhost.
+    #[arg(long = "allow-host", value_name = "HOST:PORT")]
+    pub allow_host: Vec<String>,
+    /// The largest request body, in bytes (an import's included).
+    #[arg(long = "max-body-bytes", value_name = "BYTES", default_value_t = 32 << 20, value_parser = clap::value_parser!(u64).range(1024..))]
+    pub max_body_bytes: u64,
+    /// The most connections open at once (more wait to be accepted).
+    #[arg(long = "max-connections", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
+    /// The most operations running at once; a request beyond them is answered 503 with
+    /// Retry-After.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    pub queue: u64,
+    /// Seconds in-flight requests get to finish after SIGTERM or Ctrl-C.
+    #[arg(long = "shutdown-grace", default_value_t = 10, value_name = "SECONDS")]
+    pub shutdown_grace: u64,
+}
+
+/// `mnemon token ...`.
+#[derive(Debug, Subcommand)]
+pub enum TokenCmd {
+    /// Make a token and print it (once: only its hash is stored).
+    Create {
+        /// A name to know it by.
+        #[arg(long)]
+        name: String,
+        /// A namespace it reaches: a name or a glob (`project:*`, `*` for all). Repeatable;
+        /// at least one.
+        #[arg(long = "allow-ns", value_name = "PATTERN", required = true)]
+        namespaces: Vec<String>,
+        /// What it may do: read, write (and read) or admin (and whole-database maintenance).
+        #[arg(long, default_value = "read")]
+        scope: String,
+        /// When it stops working (RFC 3339 or a date).
+        #[arg(long, value_name = "TIME")]
+        expires: Option<String>,
+    },
+    /// Every token: id, name, namespaces, scope, and whether it is in force.
+    List,
+    /// Revoke a token by id or name: it stops working at once, even for a running server.
+    Revoke {
+        /// The token's id or name.
+        which: String,
+    },
 }

@@ -280,6 +280,12 @@ impl Session {
     }
 }
 
+/// Whether namespace `name` matches `pattern`, where `*` stands for any run of characters
+/// (the rule of [`Session::allow`], for adapters that check patterns of their own).
+pub fn glob_matches(pattern: &str, name: &str) -> bool {
+    glob(pattern, name)
+}
+
 /// Whether `name` matches `pattern`, where `*` stands for any run of characters.
 pub(crate) fn glob(pattern: &str, name: &str) -> bool {
     let mut parts = pattern.split('*');

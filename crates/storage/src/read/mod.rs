@@ -366,15 +366,16 @@ impl Snapshot {
     /// An auxiliary row (see [`crate::WriteOp::PutAux`]).
     pub fn aux(&self, key: &str) -> Result<Option<Vec<u8>>, Error> {
         self.ctx((|| {
-            let Some(t) = self.open_optional(tables::AUX)? else { return Ok(None) };
+            let Some(t) = self.open_optional(tables::aux_table(key))? else { return Ok(None) };
             Ok(t.get(key)?.map(|v| v.value().to_vec()))
         })())
     }
 
-    /// The auxiliary rows whose keys start with `prefix`.
+    /// The auxiliary rows whose keys start with `prefix` (those under `auth/` only for a
+    /// prefix under it).
     pub fn aux_prefix(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, Error> {
         self.ctx((|| {
-            let Some(t) = self.open_optional(tables::AUX)? else { return Ok(Vec::new()) };
+            let Some(t) = self.open_optional(tables::aux_table(prefix))? else { return Ok(Vec::new()) };
             let mut out = Vec::new();
             for r in t.range(prefix..)? {
                 let (k, v) = r?;

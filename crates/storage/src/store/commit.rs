@@ -66,6 +66,7 @@ pub(super) fn commit(
             vectors: tables::LazyTable::new(&txn, tables::VECTORS),
             vector_spaces: tables::LazyTable::new(&txn, tables::VECTOR_SPACES),
             aux: tables::LazyTable::new(&txn, tables::AUX),
+            auth: tables::LazyTable::new(&txn, tables::AUTH),
             lexical: crate::lexical::LexicalWriter::open(&txn)?,
             known_namespaces: std::collections::HashSet::new(),
             max_ids: Default::default(),

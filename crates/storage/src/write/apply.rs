@@ -189,9 +189,10 @@ impl WriteTables<'_> {
                 Ok(None)
             }
             Change::Aux { key, value } => {
+                let table = if crate::tables::is_auth_key(&key) { &mut self.auth } else { &mut self.aux };
                 match value {
-                    Some(v) => self.aux.get_mut()?.insert(key.as_str(), v.as_slice())?,
-                    None => self.aux.get_mut()?.remove(key.as_str())?,
+                    Some(v) => table.get_mut()?.insert(key.as_str(), v.as_slice())?,
+                    None => table.get_mut()?.remove(key.as_str())?,
                 };
                 Ok(None)
             }
@@ -247,8 +248,8 @@ impl WriteTables<'_> {
 /// Auxiliary keys belong to named owners above storage.
 pub(super) fn check_aux_key(key: &str) -> Result<(), InputError> {
     let bad = |reason| InputError::BadAuxKey { key: key.to_string(), reason };
-    if !["index/", "embed/", "app/"].iter().any(|p| key.starts_with(p)) {
-        return Err(bad("keys start with index/, embed/ or app/"));
+    if !["index/", "embed/", "app/", "auth/"].iter().any(|p| key.starts_with(p)) {
+        return Err(bad("keys start with index/, embed/, app/ or auth/"));
     }
     if key.len() > 1024 {
         return Err(bad("it is longer than 1024 bytes"));

@@ -207,7 +207,8 @@ pub enum WriteOp {
         vector: Vec<f32>,
     },
     /// Set (`Some`) or delete (`None`) an auxiliary row (for the layers above storage: index
-    /// manifests, the embedder record). Keys must start with `index/`, `embed/` or `app/`.
+    /// manifests, the embedder record, a server's tokens). Keys must start with `index/`,
+    /// `embed/`, `app/` or `auth/` (kept in a table of their own).
     PutAux {
         /// The key.
         key: String,
@@ -371,6 +372,7 @@ pub(crate) struct WriteTables<'txn> {
     pub(crate) vectors: LazyTable<'txn, (&'static str, &'static str, u128, u32), &'static [u8]>,
     pub(crate) vector_spaces: LazyTable<'txn, &'static str, &'static [u8]>,
     pub(crate) aux: LazyTable<'txn, &'static str, &'static [u8]>,
+    pub(crate) auth: LazyTable<'txn, &'static str, &'static [u8]>,
     pub(crate) lexical: crate::lexical::LexicalWriter<'txn>,
     /// Namespaces known to exist in this commit.
     pub(crate) known_namespaces: std::collections::HashSet<String>,

@@ -1,0 +1,378 @@
+//! The HTTP API: the [routes](routes), the guard every request passes (Host and Origin), the
+//! check of its token, and the run of its operation on the blocking pool, at most
+//! [`Config::queue`] at once (a request beyond that is answered 503 with `Retry-After` rather
+//! than queued without bound).
+
+pub mod args;
+mod problem;
+pub mod routes;
+mod transfer;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get, on, post};
+use http_body_util::BodyExt;
+use mnemon::Db;
+use mnemon::ops::{Catalog, Entry, Session};
+use serde_json::{Map, Value, json};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+pub use problem::Problem;
+
+use crate::tokens::{self, Scope, TokenInfo};
+use args::QueryShapes;
+
+/// How the API behaves.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Whether requests need a token (`false`: `--no-auth`, every namespace open).
+    pub auth: bool,
+    /// The `host[:port]` values a request's `Host` (and `Origin`, when it has one) may name.
+    pub allowed_hosts: Vec<String>,
+    /// The largest request body, in bytes (an import's JSON lines included).
+    pub body_limit: usize,
+    /// How long a request's body may take to arrive.
+    pub body_timeout: Duration,
+    /// The most operations running at once; a request beyond them is answered 503.
+    pub queue: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            auth: true,
+            allowed_hosts: Vec::new(),
+            body_limit: 32 << 20,
+            body_timeout: Duration::from_secs(30),
+            queue: 256,
+        }
+    }
+}
+
+/// What every request shares: the database, the operations, the configuration.
+#[derive(Clone)]
+pub struct App(Arc<Inner>);
+
+struct Inner {
+    db: Db,
+    catalog: Catalog,
+    shapes: HashMap<&'static str, QueryShapes>,
+    config: Config,
+    queue: Arc<Semaphore>,
+}
+
+impl App {
+    /// The API over `db`.
+    pub fn new(db: Db, config: Config) -> App {
+        let catalog = Catalog::new();
+        let shapes = catalog
+            .entries()
+            .iter()
+            .map(|e| (e.name, QueryShapes::of(&e.input_schema().to_value())))
+            .collect();
+        let queue = Arc::new(Semaphore::new(config.queue.max(1)));
+        App(Arc::new(Inner { db, catalog, shapes, config, queue }))
+    }
+
+    /// The database.
+    pub fn db(&self) -> &Db {
+        &self.0.db
+    }
+
+    /// The router of every route.
+    pub fn router(&self) -> Router {
+        let mut by_path: Vec<(&'static str, MethodRouter<App>)> = Vec::new();
+        for r in routes::ROUTES {
+            let op = r.op;
+            let handler = move |state: State<App>,
+                                path: Path<HashMap<String, String>>,
+                                query: RawQuery,
+                                req: Request| { call(state, op, path, query, req) };
+            let filter = axum::routing::MethodFilter::try_from(r.method.clone())
+                .unwrap_or(axum::routing::MethodFilter::POST);
+            match by_path.iter_mut().find(|(p, _)| *p == r.path) {
+                Some((_, m)) => *m = std::mem::take(m).on(filter, handler),
+                None => by_path.push((r.path, on(filter, handler))),
+            }
+        }
+        let mut router = Router::new()
+            .route("/healthz", get(|| async { "ok\n" }))
+            .route("/readyz", get(readyz))
+            .route("/v1/operations", get(operations))
+            .route("/v1/ns/{ns}/ops/{op}", post(call_named))
+            .route("/v1/ops/{op}", post(call_named))
+            .route("/v1/ns/{ns}/export", get(transfer::export))
+            .route("/v1/ns/{ns}/import", post(transfer::import));
+        for (path, m) in by_path {
+            router = router.route(path, m);
+        }
+        router
+            .fallback(|| async {
+                Problem::new(StatusCode::NOT_FOUND, "no_route", "no such route; see /v1/operations")
+            })
+            .method_not_allowed_fallback(|| async {
+                Problem::new(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "method_not_allowed",
+                    "this route does not take that method",
+                )
+            })
+            .layer(middleware::from_fn_with_state(self.clone(), guard))
+            .with_state(self.clone())
+    }
+
+    /// A slot for one operation, or 503 when all are taken.
+    fn slot(&self) -> Result<OwnedSemaphorePermit, Problem> {
+        Arc::clone(&self.0.queue).try_acquire_owned().map_err(|_| Problem::overloaded())
+    }
+
+    /// Whether a `Host` or `Origin` authority may be served.
+    fn host_allowed(&self, authority: &str) -> bool {
+        let authority = authority.to_ascii_lowercase();
+        self.0.config.allowed_hosts.contains(&authority)
+    }
+}
+
+/// Refuse a request naming a host the server does not answer for (DNS rebinding), or coming
+/// from a web page of a foreign origin.
+async fn guard(State(app): State<App>, req: Request, next: Next) -> Response {
+    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    if !app.host_allowed(host) {
+        return Problem::new(
+            StatusCode::FORBIDDEN,
+            "host_not_allowed",
+            "the Host header names a host this server does not answer for (--allow-host)",
+        )
+        .into_response();
+    }
+    if let Some(origin) = req.headers().get(header::ORIGIN) {
+        let authority = origin.to_str().ok().and_then(|o| o.split_once("://")).map(|(_, a)| a);
+        if !authority.is_some_and(|a| app.host_allowed(a)) {
+            return Problem::new(
+                StatusCode::FORBIDDEN,
+                "origin_not_allowed",
+                "requests from this web origin are refused",
+            )
+            .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+async fn readyz(State(app): State<App>) -> Response {
+    let db = app.db().clone();
+    let ready =
+        tokio::task::spawn_blocking(move || db.snapshot().is_ok() && db.store().damage().is_none()).await;
+    if ready.unwrap_or(false) {
+        "ready\n".into_response()
+    } else {
+        Problem::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the database is not ready")
+            .into_response()
+    }
+}
+
+/// The operations: name, title, description, flags, and the scope a token needs.
+async fn operations(State(app): State<App>) -> Response {
+    let list: Vec<Value> = app
+        .0
+        .catalog
+        .entries()
+        .iter()
+        .map(|e| {
+            json!({"name": e.name, "title": e.title, "description": e.description, "read_only": e.read_only,
+                   "destructive": e.destructive, "scope": needed(e).as_str()})
+        })
+        .collect();
+    axum::Json(json!({ "operations": list })).into_response()
+}
+
+/// The scope a token needs for operation `e`.
+pub fn needed(e: &Entry) -> Scope {
+    if e.admin {
+        Scope::Admin
+    } else if e.read_only {
+        Scope::Read
+    } else {
+        Scope::Write
+    }
+}
+
+/// `POST /v1/ns/{ns}/ops/{op}` and `POST /v1/ops/{op}`.
+async fn call_named(
+    state: State<App>,
+    Path(params): Path<HashMap<String, String>>,
+    query: RawQuery,
+    req: Request,
+) -> Result<Response, Problem> {
+    let Some(entry) = params.get("op").and_then(|op| state.0.0.catalog.get(op)) else {
+        return Err(Problem::new(StatusCode::NOT_FOUND, "no_route", "no such operation; see /v1/operations"));
+    };
+    let op = entry.name;
+    let mut params = params;
+    params.remove("op");
+    call(state, op, Path(params), query, req).await
+}
+
+/// Run operation `op` for a request: its token checked, its arguments read from the path,
+/// the query string or the body.
+async fn call(
+    State(app): State<App>,
+    op: &'static str,
+    Path(params): Path<HashMap<String, String>>,
+    RawQuery(query): RawQuery,
+    req: Request,
+) -> Result<Response, Problem> {
+    let entry = app
+        .0
+        .catalog
+        .get(op)
+        .cloned()
+        .ok_or_else(|| Problem::new(StatusCode::NOT_FOUND, "no_route", "no such operation"))?;
+    let (parts, body) = req.into_parts();
+    let token = bearer(&parts.headers, app.0.config.auth)?;
+    let pairs = query_pairs(query.as_deref());
+    let mut args = if routes::takes_query(&parts.method) {
+        app.0.shapes.get(op).map(|s| s.read(&pairs)).unwrap_or(Ok(Map::new())).map_err(Problem::invalid)?
+    } else {
+        read_json(&app, body).await?
+    };
+    if let Some(id) = params.get("id") {
+        match args.get("id") {
+            Some(Value::String(given)) if given != id => {
+                return Err(Problem::invalid("the body's `id` differs from the path's"));
+            }
+            _ => {
+                args.insert("id".into(), Value::String(id.clone()));
+            }
+        }
+    }
+    let named = params
+        .get("ns")
+        .cloned()
+        .or_else(|| header_ns(&parts.headers))
+        .or_else(|| pairs.iter().find(|(k, _)| k == "ns").map(|(_, v)| v.clone()));
+    let slot = app.slot()?;
+    let run = {
+        let app = app.clone();
+        move || -> Result<Value, Problem> {
+            let _slot = slot;
+            let session = app.session(token.as_deref(), named.as_deref(), needed(&entry))?;
+            Ok(entry.call(&session, Value::Object(args))?)
+        }
+    };
+    let out = tokio::task::spawn_blocking(run).await.map_err(|_| {
+        Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "unavailable", "the operation stopped unexpectedly")
+    })??;
+    Ok(axum::Json(out).into_response())
+}
+
+impl App {
+    /// The session a request runs in: its token checked (in force, reaching namespace `named`
+    /// or naming one itself, of scope `need` at least), allowed what the token reaches.
+    /// Blocking: reads the token's row.
+    fn session(&self, token: Option<&str>, named: Option<&str>, need: Scope) -> Result<Session, Problem> {
+        let db = self.db().clone();
+        let Some(presented) = token else {
+            // No authentication (`--no-auth`): every namespace.
+            let ns = named.ok_or_else(|| Problem::invalid(NO_NAMESPACE))?;
+            return Ok(Session::new(db, ns)?.allow("*"));
+        };
+        let info: TokenInfo = match tokens::verify(&db, presented, db.now()) {
+            Ok(info) => info,
+            Err(tokens::TokenError::Db(e)) => return Err(e.into()),
+            Err(_) => return Err(Problem::unauthorized()),
+        };
+        let ns = named.or(info.sole_namespace()).ok_or_else(|| Problem::invalid(NO_NAMESPACE))?;
+        if !info.reaches(ns) {
+            return Err(Problem::forbidden(format!("the token does not reach namespace {ns:?}")));
+        }
+        if info.scope < need {
+            return Err(Problem::forbidden(format!(
+                "the token's scope is {}; this operation needs {}",
+                info.scope.as_str(),
+                need.as_str()
+            )));
+        }
+        let mut session = Session::new(db, ns)?;
+        for pattern in &info.namespaces {
+            session = session.allow(pattern.clone());
+        }
+        Ok(session)
+    }
+}
+
+const NO_NAMESPACE: &str =
+    "name a namespace: /v1/ns/{ns}/..., the Mnemon-Namespace header or the ns query parameter";
+
+/// The bearer token of a request: required when `auth` is on (401 without one).
+fn bearer(headers: &HeaderMap, auth: bool) -> Result<Option<String>, Problem> {
+    if !auth {
+        return Ok(None);
+    }
+    let value =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).ok_or_else(Problem::unauthorized)?;
+    let (scheme, token) = value.split_once(' ').ok_or_else(Problem::unauthorized)?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(Problem::unauthorized());
+    }
+    Ok(Some(token.trim().to_string()))
+}
+
+/// The namespace named by the `Mnemon-Namespace` header.
+fn header_ns(headers: &HeaderMap) -> Option<String> {
+    headers.get("mnemon-namespace").and_then(|v| v.to_str().ok()).map(str::to_string)
+}
+
+/// A query string's parameters, decoded.
+fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
+    query
+        .map(|q| {
+            axum::extract::Query::<Vec<(String, String)>>::try_from_uri(
+                &format!("/?{q}").parse().unwrap_or_default(),
+            )
+            .map(|axum::extract::Query(p)| p)
+            .unwrap_or_default()
+        })
+        .unwrap_or_default()
+}
+
+/// A request's body, whole: at most [`Config::body_limit`] bytes (413), arriving within
+/// [`Config::body_timeout`] (408).
+async fn read_body(app: &App, body: Body) -> Result<bytes::Bytes, Problem> {
+    let limited = http_body_util::Limited::new(body, app.0.config.body_limit);
+    match tokio::time::timeout(app.0.config.body_timeout, limited.collect()).await {
+        Err(_) => Err(Problem::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "timeout",
+            "the request's body took too long to arrive",
+        )),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            format!("the body is larger than {} bytes (--max-body-bytes)", app.0.config.body_limit),
+        )),
+        Ok(Err(_)) => Err(Problem::invalid("the request's body could not be read")),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+    }
+}
+
+/// A request's body as a JSON object (an empty body is `{}`).
+async fn read_json(app: &App, body: Body) -> Result<Map<String, Value>, Problem> {
+    let bytes = read_body(app, body).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(Problem::invalid("the body must be a JSON object")),
+        Err(e) => Err(Problem::invalid(format!("the body is not JSON: {e}"))),
+    }
+}

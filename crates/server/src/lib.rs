@@ -1,0 +1,46 @@
+//! `mnemon serve`: one server owning a mnemon database for a farm of agents. Every operation
+//! of [`mnemon::ops`] is reachable over a JSON REST API under `/v1` ([`http::routes`]), each
+//! call checked against the caller's [token](tokens) (the namespaces it reaches, its scope)
+//! and run in a session of the namespace the route names; writes from every connection share
+//! the database's group commit. Errors are problem documents ([`http::Problem`]). See
+//! docs/server.md.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let db = mnemon::Db::builder("memory.redb").create(true).shared(true).open()?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:7373").await?;
+//! let mut options = mnemon_server::Options::default();
+//! options.config.allowed_hosts = mnemon_server::local_hosts(listener.local_addr()?);
+//! mnemon_server::serve(db, listener, options, async { let _ = tokio::signal::ctrl_c().await; }).await?;
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod http;
+mod serve;
+pub mod tokens;
+
+pub use serve::{Options, ServeError, serve};
+
+/// The `Host` values a server listening on `addr` answers to by default: the address itself
+/// and, for a loopback or unspecified address, `localhost`, `127.0.0.1` and `[::1]`, each
+/// with the port (and without it for port 80).
+pub fn local_hosts(addr: std::net::SocketAddr) -> Vec<String> {
+    let port = addr.port();
+    let mut names = vec![match addr.ip() {
+        std::net::IpAddr::V4(ip) => ip.to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+    }];
+    if addr.ip().is_loopback() || addr.ip().is_unspecified() {
+        names.extend(["localhost".to_string(), "127.0.0.1".to_string(), "[::1]".to_string()]);
+    }
+    names.dedup();
+    let mut out = Vec::new();
+    for n in names {
+        out.push(format!("{n}:{port}"));
+        if port == 80 {
+            out.push(n);
+        }
+    }
+    out
+}
