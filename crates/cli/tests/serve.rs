@@ -1,0 +1,108 @@
+//! `mnemon serve` and `mnemon token` as a user runs them: the binary as a child process, a
+//! real HTTP client, SIGTERM to stop it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::run_at;
+use serde_json::{Value, json};
+
+#[test]
+fn tokens_are_made_listed_and_revoked_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.redb");
+    let made = run_at(
+        dir.path(),
+        &db,
+        &["--json", "token", "create", "--name", "dev", "--allow-ns", "project:*", "--scope", "write"],
+        None,
+    )
+    .json();
+    let token = made["token"].as_str().unwrap();
+    assert!(token.starts_with("mnemon_"), "{made}");
+    let listed = run_at(dir.path(), &db, &["--json", "token", "list"], None).json_lines();
+    assert_eq!(listed.len(), 1);
+    assert_eq!((listed[0]["name"].as_str(), listed[0]["in_force"].as_bool()), (Some("dev"), Some(true)));
+    assert!(!listed[0].to_string().contains(&token[24..]), "the secret is listed");
+    // Bad input: one line, exit 2.
+    run_at(dir.path(), &db, &["token", "create", "--name", "x", "--allow-ns", "a", "--scope", "root"], None)
+        .fails(2, "scope");
+    run_at(dir.path(), &db, &["token", "create", "--name", "dev", "--allow-ns", "a"], None)
+        .fails(2, "exists");
+    run_at(
+        dir.path(),
+        &db,
+        &["token", "create", "--name", "y", "--allow-ns", "a", "--expires", "soon"],
+        None,
+    )
+    .fails(2, "--expires");
+    let text = run_at(dir.path(), &db, &["token", "revoke", "dev"], None);
+    assert!(text.ok().starts_with("revoked "), "{}", text.stdout);
+    let listed = run_at(dir.path(), &db, &["--json", "token", "list"], None).json_lines();
+    assert_eq!(listed[0]["in_force"], false);
+    run_at(dir.path(), &db, &["token", "revoke", "nobody"], None).fails(1, "no token named");
+}
+
+#[test]
+fn no_auth_is_refused_off_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.redb");
+    run_at(dir.path(), &db, &["serve", "--no-auth", "--listen", "0.0.0.0:0"], None).fails(2, "loopback");
+}
+
+#[test]
+fn serve_answers_with_tokens_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.redb");
+    let token = run_at(
+        dir.path(),
+        &db,
+        &["--json", "token", "create", "--name", "a", "--allow-ns", "agent:*", "--scope", "write"],
+        None,
+    )
+    .json()["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .current_dir(dir.path())
+        .env("MNEMON_MINILM_DIR", dir.path().join("model"))
+        .args(["--db", db.to_str().unwrap(), "serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    let c = reqwest::blocking::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
+    let r = c
+        .post(format!("http://{addr}/v1/ns/agent:dev-1/memories"))
+        .bearer_auth(&token)
+        .json(&json!({"kind": "learning", "text": "served"}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let id = r.json::<Value>().unwrap()["id"].as_str().unwrap().to_string();
+    let r = c.get(format!("http://{addr}/v1/ns/project:x/records")).bearer_auth(&token).send().unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    // Meanwhile the command line uses the same file.
+    let got = run_at(dir.path(), &db, &["--ns", "agent:dev-1", "--json", "get", &id], None).json();
+    assert_eq!(got["body"]["text"], "served", "{got}");
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert_eq!(status.code(), Some(0), "{rest}");
+    assert!(rest.contains("stopped"), "{rest}");
+}
