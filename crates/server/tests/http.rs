@@ -109,6 +109,10 @@ fn every_resource_route_runs_its_operation() {
     let reindex =
         ops["operations"].as_array().unwrap().iter().find(|o| o["name"] == "reindex").unwrap().clone();
     assert_eq!(reindex["scope"], "admin");
+    // The OpenAPI document, without a token.
+    let (st, doc) = answer(c.get(s.url("/openapi.json")).send().unwrap());
+    assert_eq!((st, doc["openapi"].as_str()), (200, Some("3.1.0")));
+    assert!(doc["paths"]["/v1/ns/{ns}/records/{id}"]["get"].is_object());
 }
 
 #[test]

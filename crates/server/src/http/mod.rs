@@ -4,6 +4,7 @@
 //! than queued without bound).
 
 pub mod args;
+pub mod openapi;
 mod problem;
 pub mod routes;
 mod transfer;
@@ -67,6 +68,8 @@ struct Inner {
     shapes: HashMap<&'static str, QueryShapes>,
     config: Config,
     queue: Arc<Semaphore>,
+    /// The OpenAPI document, written once.
+    openapi: bytes::Bytes,
 }
 
 impl App {
@@ -79,7 +82,8 @@ impl App {
             .map(|e| (e.name, QueryShapes::of(&e.input_schema().to_value())))
             .collect();
         let queue = Arc::new(Semaphore::new(config.queue.max(1)));
-        App(Arc::new(Inner { db, catalog, shapes, config, queue }))
+        let openapi = serde_json::to_vec_pretty(&openapi::document(&catalog)).unwrap_or_default().into();
+        App(Arc::new(Inner { db, catalog, shapes, config, queue, openapi }))
     }
 
     /// The database.
@@ -107,6 +111,12 @@ impl App {
             .route("/healthz", get(|| async { "ok\n" }))
             .route("/readyz", get(readyz))
             .route("/v1/operations", get(operations))
+            .route(
+                "/openapi.json",
+                get(|State(app): State<App>| async move {
+                    ([(header::CONTENT_TYPE, "application/json")], app.0.openapi.clone())
+                }),
+            )
             .route("/v1/ns/{ns}/ops/{op}", post(call_named))
             .route("/v1/ops/{op}", post(call_named))
             .route("/v1/ns/{ns}/export", get(transfer::export))
