@@ -142,7 +142,7 @@ pub fn run(cli: Cli) -> Result<()> {
             };
             crate::groups::upkeep::prune(&cli, &mut out, o)?
         }
-        Command::Mcp { allow_ns, max_reply_bytes } => crate::mcp::serve(
+        Command::Mcp { allow_ns, max_reply_bytes } => mnemon_server::mcp::serve_stdio(
             with_embedder(&cli, Db::builder(&cli.db).shared(true).create(true))?.open()?,
             &cli.ns,
             allow_ns,

@@ -7,7 +7,6 @@ use clap::Parser;
 mod cli;
 mod commands;
 mod groups;
-mod mcp;
 mod open;
 mod output;
 mod search;

@@ -1,7 +1,8 @@
 //! `mnemon mcp` driven by the official MCP Python SDK (mcp 2.3.0, installed pinned and
 //! hash-checked by scripts/fetch-mcp-sdk.sh): a coding agent's session, concurrent calls, two
 //! servers on one file, a restart, and SIGKILL right after acknowledged writes
-//! (`mcp_sdk/session.py`).
+//! (`mcp_sdk/session.py`); and `mnemon serve`'s /mcp over Streamable HTTP
+//! (`mcp_sdk/http_session.py`).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 
 use std::path::PathBuf;
@@ -21,14 +22,16 @@ fn python() -> PathBuf {
     py
 }
 
-#[test]
-fn the_official_python_sdk_drives_a_session() {
+/// Run `script` (in tests/mcp_sdk/) with the SDK's Python, the binary and a work directory:
+/// its standard output, after checking it exited 0 and printed every step of `steps`.
+fn run_script(script: &str, steps: &[&str]) {
     let work = tempfile::tempdir().unwrap();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_sdk/session.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_sdk").join(script);
     let mut child = Command::new(python())
         .arg(script)
         .arg(env!("CARGO_BIN_EXE_mnemon"))
         .arg(work.path())
+        .env("MNEMON_MINILM_DIR", work.path().join("model"))
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(work.path().join("stdout.txt")).unwrap())
         .stderr(std::fs::File::create(work.path().join("stderr.txt")).unwrap())
@@ -47,15 +50,39 @@ fn the_official_python_sdk_drives_a_session() {
     let stdout = std::fs::read_to_string(work.path().join("stdout.txt")).unwrap();
     let stderr = std::fs::read_to_string(work.path().join("stderr.txt")).unwrap();
     assert!(status.success(), "session failed:\n{stdout}\n{stderr}");
-    for step in [
-        "ok realistic session",
-        "ok agent memory",
-        "ok high-level client",
-        "ok concurrent calls",
-        "ok two servers on one file",
-        "ok restart",
-        "ok SIGKILL after acknowledged writes",
-    ] {
+    for step in steps {
         assert!(stdout.contains(step), "missing {step:?}:\n{stdout}\n{stderr}");
     }
+}
+
+#[test]
+fn the_official_python_sdk_drives_a_session() {
+    run_script(
+        "session.py",
+        &[
+            "ok realistic session",
+            "ok agent memory",
+            "ok high-level client",
+            "ok concurrent calls",
+            "ok two servers on one file",
+            "ok restart",
+            "ok SIGKILL after acknowledged writes",
+        ],
+    );
+}
+
+/// `mnemon serve`'s /mcp over Streamable HTTP (`mcp_sdk/http_session.py`): a session with a
+/// token in the namespace `?ns=` names, scopes, refusals, and the REST API reading its writes.
+#[test]
+fn the_official_python_sdk_drives_a_session_over_http() {
+    run_script(
+        "http_session.py",
+        &[
+            "ok session over HTTP",
+            "ok read-only token",
+            "ok refusals",
+            "ok REST sees MCP's writes",
+            "ok graceful stop",
+        ],
+    );
 }

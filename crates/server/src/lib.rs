@@ -17,6 +17,7 @@
 //! ```
 
 pub mod http;
+pub mod mcp;
 mod serve;
 pub mod tokens;
 

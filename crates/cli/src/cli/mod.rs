@@ -362,7 +362,7 @@ pub enum Command {
         allow_ns: Vec<String>,
         /// The largest reply a tool call may give, in bytes (default 32 MiB, as large as a
         /// request may be): a bigger one is an error result asking for fewer records.
-        #[arg(long = "max-reply-bytes", value_name = "BYTES", default_value_t = crate::mcp::MAX_REPLY, value_parser = clap::value_parser!(u64).range(1024..))]
+        #[arg(long = "max-reply-bytes", value_name = "BYTES", default_value_t = mnemon_server::mcp::MAX_REPLY, value_parser = clap::value_parser!(u64).range(1024..))]
         max_reply_bytes: u64,
     },
     /// Serve the database over HTTP to a farm of agents: every operation as a JSON REST API

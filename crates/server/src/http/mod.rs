@@ -44,6 +44,8 @@ pub struct Config {
     pub body_timeout: Duration,
     /// The most operations running at once; a request beyond them is answered 503.
     pub queue: usize,
+    /// The largest reply an MCP tool call may give, in bytes.
+    pub mcp_max_reply: usize,
 }
 
 impl Default for Config {
@@ -54,6 +56,7 @@ impl Default for Config {
             body_limit: 32 << 20,
             body_timeout: Duration::from_secs(30),
             queue: 256,
+            mcp_max_reply: crate::mcp::MAX_REPLY as usize,
         }
     }
 }
@@ -124,7 +127,18 @@ impl App {
         for (path, m) in by_path {
             router = router.route(path, m);
         }
+        // MCP's Streamable HTTP transport: the caller is authenticated here, the tools run in
+        // its session (see `crate::mcp::Caller`).
+        let mcp = crate::mcp::http_service(
+            self.db().clone(),
+            self.0.config.mcp_max_reply,
+            self.0.config.allowed_hosts.clone(),
+        );
+        let mcp = Router::new()
+            .route_service("/mcp", mcp)
+            .route_layer(middleware::from_fn_with_state(self.clone(), mcp_caller));
         router
+            .merge(mcp)
             .fallback(|| async {
                 Problem::new(StatusCode::NOT_FOUND, "no_route", "no such route; see /v1/operations")
             })
@@ -175,6 +189,40 @@ async fn guard(State(app): State<App>, req: Request, next: Next) -> Response {
         }
     }
     next.run(req).await
+}
+
+/// Authenticate an MCP request and put its [`crate::mcp::Caller`] in its extensions: the
+/// namespace named by the `ns` query parameter, the `Mnemon-Namespace` header, or the token
+/// when it names one. Each tool call checks the scope it needs.
+async fn mcp_caller(State(app): State<App>, mut req: Request, next: Next) -> Response {
+    let token = match bearer(req.headers(), app.0.config.auth) {
+        Ok(t) => t,
+        Err(p) => return p.into_response(),
+    };
+    let named = query_pairs(req.uri().query())
+        .into_iter()
+        .find(|(k, _)| k == "ns")
+        .map(|(_, v)| v)
+        .or_else(|| header_ns(req.headers()));
+    let resolve = {
+        let app = app.clone();
+        let token = token.clone();
+        move || -> Result<crate::mcp::Caller, Problem> {
+            let (session, scope) = app.authorize(token.as_deref(), named.as_deref(), Scope::Read)?;
+            Ok(crate::mcp::Caller { session, scope })
+        }
+    };
+    match tokio::task::spawn_blocking(resolve).await {
+        Ok(Ok(caller)) => {
+            req.extensions_mut().insert(caller);
+            next.run(req).await
+        }
+        Ok(Err(p)) => p.into_response(),
+        Err(_) => {
+            Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "unavailable", "the request stopped unexpectedly")
+                .into_response()
+        }
+    }
 }
 
 async fn readyz(State(app): State<App>) -> Response {
@@ -289,11 +337,21 @@ impl App {
     /// or naming one itself, of scope `need` at least), allowed what the token reaches.
     /// Blocking: reads the token's row.
     fn session(&self, token: Option<&str>, named: Option<&str>, need: Scope) -> Result<Session, Problem> {
+        self.authorize(token, named, need).map(|(session, _)| session)
+    }
+
+    /// [`Self::session`], and the token's scope (`None` without authentication).
+    fn authorize(
+        &self,
+        token: Option<&str>,
+        named: Option<&str>,
+        need: Scope,
+    ) -> Result<(Session, Option<Scope>), Problem> {
         let db = self.db().clone();
         let Some(presented) = token else {
             // No authentication (`--no-auth`): every namespace.
             let ns = named.ok_or_else(|| Problem::invalid(NO_NAMESPACE))?;
-            return Ok(Session::new(db, ns)?.allow("*"));
+            return Ok((Session::new(db, ns)?.allow("*"), None));
         };
         let info: TokenInfo = match tokens::verify(&db, presented, db.now()) {
             Ok(info) => info,
@@ -315,7 +373,7 @@ impl App {
         for pattern in &info.namespaces {
             session = session.allow(pattern.clone());
         }
-        Ok(session)
+        Ok((session, Some(info.scope)))
     }
 }
 

@@ -54,6 +54,11 @@ impl OwnTools {
         OwnTools { tools, catalog }
     }
 
+    /// The scope a token needs for tool `name` (`None` if it is not one of them).
+    pub fn needed(&self, name: &str) -> Option<crate::tokens::Scope> {
+        self.catalog.get(name).filter(|e| e.mcp).map(crate::http::needed)
+    }
+
     /// Whether `name` is one of them.
     pub fn has(&self, name: &str) -> bool {
         self.catalog.get(name).is_some_and(|e| e.mcp)

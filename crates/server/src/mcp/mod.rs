@@ -1,17 +1,19 @@
-//! `mnemon mcp`: a Model Context Protocol server on stdio (rmcp), a drop-in for the reference
-//! knowledge-graph memory server (`@modelcontextprotocol/server-memory`): the same nine tools
-//! with the same input and output schemas and annotations (`reference-tools.json`, the tool
-//! list the reference serves, version 2026.8.31, MIT), the same results (`structuredContent`
-//! and the pretty-printed JSON text), and the `memory://knowledge-graph` resource; and
-//! mnemon's own tools (`tools.rs`). Logs go to stderr; stdout carries only JSON-RPC. The
-//! database is opened shared, so several servers and CLI calls use one file (docs/mcp.md).
+//! The Model Context Protocol server: a drop-in for the reference knowledge-graph memory server
+//! (`@modelcontextprotocol/server-memory`): the same nine tools with the same input and output
+//! schemas and annotations (`reference-tools.json`, the tool list the reference serves, version
+//! 2026.8.31, MIT), the same results (`structuredContent` and the pretty-printed JSON text),
+//! and the `memory://knowledge-graph` resource; and mnemon's own tools (`tools.rs`). Served on
+//! stdio by `mnemon mcp` ([`serve_stdio`]: logs go to stderr, stdout carries only JSON-RPC; the
+//! database is opened shared, so several servers and CLI calls use one file), and over MCP's
+//! Streamable HTTP transport at `/mcp` by `mnemon serve` ([`http_service`]), where each request
+//! runs in the session its token and namespace give (see docs/mcp.md, docs/server.md).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use anyhow::{Context, Result};
 use mnemon::Db;
 use mnemon::graph::{GraphEntity, GraphRelation};
+use mnemon::ops::Session;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
@@ -22,22 +24,55 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::tokens::Scope;
+
 mod framing;
 mod tools;
 
 const REFERENCE_TOOLS: &str = include_str!("reference-tools.json");
 const GRAPH_URI: &str = "memory://knowledge-graph";
 
-/// The server: one database handle, one namespace (the session's; others only as allowed).
+/// The server: one database handle; the session its tools run in (a stdio server's own, or
+/// over HTTP each request's, see [`Caller`]); its tools.
 pub struct MemoryServer {
     db: Db,
-    ns: String,
+    /// A stdio server's session (`None` over HTTP).
+    session: Option<Session>,
     /// The largest reply a tool call may give, in bytes (`--max-reply-bytes`).
     max_reply: usize,
-    session: mnemon::ops::Session,
     own: tools::OwnTools,
     tools: Vec<Tool>,
     idle: Arc<Idle>,
+}
+
+/// Who makes an HTTP request, as the server's authentication found: the session it runs in
+/// and its token's scope (`None` without authentication). Put in the request's extensions
+/// before rmcp sees it; rmcp hands the request's parts to the tool calls.
+#[derive(Clone)]
+pub struct Caller {
+    /// The session (the request's namespace, allowed what the token reaches).
+    pub session: Session,
+    /// The token's scope.
+    pub scope: Option<Scope>,
+}
+
+/// Why the stdio server stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The database failed.
+    #[error(transparent)]
+    Db(#[from] mnemon::Error),
+    /// Standard input or output, or the runtime, failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// The protocol could not start.
+    #[error("the MCP session: {0}")]
+    Protocol(String),
 }
 
 /// The largest reply a tool call gives by default: as large as a request may be.
@@ -69,10 +104,10 @@ async fn merge_when_idle(db: Db, ns: String, idle: Arc<Idle>) {
     }
     idle.waiting.store(false, Ordering::Relaxed);
     let merged = mnemon::Namespace::new(&ns)
-        .map_err(anyhow::Error::from)
-        .and_then(|n| db.merge_texts(&n, IDLE_MERGE_MIN).map_err(anyhow::Error::from));
+        .map_err(mnemon::Error::from)
+        .and_then(|n| db.merge_texts(&n, IDLE_MERGE_MIN));
     if let Err(e) = merged {
-        eprintln!("mnemon mcp: merging fresh texts while idle: {e:#}");
+        eprintln!("mnemon mcp: merging fresh texts while idle: {e}");
     }
 }
 
@@ -143,26 +178,62 @@ fn done(message: &str) -> CallToolResult {
 }
 
 impl MemoryServer {
-    /// A server over `db`'s namespace `ns`, whose tools may also reach the namespaces
+    /// A stdio server over `db`'s namespace `ns`, whose tools may also reach the namespaces
     /// matching `allow` (globs, see [`mnemon::ops::Session::allow`]).
-    pub fn new(db: Db, ns: &str, allow: &[String], max_reply: usize) -> Result<MemoryServer> {
-        let mut tools: Vec<Tool> = serde_json::from_str(REFERENCE_TOOLS).context("the embedded tool list")?;
-        let own = tools::OwnTools::new();
-        tools.extend(own.tools.iter().cloned());
-        let session =
-            allow.iter().fold(mnemon::ops::Session::new(db.clone(), ns)?, |s, p| s.allow(p.clone()));
-        Ok(MemoryServer { db, ns: ns.to_string(), max_reply, session, own, tools, idle: Arc::default() })
+    pub fn new(db: Db, ns: &str, allow: &[String], max_reply: usize) -> Result<MemoryServer, ServeError> {
+        let session = allow.iter().fold(Session::new(db.clone(), ns)?, |s, p| s.allow(p.clone()));
+        let mut server = MemoryServer::over_http(db, max_reply)?;
+        server.session = Some(session);
+        Ok(server)
     }
 
-    fn call(&self, name: &str, a: Value) -> Result<CallToolResult, McpError> {
+    /// A server whose tools run in each request's [`Caller`] (over HTTP).
+    pub fn over_http(db: Db, max_reply: usize) -> Result<MemoryServer, ServeError> {
+        let mut tools: Vec<Tool> = serde_json::from_str(REFERENCE_TOOLS)
+            .map_err(|e| ServeError::Protocol(format!("the embedded tool list: {e}")))?;
+        let own = tools::OwnTools::new();
+        tools.extend(own.tools.iter().cloned());
+        Ok(MemoryServer { db, session: None, max_reply, own, tools, idle: Arc::default() })
+    }
+
+    /// The caller of a request: the stdio server's own session, or the one the HTTP layer put
+    /// in the request's parts.
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
+        if let Some(session) = &self.session {
+            return Ok(Caller { session: session.clone(), scope: None });
+        }
+        context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Caller>())
+            .cloned()
+            .ok_or_else(|| McpError::invalid_request("no session for this request", None))
+    }
+
+    fn call(&self, caller: &Caller, name: &str, a: Value) -> Result<CallToolResult, McpError> {
+        if let Some(scope) = caller.scope {
+            let need = self.own.needed(name).unwrap_or(if GRAPH_READS.contains(&name) {
+                Scope::Read
+            } else {
+                Scope::Write
+            });
+            if scope < need {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "the token's scope is {}; tool {name} needs {}",
+                    scope.as_str(),
+                    need.as_str()
+                ))]));
+            }
+        }
+        let session = &caller.session;
         if self.own.has(name) {
-            return match self.own.call(&self.session, name, a) {
+            return match self.own.call(session, name, a) {
                 Ok(v) => Ok(result(&v, v.clone())),
                 Err(tools::ToolError::Args(m)) => Err(McpError::invalid_params(m, None)),
                 Err(tools::ToolError::Failed(m)) => Ok(CallToolResult::error(vec![ContentBlock::text(m)])),
             };
         }
-        let ns = self.db.ns(&self.ns).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let ns = session.ns(None).map_err(|e| McpError::internal_error(e.to_string(), None))?;
         let g = ns.graph();
         // Domain refusals (an unknown entity, ...) are tool errors the model can read, as in
         // the reference; bad arguments are protocol errors.
@@ -252,21 +323,29 @@ impl ServerHandler for MemoryServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let a = Value::Object(request.arguments.clone().unwrap_or_default());
         let name = request.name.to_string();
-        // The runtime has one thread (see `serve`): the call runs right here. A panic inside it
-        // (a dependency's, on a damaged page) is the call's error, and the server keeps serving.
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.call(&name, a)))
-            .unwrap_or_else(|payload| {
-                let message = mnemon::panic_message(payload.as_ref());
-                let e = mnemon::Error::Panicked { what: format!("tool {name}"), message };
-                Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]))
-            });
-        self.idle.calls.fetch_add(1, Ordering::Relaxed);
-        if !self.idle.waiting.swap(true, Ordering::Relaxed) {
-            tokio::spawn(merge_when_idle(self.db.clone(), self.ns.clone(), Arc::clone(&self.idle)));
+        let caller = self.caller(&context)?;
+        // A panic inside the call (a dependency's, on a damaged page) is the call's error, and
+        // the server keeps serving. On stdio the runtime has one thread (see `serve_stdio`):
+        // the call runs right here; over HTTP it leaves the worker thread to the others.
+        let run = || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.call(&caller, &name, a)))
+                .unwrap_or_else(|payload| {
+                    let message = mnemon::panic_message(payload.as_ref());
+                    let e = mnemon::Error::Panicked { what: format!("tool {name}"), message };
+                    Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]))
+                })
+        };
+        let r = if self.session.is_some() { run() } else { tokio::task::block_in_place(run) };
+        if self.session.is_some() {
+            self.idle.calls.fetch_add(1, Ordering::Relaxed);
+            if !self.idle.waiting.swap(true, Ordering::Relaxed) {
+                let ns = caller.session.namespace().to_string();
+                tokio::spawn(merge_when_idle(self.db.clone(), ns, Arc::clone(&self.idle)));
+            }
         }
         match r {
             Ok(res) => Ok(self.capped(&name, res).into()),
@@ -295,14 +374,15 @@ impl ServerHandler for MemoryServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         if request.uri != GRAPH_URI {
             return Err(McpError::resource_not_found(format!("unknown resource {}", request.uri), None));
         }
-        let g = self
-            .db
-            .ns(&self.ns)
+        let caller = self.caller(&context)?;
+        let g = caller
+            .session
+            .ns(None)
             .and_then(|ns| ns.graph().read_graph())
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         let text =
@@ -315,15 +395,18 @@ impl ServerHandler for MemoryServer {
     }
 }
 
-/// Serve on stdin/stdout until the client closes stdin. When the database is new and
-/// `MEMORY_FILE_PATH` names an existing memory.jsonl, it is imported first.
-pub fn serve(db: Db, ns: &str, allow: &[String], max_reply: usize) -> Result<()> {
+/// The reference's tools that only read.
+const GRAPH_READS: &[&str] = &["read_graph", "search_nodes", "open_nodes"];
+
+/// Serve on stdin/stdout until the client closes stdin (`mnemon mcp`). When the database is
+/// new and `MEMORY_FILE_PATH` names an existing memory.jsonl, it is imported first.
+pub fn serve_stdio(db: Db, ns: &str, allow: &[String], max_reply: usize) -> Result<(), ServeError> {
     if let Some(path) = std::env::var_os("MEMORY_FILE_PATH").map(std::path::PathBuf::from)
         && path.is_file()
         && db.snapshot()?.meta().commit_seq <= 1
     {
-        let text =
-            std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|source| ServeError::Io { what: "reading MEMORY_FILE_PATH", source })?;
         let sum = mnemon::importers::import_mcp_jsonl(&db.ns(ns)?, &text, &path.display().to_string())?;
         eprintln!("mnemon mcp: imported {} records from {}", sum.imported, path.display());
         for e in &sum.errors {
@@ -338,21 +421,46 @@ pub fn serve(db: Db, ns: &str, allow: &[String], max_reply: usize) -> Result<()>
     // stdout, pipes when a client starts the server, are polled by the reactor
     // (`stdio_pipes`) rather than read and written on tokio's blocking pool. The framing layer
     // (`framing.rs`) stands between them and rmcp, answering lines that are not messages.
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| ServeError::Io { what: "starting the runtime", source })?;
     rt.block_on(async move {
         let (transport, pipes) = framing::pipes();
         let (input, output) = rmcp::transport::io::stdio_pipes();
         let serving = async {
-            let running = server.serve(transport).await?;
-            running.waiting().await?;
-            Ok::<(), anyhow::Error>(())
+            let running = server.serve(transport).await.map_err(|e| ServeError::Protocol(e.to_string()))?;
+            running.waiting().await.map_err(|e| ServeError::Protocol(e.to_string()))?;
+            Ok::<(), ServeError>(())
         };
         let (served, pumped) = tokio::join!(serving, framing::pump(pipes, input, output));
         served?;
-        pumped.context("stdio")?;
-        Ok::<(), anyhow::Error>(())
+        pumped.map_err(|source| ServeError::Io { what: "stdio", source })?;
+        Ok::<(), ServeError>(())
     })?;
     db.flush_access()?;
     db.sync()?;
     Ok(())
+}
+
+/// The MCP tools over the Streamable HTTP transport (rmcp's), for `mnemon serve`'s `/mcp`:
+/// every request must carry a [`Caller`] in its extensions (the server's authentication puts
+/// it there). `allowed_hosts` are the `Host` values it answers (as the rest of the server).
+pub fn http_service(
+    db: Db,
+    max_reply: usize,
+    allowed_hosts: Vec<String>,
+) -> rmcp::transport::streamable_http_server::StreamableHttpService<
+    MemoryServer,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+> {
+    let config = rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
+        .with_allowed_hosts(allowed_hosts);
+    rmcp::transport::streamable_http_server::StreamableHttpService::new(
+        move || {
+            MemoryServer::over_http(db.clone(), max_reply).map_err(|e| std::io::Error::other(e.to_string()))
+        },
+        Arc::default(),
+        config,
+    )
 }
