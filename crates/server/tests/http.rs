@@ -116,6 +116,38 @@ fn every_resource_route_runs_its_operation() {
 }
 
 #[test]
+fn a_batch_commits_many_writes_in_one_durable_transaction() {
+    let s = Server::start(|_| {});
+    let t = s.token(&["p"], Scope::Write);
+    let c = client();
+    let writes: Vec<Value> = (0..50)
+        .map(|i| json!({"op": "remember", "kind": "learning", "text": format!("batched {i}")}))
+        .collect();
+    let (st, done) = answer(
+        c.post(s.url("/v1/ns/p/batch")).bearer_auth(&t).json(&json!({"writes": writes})).send().unwrap(),
+    );
+    assert_eq!(st, 200, "{done}");
+    assert_eq!(done["results"].as_array().unwrap().len(), 50);
+    let (_, listed) = answer(c.get(s.url("/v1/ns/p/records?limit=100")).bearer_auth(&t).send().unwrap());
+    assert_eq!(listed["records"].as_array().unwrap().len(), 50);
+    let times: std::collections::HashSet<&str> =
+        listed["records"].as_array().unwrap().iter().map(|r| r["recorded_at"].as_str().unwrap()).collect();
+    assert_eq!(times.len(), 1, "one transaction time");
+    // One bad write: 4xx, nothing written.
+    let bad = json!({"writes": [{"op": "remember", "kind": "learning", "text": "x"}, {"op": "remember", "kind": "nope"}]});
+    let (st, body) = answer(c.post(s.url("/v1/ns/p/batch")).bearer_auth(&t).json(&bad).send().unwrap());
+    assert_eq!((st, problem(&body, 400)), (400, "invalid_input".to_string()));
+    let (_, listed) = answer(c.get(s.url("/v1/ns/p/records?limit=100")).bearer_auth(&t).send().unwrap());
+    assert_eq!(listed["records"].as_array().unwrap().len(), 50);
+    // A read token may not batch.
+    let read = s.token(&["p"], Scope::Read);
+    let (st, _) = answer(
+        c.post(s.url("/v1/ns/p/batch")).bearer_auth(&read).json(&json!({"writes": []})).send().unwrap(),
+    );
+    assert_eq!(st, 403);
+}
+
+#[test]
 fn export_streams_and_import_restores() {
     let s = Server::start(|_| {});
     let t = s.token(&["a", "b"], Scope::Write);

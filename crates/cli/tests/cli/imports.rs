@@ -199,7 +199,8 @@ fn mcp_server_speaks_the_reference_contract() {
     };
     assert_eq!(by_id(1)["result"]["serverInfo"]["name"], "mnemon");
     let tools = by_id(2)["result"]["tools"].as_array().unwrap().clone();
-    let reference: Value = serde_json::from_str(include_str!("../../../server/src/mcp/reference-tools.json")).unwrap();
+    let reference: Value =
+        serde_json::from_str(include_str!("../../../server/src/mcp/reference-tools.json")).unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
         names[..9],

@@ -15,8 +15,10 @@ use crate::embedding::{EmbedStats, EmbedderRecord, Embedding};
 use crate::error::Result;
 
 mod builder;
+mod intent;
 mod ns;
 pub use builder::*;
+pub(crate) use intent::Intent;
 pub use ns::*;
 
 /// An open mnemon database: cheap to clone, `Send + Sync`. Any number of threads read at once;

@@ -59,13 +59,7 @@ impl Ns {
         // Find-or-create: when a live record holds the identity, return it without embedding
         // a text that will not be written (a race with another writer is retried below).
         // As the store will key it (an explicit key is normalised when the record is checked).
-        let key = record
-            .envelope
-            .key
-            .as_ref()
-            .map(|k| mnemon_storage::body::normalise_key(k))
-            .filter(|k| !k.is_empty())
-            .or_else(|| record.body.default_identity());
+        let key = self.identity_key(&record);
         let find = record.on_conflict == OnConflict::ReturnExisting && key.is_some();
         for _ in 0..2 {
             if find
@@ -117,8 +111,20 @@ impl Ns {
             .ok_or_else(|| crate::error::invalid("the writer returned no outcome"))
     }
 
+    /// The identity a new record is found by, as the store keys it (an explicit key is
+    /// normalised when the record is checked), if it has one.
+    pub(super) fn identity_key(&self, record: &NewRecord) -> Option<String> {
+        record
+            .envelope
+            .key
+            .as_ref()
+            .map(|k| mnemon_storage::body::normalise_key(k))
+            .filter(|k| !k.is_empty())
+            .or_else(|| record.body.default_identity())
+    }
+
     /// The domain rules a new record obeys (see `rules.rs`): its size, a task's dependencies.
-    fn check_rules(&self, record: &NewRecord) -> Result<()> {
+    pub(super) fn check_rules(&self, record: &NewRecord) -> Result<()> {
         crate::rules::record_size(record, self.db.max_record_bytes)?;
         if let mnemon_storage::Body::Task(t) = &record.body
             && !t.dependencies.is_empty()
@@ -201,35 +207,43 @@ impl Ns {
     /// revision, retrying if another writer got there first.
     pub fn update(&self, id: RecordId, mut f: impl FnMut(&mut Record) -> Result<()>) -> Result<Outcome> {
         for _ in 0..UPDATE_ATTEMPTS {
-            let latest = self
-                .db
-                .snapshot()?
-                .latest(&self.ns, id)?
-                .ok_or_else(|| mnemon_storage::Error::NotFound { namespace: self.ns.clone(), id })?;
-            let mut next = latest.clone();
-            f(&mut next)?;
-            let revise = Revise {
-                namespace: self.ns.clone(),
-                id,
-                expected_rev: Some(latest.rev),
-                body: Some(next.body),
-                envelope: Some(next.envelope),
-                valid_from: (next.valid_from != latest.valid_from).then_some(next.valid_from),
-                valid_until: (next.valid_until != latest.valid_until).then_some(next.valid_until),
-                expires_at: (next.expires_at != latest.expires_at).then_some(next.expires_at),
-            };
-            let text = revise.body.as_ref().map(Body::text).unwrap_or_default();
-            let embed = if text != latest.body.text() {
-                self.db.embed_ops(&self.ns, &[(id, text)])?
-            } else {
-                Vec::new()
-            };
-            match self.first(vec![WriteOp::Revise(revise)], embed) {
+            let (op, embed) = self.plan_update(id, &mut f)?;
+            match self.first(vec![op], embed) {
                 Err(Error::Storage(mnemon_storage::Error::RevisionConflict { .. })) => continue,
                 other => return other,
             }
         }
         Err(Error::Contended { id, attempts: UPDATE_ATTEMPTS })
+    }
+
+    /// The revision `f` makes of the latest one (expecting it to stay the latest), and the
+    /// operations embedding its text if that changed.
+    fn plan_update(
+        &self,
+        id: RecordId,
+        f: &mut impl FnMut(&mut Record) -> Result<()>,
+    ) -> Result<(WriteOp, Vec<WriteOp>)> {
+        let latest = self
+            .db
+            .snapshot()?
+            .latest(&self.ns, id)?
+            .ok_or_else(|| mnemon_storage::Error::NotFound { namespace: self.ns.clone(), id })?;
+        let mut next = latest.clone();
+        f(&mut next)?;
+        let revise = Revise {
+            namespace: self.ns.clone(),
+            id,
+            expected_rev: Some(latest.rev),
+            body: Some(next.body),
+            envelope: Some(next.envelope),
+            valid_from: (next.valid_from != latest.valid_from).then_some(next.valid_from),
+            valid_until: (next.valid_until != latest.valid_until).then_some(next.valid_until),
+            expires_at: (next.expires_at != latest.expires_at).then_some(next.expires_at),
+        };
+        let text = revise.body.as_ref().map(Body::text).unwrap_or_default();
+        let embed =
+            if text != latest.body.text() { self.db.embed_ops(&self.ns, &[(id, text)])? } else { Vec::new() };
+        Ok((WriteOp::Revise(revise), embed))
     }
 
     /// Revise with a JSON merge patch over the loose form of the record (body fields and
@@ -239,7 +253,20 @@ impl Ns {
         if !patch.is_object() {
             return Err(crate::error::invalid("the revision must be a JSON object"));
         }
-        self.update(id, |rec| {
+        self.update(id, self.patcher(patch))
+    }
+
+    /// [`Self::revise_json`] planned, not committed (once: no retry).
+    pub(super) fn plan_revise_json(&self, id: RecordId, patch: &Value) -> Result<(WriteOp, Vec<WriteOp>)> {
+        if !patch.is_object() {
+            return Err(crate::error::invalid("the revision must be a JSON object"));
+        }
+        self.plan_update(id, &mut self.patcher(patch))
+    }
+
+    /// What a JSON merge patch does to a record.
+    fn patcher<'a>(&'a self, patch: &'a Value) -> impl FnMut(&mut Record) -> Result<()> + 'a {
+        move |rec: &mut Record| {
             let mut loose = json::loose_form(rec);
             json::merge_patch(&mut loose, &json::canonical_patch(rec.kind(), &rec.body.to_json(), patch));
             let parsed = json::parse_input(loose, Some(rec.kind()), &self.ns)?;
@@ -256,7 +283,7 @@ impl Ns {
                 _ => None,
             };
             Ok(())
-        })
+        }
     }
 
     /// Close the record's valid interval at `at` (default now).
@@ -275,7 +302,17 @@ impl Ns {
     }
 
     /// Replace `old` by `new` (from `new.valid_from`, default now); returns the new id.
-    pub fn supersede_with(&self, old: RecordId, mut new: NewRecord) -> Result<RecordId> {
+    pub fn supersede_with(&self, old: RecordId, new: NewRecord) -> Result<RecordId> {
+        let (op, embed) = self.plan_supersede(old, new)?;
+        self.first(vec![op], embed).map(|o| o.id())
+    }
+
+    /// [`Self::supersede_with`] planned, not committed.
+    pub(super) fn plan_supersede(
+        &self,
+        old: RecordId,
+        mut new: NewRecord,
+    ) -> Result<(WriteOp, Vec<WriteOp>)> {
         new.namespace = self.ns.clone();
         let prev = self
             .latest(old)?
@@ -283,7 +320,7 @@ impl Ns {
         crate::rules::carry_over(&prev, &mut new);
         self.check_rules(&new)?;
         let embed = self.db.embed_ops(&self.ns, &[(new.id, new.body.text())])?;
-        self.first(vec![WriteOp::Supersede { old, new }], embed).map(|o| o.id())
+        Ok((WriteOp::Supersede { old, new }, embed))
     }
 
     /// Erase every revision of the record; returns how many there were.

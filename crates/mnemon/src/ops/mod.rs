@@ -28,6 +28,7 @@
 //! ```
 
 mod agent;
+mod batch;
 mod catalog;
 mod domain;
 mod file;
@@ -45,6 +46,7 @@ pub use agent::{
     AgentCompleted, AgentContext, AgentError, AgentPerformance, AgentPrefer, AgentPreferences, EpisodeAccess,
     EpisodeContext, EpisodePrune, KnowledgePrune, Preferences, Retired,
 };
+pub use batch::{Batch, BatchWrite, Batched, MAX_BATCH};
 pub use catalog::{Catalog, Entry};
 pub use domain::{
     ConversationAdd, ConversationEnd, ConversationRecent, ConversationShow, ConversationStart,
@@ -197,6 +199,7 @@ pub fn each(visitor: &mut impl Visitor) {
     visitor.visit::<IndexStatus>();
     visitor.visit::<IndexBuild>();
     visitor.visit::<GraphImport>();
+    visitor.visit::<Batch>();
 }
 
 /// A database and the namespaces a caller works in: its own (where a request that names none

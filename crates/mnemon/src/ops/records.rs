@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{Operation, RecordOut, Session, kind_schema, kinds, kinds_schema, time};
+use crate::db::Intent;
 use crate::error::{Result, invalid};
 use crate::json::parse_input;
 use crate::{AsOf, Kind, ListQuery, Outcome, RecordId};
@@ -64,15 +65,27 @@ impl Operation for Remember {
     type Output = Remembered;
 
     fn run(self, session: &Session) -> Result<Remembered> {
+        let (ns, kind, record) = self.prepare(session)?;
+        let outcome = ns.insert(record)?;
+        let existing = matches!(outcome, Outcome::Existing { .. });
+        Ok(Remembered { id: outcome.id(), kind: kind.name().to_string(), existing })
+    }
+}
+
+impl Remember {
+    fn prepare(self, session: &Session) -> Result<(crate::Ns, Kind, crate::NewRecord)> {
         let kind: Kind = self.kind.parse()?;
         let ns = session.ns(self.namespace.as_deref())?;
         let value = loose(kind, self.text, self.data, self.tags, self.importance, self.metadata)?;
         let mut rec = parse_input(value, Some(kind), ns.name()).map_err(body_error)?;
         rec.record.valid_from = time("valid_from", &self.valid_from)?.or(rec.record.valid_from);
         rec.record.valid_until = time("valid_until", &self.valid_until)?.or(rec.record.valid_until);
-        let outcome = ns.insert(rec.record)?;
-        let existing = matches!(outcome, Outcome::Existing { .. });
-        Ok(Remembered { id: outcome.id(), kind: kind.name().to_string(), existing })
+        Ok((ns, kind, rec.record))
+    }
+
+    /// The write, for a batch.
+    pub(crate) fn intent(self, session: &Session) -> Result<(crate::Ns, Intent)> {
+        self.prepare(session).map(|(ns, _, r)| (ns, Intent::Insert(r)))
     }
 }
 
@@ -266,6 +279,19 @@ impl Operation for Supersede {
     type Output = Superseded;
 
     fn run(self, session: &Session) -> Result<Superseded> {
+        let (ns, old, rec) = self.prepare(session)?;
+        let new = ns.supersede_with(old, rec)?;
+        Ok(Superseded { old, new })
+    }
+}
+
+impl Supersede {
+    /// The write, for a batch.
+    pub(crate) fn intent(self, session: &Session) -> Result<(crate::Ns, Intent)> {
+        self.prepare(session).map(|(ns, old, new)| (ns, Intent::Supersede { old, new }))
+    }
+
+    fn prepare(self, session: &Session) -> Result<(crate::Ns, RecordId, crate::NewRecord)> {
         let ns = session.ns(self.namespace.as_deref())?;
         let old = ns.resolve_id(&self.id)?;
         let latest = ns.latest(old)?.ok_or_else(|| not_found(&ns, old))?;
@@ -282,8 +308,7 @@ impl Operation for Supersede {
         if let Some(t) = time("at", &self.at)? {
             rec.valid_from = Some(t);
         }
-        let new = ns.supersede_with(old, rec)?;
-        Ok(Superseded { old, new })
+        Ok((ns, old, rec))
     }
 }
 
@@ -408,6 +433,15 @@ impl Operation for Forget {
             ns.retire(id, None)?;
             Ok(Forgotten { id, retired: Some(true), erased_revisions: None })
         }
+    }
+}
+
+impl Forget {
+    /// The write, for a batch: erase, or retire now.
+    pub(crate) fn intent(self, session: &Session) -> Result<(crate::Ns, Intent)> {
+        let ns = session.ns(self.namespace.as_deref())?;
+        let id = ns.resolve_id(&self.id)?;
+        Ok((ns, if self.erase { Intent::Erase { id } } else { Intent::Retire { id, at: None } }))
     }
 }
 

@@ -7,9 +7,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{Operation, Session, kind_schema, time};
+use crate::db::Intent;
 use crate::error::{Result, invalid};
 use crate::json::parse_input;
-use crate::{Kind, Outcome, RecordId};
+use crate::{Kind, NewRecord, Ns, Outcome, RecordId, Timestamp};
 
 /// What a write did.
 #[derive(Clone, Copy, Debug, Serialize, JsonSchema)]
@@ -69,6 +70,14 @@ impl Operation for Add {
     type Output = WriteResult;
 
     fn run(self, session: &Session) -> Result<WriteResult> {
+        let (ns, record) = self.prepare(session)?;
+        Ok(ns.insert(record)?.into())
+    }
+}
+
+impl Add {
+    /// The record to insert, in its namespace.
+    fn prepare(self, session: &Session) -> Result<(Ns, NewRecord)> {
         let kind: Kind = self.kind.parse()?;
         let ns = session.ns(self.namespace.as_deref())?;
         let input = parse_input(Value::Object(self.record), Some(kind), ns.name())?;
@@ -81,7 +90,12 @@ impl Operation for Add {
                 ns.name().as_str()
             )));
         }
-        Ok(ns.insert(input.record)?.into())
+        Ok((ns, input.record))
+    }
+
+    /// The write, for a batch.
+    pub(crate) fn intent(self, session: &Session) -> Result<(Ns, Intent)> {
+        self.prepare(session).map(|(ns, r)| (ns, Intent::Insert(r)))
     }
 }
 
@@ -107,9 +121,21 @@ impl Operation for Revise {
     type Output = WriteResult;
 
     fn run(self, session: &Session) -> Result<WriteResult> {
+        let (ns, id, patch) = self.prepare(session)?;
+        Ok(ns.revise_json(id, &patch)?.into())
+    }
+}
+
+impl Revise {
+    fn prepare(self, session: &Session) -> Result<(Ns, RecordId, Value)> {
         let ns = session.ns(self.namespace.as_deref())?;
         let id = ns.resolve_id(&self.id)?;
-        Ok(ns.revise_json(id, &Value::Object(self.patch))?.into())
+        Ok((ns, id, Value::Object(self.patch)))
+    }
+
+    /// The write, for a batch.
+    pub(crate) fn intent(self, session: &Session) -> Result<(Ns, Intent)> {
+        self.prepare(session).map(|(ns, id, patch)| (ns, Intent::Revise { id, patch }))
     }
 }
 
@@ -137,10 +163,24 @@ impl Operation for Retire {
     type Output = WriteResult;
 
     fn run(self, session: &Session) -> Result<WriteResult> {
+        let expire = self.expire;
+        let (ns, id, at) = self.prepare(session)?;
+        let o = if expire { ns.expire(id, at)? } else { ns.retire(id, at)? };
+        Ok(o.into())
+    }
+}
+
+impl Retire {
+    fn prepare(self, session: &Session) -> Result<(Ns, RecordId, Option<Timestamp>)> {
         let ns = session.ns(self.namespace.as_deref())?;
         let id = ns.resolve_id(&self.id)?;
-        let at = time("at", &self.at)?;
-        let o = if self.expire { ns.expire(id, at)? } else { ns.retire(id, at)? };
-        Ok(o.into())
+        Ok((ns, id, time("at", &self.at)?))
+    }
+
+    /// The write, for a batch.
+    pub(crate) fn intent(self, session: &Session) -> Result<(Ns, Intent)> {
+        let expire = self.expire;
+        let (ns, id, at) = self.prepare(session)?;
+        Ok((ns, if expire { Intent::Expire { id, at } } else { Intent::Retire { id, at } }))
     }
 }

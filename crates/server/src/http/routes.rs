@@ -40,6 +40,7 @@ pub const ROUTES: &[Route] = &[
     route(Method::GET, "/v1/ns/{ns}/context", "context"),
     route(Method::POST, "/v1/ns/{ns}/context", "context"),
     route(Method::GET, "/v1/ns/{ns}/stats", "stats"),
+    route(Method::POST, "/v1/ns/{ns}/batch", "batch"),
 ];
 
 /// Whether a route of `method` reads its request from the query string.
