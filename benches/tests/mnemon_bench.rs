@@ -136,3 +136,31 @@ fn mcp_times_every_tool() {
     assert!(rows.iter().all(|r| r["entities"] == 10 && r["p50_ms"].as_f64().unwrap() > 0.0), "{rows:?}");
     bench(&["mcp", "--mnemon", "/nonexistent/mnemon", "--sizes", "1"]).fails(1, "cannot start");
 }
+
+/// The server load bench runs end to end (a few agents for a second): every operation of the
+/// mix answered, no acknowledged write lost, the stdio side by side measured.
+#[test]
+fn serve_loads_a_real_server_and_checks_every_write() {
+    let exe = mnemon();
+    let args = [
+        "--json",
+        "serve",
+        "--mnemon",
+        exe.to_str().unwrap(),
+        "--agents",
+        "4",
+        "--namespaces",
+        "2",
+        "--seconds",
+        "1",
+    ];
+    let report = bench(&args).json();
+    assert_eq!(report["lost"], 0, "{report}");
+    assert_eq!(report["server_exit"], 0, "{report}");
+    assert!(report["acknowledged_writes"].as_u64().unwrap() > 0, "{report}");
+    let ops: Vec<&str> =
+        report["operations"].as_array().unwrap().iter().map(|o| o["op"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["get", "list_as_of", "search", "write"], "{report}");
+    assert!(report["stdio_writes_per_s"].as_f64().unwrap() > 0.0, "{report}");
+    bench(&["serve", "--agents", "0"]).fails(2, "at least 1");
+}

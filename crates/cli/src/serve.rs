@@ -36,17 +36,17 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> Result<()> {
         options.config.queue = usize::try_from(args.queue).unwrap_or(usize::MAX);
         options.max_connections = usize::try_from(args.max_connections).unwrap_or(usize::MAX);
         options.shutdown_grace = std::time::Duration::from_secs(args.shutdown_grace);
-        eprintln!("mnemon serve: listening on http://{addr} (database {})", cli.db.display());
+        mnemon_server::log(format_args!("mnemon serve: listening on http://{addr} (database {})", cli.db.display()));
         if args.no_auth {
-            eprintln!("mnemon serve: WITHOUT authentication (--no-auth): every namespace is open to anyone who can connect to {addr}");
+            mnemon_server::log(format_args!("mnemon serve: WITHOUT authentication (--no-auth): every namespace is open to anyone who can connect to {addr}"));
         } else if tokens::list(&db).map(|t| t.iter().all(|t| t.revoked.is_some())).unwrap_or(false) {
-            eprintln!("mnemon serve: no token yet: make one with `mnemon token create --name NAME --allow-ns PATTERN --scope write`");
+            mnemon_server::log(format_args!("mnemon serve: no token yet: make one with `mnemon token create --name NAME --allow-ns PATTERN --scope write`"));
         }
         let finished = mnemon_server::serve(db, listener, options, signal()).await?;
         if finished {
-            eprintln!("mnemon serve: stopped");
+            mnemon_server::log(format_args!("mnemon serve: stopped"));
         } else {
-            eprintln!("mnemon serve: stopped; some requests did not finish within {} s", args.shutdown_grace);
+            mnemon_server::log(format_args!("mnemon serve: stopped; some requests did not finish within {} s", args.shutdown_grace));
         }
         Ok(())
     })
@@ -69,7 +69,7 @@ async fn signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
-    eprintln!("mnemon serve: stopping");
+    mnemon_server::log(format_args!("mnemon serve: stopping"));
 }
 
 /// `mnemon token ...`.

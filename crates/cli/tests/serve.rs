@@ -106,3 +106,34 @@ fn serve_answers_with_tokens_and_stops_on_sigterm() {
     assert_eq!(status.code(), Some(0), "{rest}");
     assert!(rest.contains("stopped"), "{rest}");
 }
+
+/// A server whose standard error is closed (its parent stopped reading it) keeps serving and
+/// still stops cleanly: its log lines are dropped, not a panic.
+#[test]
+fn serve_survives_a_closed_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.redb");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .current_dir(dir.path())
+        .env("MNEMON_MINILM_DIR", dir.path().join("model"))
+        .args(["--db", db.to_str().unwrap(), "serve", "--no-auth", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap(); // then closed
+    let addr = line.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().to_string();
+    let c = reqwest::blocking::Client::new();
+    // A failure the server logs, and a write.
+    let r = c.get(format!("http://{addr}/v1/ns/a/records/0123456789abcdef")).send().unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    let r = c
+        .post(format!("http://{addr}/v1/ns/a/memories"))
+        .json(&json!({"kind": "learning", "text": "x"}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}

@@ -16,6 +16,11 @@
 //! # }
 //! ```
 
+/// A line on standard error, a server's log: `log!("...", args)`.
+macro_rules! log {
+    ($($t:tt)*) => { $crate::log(format_args!($($t)*)) };
+}
+
 pub mod http;
 pub mod mcp;
 mod serve;
@@ -44,4 +49,12 @@ pub fn local_hosts(addr: std::net::SocketAddr) -> Vec<String> {
         }
     }
     out
+}
+
+/// Write a line to standard error, ignoring a failure: a server whose standard error was
+/// closed (its parent stopped reading) keeps serving instead of panicking as `eprintln!`
+/// would.
+pub fn log(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }

@@ -6,7 +6,9 @@
 //!   regression check (docs/search.md);
 //! * `retrieval`: retrieval quality on real conversations in the LoCoMo format;
 //! * `embed`: embedding throughput of each embedder;
-//! * `mcp`: the latency of each knowledge-graph tool call of `mnemon mcp` (docs/mcp.md).
+//! * `mcp`: the latency of each knowledge-graph tool call of `mnemon mcp` (docs/mcp.md);
+//! * `serve`: a farm of agents against `mnemon serve`: throughput, latency per operation,
+//!   every acknowledged write checked in the export, beside the stdio way (docs/server.md).
 //!
 //! Run it from the workspace: `cargo run --release -p mnemon-bench --bin mnemon-bench -- ann
 //! ...`.
@@ -24,6 +26,7 @@ mod mcp;
 mod report;
 mod retrieval;
 mod search;
+mod serve;
 
 use report::{Out, usage};
 
@@ -162,6 +165,26 @@ enum Bench {
         #[arg(long)]
         reference: Option<String>,
     },
+    /// A farm of agents against `mnemon serve` on a loopback port: N threads with keep-alive
+    /// connections, durable writes, searches, as-of listings and reads over many namespaces
+    /// for a bounded time; then every acknowledged write looked for in the export.
+    Serve {
+        /// The `mnemon` executable to serve (default: the one built beside this benchmark).
+        #[arg(long, value_name = "PATH")]
+        mnemon: Option<PathBuf>,
+        /// Concurrent agents.
+        #[arg(long, default_value_t = 64)]
+        agents: usize,
+        /// Namespaces they spread over.
+        #[arg(long, default_value_t = 16)]
+        namespaces: usize,
+        /// How long to run, in seconds.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Skip the side-by-side run of the writes through `mnemon mcp` stdio processes.
+        #[arg(long)]
+        no_stdio: bool,
+    },
     /// Write a seeded clustered data set with its exact cosine ground truth (TEXMEX format).
     AnnData {
         /// The folder to write base.fvecs, queries.fvecs and gt.ivecs into.
@@ -239,6 +262,18 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
             std::time::Duration::from_millis(*think_ms),
             reference.as_deref(),
         ),
+        Bench::Serve { mnemon, agents, namespaces, seconds, no_stdio } => {
+            let exe = match mnemon {
+                Some(p) => p.clone(),
+                None => mcp::beside_this().ok_or_else(|| {
+                    usage("no mnemon executable beside mnemon-bench: build it (cargo build --release -p mnemon-cli) or give --mnemon PATH")
+                })?,
+            };
+            if *agents == 0 || *namespaces == 0 || *seconds == 0 {
+                return Err(usage("--agents, --namespaces and --seconds must be at least 1"));
+            }
+            serve::run(out, &exe, *agents, *namespaces, *seconds, !*no_stdio)
+        }
         Bench::Search { records, queries, seed, lexical_share } => {
             search::run(out, built()?, *records, *queries, *seed, lexical_share)
         }

@@ -108,7 +108,7 @@ impl Rng {
 /// p50, p95 and p99, in milliseconds.
 type Pcts = (f64, f64, f64);
 
-fn percentiles(mut v: Vec<f64>) -> Pcts {
+pub(crate) fn percentiles(mut v: Vec<f64>) -> Pcts {
     v.sort_by(f64::total_cmp);
     let at = |p: f64| v.get(((v.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(f64::NAN);
     (at(0.50), at(0.95), at(0.99))
@@ -177,7 +177,7 @@ fn measure(mut c: Client, n: usize, samples: usize, think: Duration) -> Result<V
 }
 
 /// The `mnemon` built beside this executable (the same target directory), if it is there.
-fn beside_this() -> Option<std::path::PathBuf> {
+pub(crate) fn beside_this() -> Option<std::path::PathBuf> {
     let me = std::env::current_exe().ok()?;
     let dir = me.parent()?;
     // Test executables live one level down, in `deps/`.

@@ -49,7 +49,7 @@ pub async fn export(
             .map_err(|e| e.to_string())
             .and_then(|_| out.flush().map_err(|e| e.to_string()));
         if let Err(e) = done {
-            eprintln!("mnemon serve: export of {ns:?} stopped: {e}");
+            log!("mnemon serve: export of {ns:?} stopped: {e}");
             let _ = tx.blocking_send(Err(std::io::Error::other("the export stopped")));
         }
     });

@@ -107,7 +107,7 @@ async fn merge_when_idle(db: Db, ns: String, idle: Arc<Idle>) {
         .map_err(mnemon::Error::from)
         .and_then(|n| db.merge_texts(&n, IDLE_MERGE_MIN));
     if let Err(e) = merged {
-        eprintln!("mnemon mcp: merging fresh texts while idle: {e}");
+        log!("mnemon mcp: merging fresh texts while idle: {e}");
     }
 }
 
@@ -408,9 +408,9 @@ pub fn serve_stdio(db: Db, ns: &str, allow: &[String], max_reply: usize) -> Resu
         let text = std::fs::read_to_string(&path)
             .map_err(|source| ServeError::Io { what: "reading MEMORY_FILE_PATH", source })?;
         let sum = mnemon::importers::import_mcp_jsonl(&db.ns(ns)?, &text, &path.display().to_string())?;
-        eprintln!("mnemon mcp: imported {} records from {}", sum.imported, path.display());
+        log!("mnemon mcp: imported {} records from {}", sum.imported, path.display());
         for e in &sum.errors {
-            eprintln!("mnemon mcp: {e}");
+            log!("mnemon mcp: {e}");
         }
     }
     let server = MemoryServer::new(db.clone(), ns, allow, max_reply)?;

@@ -1,0 +1,298 @@
+//! `mnemon-bench serve`: a farm of agents against `mnemon serve`, the way they meet it: a real
+//! server process on a loopback port, N agent threads each with its own keep-alive HTTP
+//! connection, a mix of durable writes, as-of listings, searches and reads over many
+//! namespaces, for a bounded time. It prints throughput and p50/p95/p99 per operation and
+//! every non-2xx answer by status, then checks that every acknowledged write is in the
+//! server's export. Side by side in the same run, the writes alone through N `mnemon mcp`
+//! stdio processes on one file (today's way for many agents).
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use crate::mcp::percentiles;
+use crate::report::{Out, table};
+
+/// What one agent saw: per operation its latencies (ms), the statuses that were not 2xx, and
+/// the ids of the writes acknowledged, by namespace.
+#[derive(Default)]
+struct Seen {
+    latencies: BTreeMap<&'static str, Vec<f64>>,
+    failures: BTreeMap<u16, u64>,
+    written: Vec<(String, String)>,
+}
+
+/// The workload's operations, in the order of its mix: of every 10 calls, 6 durable writes,
+/// 2 searches, 1 listing as of a past time, 1 read of a record written.
+const MIX: [&str; 10] =
+    ["write", "write", "search", "write", "list_as_of", "write", "search", "write", "get", "write"];
+
+/// Run the workload: `agents` threads over `namespaces` namespaces for `seconds`.
+pub fn run(
+    out: &mut Out,
+    mnemon: &Path,
+    agents: usize,
+    namespaces: usize,
+    seconds: u64,
+    stdio: bool,
+) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("served.redb");
+    let token = create_token(mnemon, &db)?;
+    let (mut server, addr) = start_server(mnemon, &db, agents)?;
+    let url = format!("http://{addr}");
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(seconds);
+    let seen: Vec<Seen> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..agents)
+            .map(|a| {
+                scope.spawn({
+                    let (url, token) = (url.clone(), token.clone());
+                    move || agent(a, &url, &token, namespaces, deadline)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+    });
+    let elapsed = started.elapsed().as_secs_f64();
+    // Every acknowledged write is in the export.
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(600)).build()?;
+    let mut exported = HashSet::new();
+    for n in 0..namespaces {
+        let text = client
+            .get(format!("{url}/v1/ns/{}/export", ns_name(n)))
+            .bearer_auth(&token)
+            .send()?
+            .error_for_status()?
+            .text()?;
+        for line in text.lines() {
+            let v: Value = serde_json::from_str(line)?;
+            exported.insert(v["id"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
+    let stopped = server.wait()?;
+    let acknowledged: Vec<(String, String)> = seen.iter().flat_map(|s| s.written.iter().cloned()).collect();
+    let lost = acknowledged.iter().filter(|(_, id)| !exported.contains(id)).count();
+
+    let mut latencies: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut failures: BTreeMap<u16, u64> = BTreeMap::new();
+    for s in seen {
+        for (op, l) in s.latencies {
+            latencies.entry(op).or_default().extend(l);
+        }
+        for (st, n) in s.failures {
+            *failures.entry(st).or_default() += n;
+        }
+    }
+    let total: usize = latencies.values().map(Vec::len).sum();
+    let rows: Vec<Vec<String>> = latencies
+        .iter()
+        .map(|(op, l)| {
+            let (p50, p95, p99) = percentiles(l.clone());
+            vec![
+                op.to_string(),
+                l.len().to_string(),
+                format!("{:.0}", l.len() as f64 / elapsed),
+                format!("{p50:.2}"),
+                format!("{p95:.2}"),
+                format!("{p99:.2}"),
+            ]
+        })
+        .collect();
+    let writes_per_s = acknowledged.len() as f64 / elapsed;
+    let stdio_rate = if stdio { Some(stdio_writes(mnemon, dir.path(), agents, seconds)?) } else { None };
+    if out.json {
+        out.json_line(&json!({
+            "agents": agents, "namespaces": namespaces, "seconds": elapsed, "calls": total,
+            "acknowledged_writes": acknowledged.len(), "writes_per_s": writes_per_s, "lost": lost,
+            "failures": failures, "server_exit": stopped.code(), "stdio_writes_per_s": stdio_rate,
+            "operations": latencies.iter().map(|(op, l)| { let (a, b, c) = percentiles(l.clone()); json!({"op": op, "calls": l.len(), "p50_ms": a, "p95_ms": b, "p99_ms": c}) }).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        out.line(format!(
+            "mnemon serve: {agents} agents, {namespaces} namespaces, {elapsed:.1} s, {total} calls ({:.0}/s)",
+            total as f64 / elapsed
+        ))?;
+        out.line(table(&["operation", "calls", "per s", "p50 ms", "p95 ms", "p99 ms"], &rows))?;
+        out.line(format!("acknowledged durable writes: {} ({writes_per_s:.0}/s); lost: {lost}; non-2xx: {failures:?}; server exit: {:?}", acknowledged.len(), stopped.code()))?;
+        if let Some(r) = stdio_rate {
+            out.line(format!("the same writes through {agents} `mnemon mcp` stdio processes on one file: {r:.0}/s ({:.1}x)", writes_per_s / r))?;
+        }
+    }
+    if lost > 0 {
+        bail!("{lost} acknowledged writes are not in the export");
+    }
+    Ok(())
+}
+
+fn ns_name(n: usize) -> String {
+    format!("project:bench-{n}")
+}
+
+fn create_token(mnemon: &Path, db: &Path) -> Result<String> {
+    let out = Command::new(mnemon)
+        .args(["--db"])
+        .arg(db)
+        .args(["--json", "token", "create", "--name", "bench", "--allow-ns", "*", "--scope", "write"])
+        .output()
+        .context("cannot run mnemon")?;
+    if !out.status.success() {
+        bail!("mnemon token create: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let v: Value = serde_json::from_slice(&out.stdout)?;
+    Ok(v["token"].as_str().context("no token")?.to_string())
+}
+
+fn start_server(mnemon: &Path, db: &Path, agents: usize) -> Result<(Child, String)> {
+    let mut child = Command::new(mnemon)
+        .arg("--db")
+        .arg(db)
+        .args(["serve", "--listen", "127.0.0.1:0", "--queue", &(agents * 4).to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot start mnemon serve")?;
+    let mut line = String::new();
+    let mut stderr = BufReader::new(child.stderr.take().context("no stderr")?);
+    stderr.read_line(&mut line)?;
+    // Drain the rest of the server's log, so that it never waits on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .context("no address")?
+        .to_string();
+    Ok((child, addr))
+}
+
+/// One agent: calls in the mix's order until the deadline, on one keep-alive connection.
+fn agent(a: usize, url: &str, token: &str, namespaces: usize, deadline: Instant) -> Seen {
+    let mut seen = Seen::default();
+    let Ok(client) = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .pool_max_idle_per_host(1)
+        .build()
+    else {
+        return seen;
+    };
+    let ns = ns_name(a % namespaces);
+    let mut i = 0usize;
+    let mut mine: Vec<String> = Vec::new();
+    while Instant::now() < deadline {
+        let op = MIX[i % MIX.len()];
+        i += 1;
+        let t = Instant::now();
+        let req = match op {
+            "write" => client.post(format!("{url}/v1/ns/{ns}/memories")).json(&json!({
+                "kind": "learning", "text": format!("agent {a} learned fact {i} about topic{} and module{}", i % 37, i % 11)})),
+            "search" => client.get(format!("{url}/v1/ns/{ns}/search?query=topic{}+module{}&limit=10", i % 37, i % 11)),
+            "list_as_of" => client.get(format!("{url}/v1/ns/{ns}/records?limit=20&as_of=2020-01-01")),
+            _ => match mine.last() {
+                Some(id) => client.get(format!("{url}/v1/ns/{ns}/records/{id}")),
+                None => continue,
+            },
+        };
+        match req.bearer_auth(token).send() {
+            Ok(r) if r.status().is_success() => {
+                let body: Value = r.json().unwrap_or_default();
+                seen.latencies.entry(op).or_default().push(t.elapsed().as_secs_f64() * 1e3);
+                if op == "write"
+                    && let Some(id) = body["id"].as_str()
+                {
+                    mine.push(id.to_string());
+                    seen.written.push((ns.clone(), id.to_string()));
+                }
+            }
+            Ok(r) => *seen.failures.entry(r.status().as_u16()).or_default() += 1,
+            Err(_) => *seen.failures.entry(0).or_default() += 1,
+        }
+    }
+    seen
+}
+
+/// Durable writes per second through `agents` `mnemon mcp` processes on one file, each driven
+/// by its own thread for `seconds`.
+fn stdio_writes(mnemon: &Path, dir: &Path, agents: usize, seconds: u64) -> Result<f64> {
+    let db = dir.join("stdio.redb");
+    let mut procs = Vec::new();
+    for a in 0..agents {
+        let mut child = Command::new(mnemon)
+            .arg("--db")
+            .arg(&db)
+            .args(["--ns", &ns_name(a % 16), "mcp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let mut stdin = child.stdin.take().context("stdin")?;
+        let mut stdout = BufReader::new(child.stdout.take().context("stdout")?);
+        rpc(
+            &mut stdin,
+            &mut stdout,
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
+        )?;
+        writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        procs.push((child, stdin, stdout));
+    }
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(seconds);
+    let written: usize = std::thread::scope(|scope| {
+        let handles: Vec<_> = procs
+            .iter_mut()
+            .enumerate()
+            .map(|(a, (_, stdin, stdout))| {
+                scope.spawn(move || {
+                    let mut n = 0;
+                    while Instant::now() < deadline {
+                        let args = json!({"name": "remember", "arguments": {"kind": "learning", "text": format!("agent {a} learned fact {n}")}});
+                        if rpc(stdin, stdout, n as u64 + 1, "tools/call", args).is_err() {
+                            break;
+                        }
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+    });
+    let rate = written as f64 / started.elapsed().as_secs_f64();
+    for (mut child, stdin, _) in procs {
+        drop(stdin);
+        let _ = child.wait();
+    }
+    Ok(rate)
+}
+
+fn rpc(
+    stdin: &mut impl Write,
+    stdout: &mut impl BufRead,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> Result<Value> {
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+    stdin.flush()?;
+    loop {
+        let mut line = String::new();
+        if stdout.read_line(&mut line)? == 0 {
+            bail!("the server closed its output");
+        }
+        let v: Value = serde_json::from_str(&line)?;
+        if v["id"] == id {
+            if v.get("error").is_some() || v["result"]["isError"] == true {
+                bail!("{method} failed: {v}");
+            }
+            return Ok(v);
+        }
+    }
+}
