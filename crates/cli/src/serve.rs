@@ -18,7 +18,9 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> Result<()> {
         )));
     }
     let mut hosts = args.allow_host.iter().map(|h| h.to_ascii_lowercase()).collect::<Vec<_>>();
-    let db = with_embedder(cli, Db::builder(&cli.db).shared(true).create(true))?.open()?;
+    // Shared by default, so that `mnemon` commands (`mnemon token` among them) work on the file
+    // while it is served; `--exclusive` keeps it to the server alone, for faster writes.
+    let db = with_embedder(cli, Db::builder(&cli.db).shared(!args.exclusive).create(true))?.open()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

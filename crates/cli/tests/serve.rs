@@ -137,3 +137,30 @@ fn serve_survives_a_closed_stderr() {
     assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
     assert_eq!(child.wait().unwrap().code(), Some(0));
 }
+
+/// `--exclusive` keeps the file to the server: commands cannot open it while it serves.
+#[test]
+fn exclusive_serving_keeps_the_file_to_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.redb");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .current_dir(dir.path())
+        .env("MNEMON_MINILM_DIR", dir.path().join("model"))
+        .args(["--db", db.to_str().unwrap(), "serve", "--exclusive", "--no-auth", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().to_string();
+    let r = reqwest::blocking::Client::new().post(format!("http://{addr}/v1/ns/a/memories")).json(&json!({"kind": "learning", "text": "x"})).send().unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let list = run_at(dir.path(), &db, &["--ns", "a", "list"], None);
+    assert_eq!(list.code, 1, "a command opened the file while it was served exclusively: {}", list.stdout);
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    // Once it stops, the file is everyone's again.
+    assert_eq!(run_at(dir.path(), &db, &["--ns", "a", "--json", "list"], None).json_lines().len(), 1);
+}

@@ -184,6 +184,9 @@ enum Bench {
         /// Skip the side-by-side run of the writes through `mnemon mcp` stdio processes.
         #[arg(long)]
         no_stdio: bool,
+        /// Serve with `--exclusive` (the file to the server alone).
+        #[arg(long)]
+        exclusive: bool,
     },
     /// Write a seeded clustered data set with its exact cosine ground truth (TEXMEX format).
     AnnData {
@@ -262,7 +265,7 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
             std::time::Duration::from_millis(*think_ms),
             reference.as_deref(),
         ),
-        Bench::Serve { mnemon, agents, namespaces, seconds, no_stdio } => {
+        Bench::Serve { mnemon, agents, namespaces, seconds, no_stdio, exclusive } => {
             let exe = match mnemon {
                 Some(p) => p.clone(),
                 None => mcp::beside_this().ok_or_else(|| {
@@ -272,7 +275,7 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
             if *agents == 0 || *namespaces == 0 || *seconds == 0 {
                 return Err(usage("--agents, --namespaces and --seconds must be at least 1"));
             }
-            serve::run(out, &exe, *agents, *namespaces, *seconds, !*no_stdio)
+            serve::run(out, &exe, *agents, *namespaces, *seconds, !*no_stdio, *exclusive)
         }
         Bench::Search { records, queries, seed, lexical_share } => {
             search::run(out, built()?, *records, *queries, *seed, lexical_share)

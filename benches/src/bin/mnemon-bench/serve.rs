@@ -40,11 +40,12 @@ pub fn run(
     namespaces: usize,
     seconds: u64,
     stdio: bool,
+    exclusive: bool,
 ) -> Result<()> {
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("served.redb");
     let token = create_token(mnemon, &db)?;
-    let (mut server, addr) = start_server(mnemon, &db, agents)?;
+    let (mut server, addr) = start_server(mnemon, &db, agents, exclusive)?;
     let url = format!("http://{addr}");
     let started = Instant::now();
     let deadline = started + Duration::from_secs(seconds);
@@ -149,11 +150,12 @@ fn create_token(mnemon: &Path, db: &Path) -> Result<String> {
     Ok(v["token"].as_str().context("no token")?.to_string())
 }
 
-fn start_server(mnemon: &Path, db: &Path, agents: usize) -> Result<(Child, String)> {
+fn start_server(mnemon: &Path, db: &Path, agents: usize, exclusive: bool) -> Result<(Child, String)> {
     let mut child = Command::new(mnemon)
         .arg("--db")
         .arg(db)
         .args(["serve", "--listen", "127.0.0.1:0", "--queue", &(agents * 4).to_string()])
+        .args(exclusive.then_some("--exclusive"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -515,6 +515,10 @@ pub struct ServeArgs {
     /// Retry-After.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
     pub queue: u64,
+    /// Keep the file to the server alone: faster durable writes (no file lock per commit), but
+    /// no `mnemon` command (`mnemon token` included) can open it while it is served.
+    #[arg(long)]
+    pub exclusive: bool,
     /// Seconds in-flight requests get to finish after SIGTERM or Ctrl-C.
     #[arg(long = "shutdown-grace", default_value_t = 10, value_name = "SECONDS")]
     pub shutdown_grace: u64,
