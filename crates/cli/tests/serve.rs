@@ -155,7 +155,11 @@ fn exclusive_serving_keeps_the_file_to_the_server() {
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
     let addr = line.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().to_string();
-    let r = reqwest::blocking::Client::new().post(format!("http://{addr}/v1/ns/a/memories")).json(&json!({"kind": "learning", "text": "x"})).send().unwrap();
+    let r = reqwest::blocking::Client::new()
+        .post(format!("http://{addr}/v1/ns/a/memories"))
+        .json(&json!({"kind": "learning", "text": "x"}))
+        .send()
+        .unwrap();
     assert_eq!(r.status().as_u16(), 200);
     let list = run_at(dir.path(), &db, &["--ns", "a", "list"], None);
     assert_eq!(list.code, 1, "a command opened the file while it was served exclusively: {}", list.stdout);

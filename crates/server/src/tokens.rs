@@ -62,6 +62,20 @@ impl Scope {
     }
 }
 
+impl Scope {
+    /// The scope a token needs for operation `e`: admin for whole-database maintenance,
+    /// read for what only reads, write for the rest.
+    pub fn needed_for(e: &mnemon::ops::Entry) -> Scope {
+        if e.admin {
+            Scope::Admin
+        } else if e.read_only {
+            Scope::Read
+        } else {
+            Scope::Write
+        }
+    }
+}
+
 impl std::str::FromStr for Scope {
     type Err = TokenError;
 

@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, on, post};
 use http_body_util::BodyExt;
 use mnemon::Db;
-use mnemon::ops::{Catalog, Entry, Session};
+use mnemon::ops::{Catalog, Session};
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -246,21 +246,10 @@ async fn operations(State(app): State<App>) -> Response {
         .iter()
         .map(|e| {
             json!({"name": e.name, "title": e.title, "description": e.description, "read_only": e.read_only,
-                   "destructive": e.destructive, "scope": needed(e).as_str()})
+                   "destructive": e.destructive, "scope": Scope::needed_for(e).as_str()})
         })
         .collect();
     axum::Json(json!({ "operations": list })).into_response()
-}
-
-/// The scope a token needs for operation `e`.
-pub fn needed(e: &Entry) -> Scope {
-    if e.admin {
-        Scope::Admin
-    } else if e.read_only {
-        Scope::Read
-    } else {
-        Scope::Write
-    }
 }
 
 /// `POST /v1/ns/{ns}/ops/{op}` and `POST /v1/ops/{op}`.
@@ -322,7 +311,7 @@ async fn call(
         let app = app.clone();
         move || -> Result<Value, Problem> {
             let _slot = slot;
-            let session = app.session(token.as_deref(), named.as_deref(), needed(&entry))?;
+            let session = app.session(token.as_deref(), named.as_deref(), Scope::needed_for(&entry))?;
             Ok(entry.call(&session, Value::Object(args))?)
         }
     };

@@ -21,7 +21,7 @@ pub fn document(catalog: &Catalog) -> Value {
         let op = json!({
             "operationId": e.name,
             "summary": e.title,
-            "description": format!("{}\n\nScope: {}.", e.description, super::needed(e).as_str()),
+            "description": format!("{}\n\nScope: {}.", e.description, crate::tokens::Scope::needed_for(e).as_str()),
             "parameters": [ns_param],
             "requestBody": {"required": false, "content": {"application/json": {"schema": request}}},
             "responses": responses(&response),
@@ -43,7 +43,7 @@ pub fn document(catalog: &Catalog) -> Value {
         let mut op = json!({
             "operationId": id,
             "summary": e.title,
-            "description": format!("{}\n\nScope: {}.", e.description, super::needed(e).as_str()),
+            "description": format!("{}\n\nScope: {}.", e.description, crate::tokens::Scope::needed_for(e).as_str()),
             "responses": responses(&json!({"$ref": format!("#/components/schemas/{}", response_name(e))})),
         });
         let request_ref = json!({"$ref": format!("#/components/schemas/{}", request_name(e))});

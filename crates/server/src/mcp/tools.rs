@@ -56,7 +56,7 @@ impl OwnTools {
 
     /// The scope a token needs for tool `name` (`None` if it is not one of them).
     pub fn needed(&self, name: &str) -> Option<crate::tokens::Scope> {
-        self.catalog.get(name).filter(|e| e.mcp).map(crate::http::needed)
+        self.catalog.get(name).filter(|e| e.mcp).map(crate::tokens::Scope::needed_for)
     }
 
     /// Whether `name` is one of them.
