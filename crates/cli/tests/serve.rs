@@ -11,6 +11,35 @@ use std::time::Duration;
 use common::run_at;
 use serde_json::{Value, json};
 
+/// `mnemon serve ARGS --listen 127.0.0.1:0` on `db`: the child, its address, and its standard
+/// error after the line naming the address.
+fn spawn_serve(
+    dir: &std::path::Path,
+    db: &std::path::Path,
+    args: &[&str],
+) -> (std::process::Child, String, BufReader<std::process::ChildStderr>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .current_dir(dir)
+        .env("MNEMON_MINILM_DIR", dir.join("model"))
+        .args(["--db", db.to_str().unwrap(), "serve"])
+        .args(args)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    (child, addr, stderr)
+}
+
 #[test]
 fn tokens_are_made_listed_and_revoked_on_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -68,23 +97,7 @@ fn serve_answers_with_tokens_and_stops_on_sigterm() {
         .as_str()
         .unwrap()
         .to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
-        .current_dir(dir.path())
-        .env("MNEMON_MINILM_DIR", dir.path().join("model"))
-        .args(["--db", db.to_str().unwrap(), "serve", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
+    let (mut child, addr, mut stderr) = spawn_serve(dir.path(), &db, &[]);
     let c = reqwest::blocking::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
     let r = c
         .post(format!("http://{addr}/v1/ns/agent:dev-1/memories"))
@@ -113,17 +126,8 @@ fn serve_answers_with_tokens_and_stops_on_sigterm() {
 fn serve_survives_a_closed_stderr() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("m.redb");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
-        .current_dir(dir.path())
-        .env("MNEMON_MINILM_DIR", dir.path().join("model"))
-        .args(["--db", db.to_str().unwrap(), "serve", "--no-auth", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap(); // then closed
-    let addr = line.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().to_string();
+    let (mut child, addr, stderr) = spawn_serve(dir.path(), &db, &["--no-auth"]);
+    drop(stderr); // closed: the server's later log lines have nowhere to go
     let c = reqwest::blocking::Client::new();
     // A failure the server logs, and a write.
     let r = c.get(format!("http://{addr}/v1/ns/a/records/0123456789abcdef")).send().unwrap();
@@ -143,18 +147,7 @@ fn serve_survives_a_closed_stderr() {
 fn exclusive_serving_keeps_the_file_to_the_server() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("m.redb");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
-        .current_dir(dir.path())
-        .env("MNEMON_MINILM_DIR", dir.path().join("model"))
-        .args(["--db", db.to_str().unwrap(), "serve", "--exclusive", "--no-auth", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let addr = line.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().to_string();
+    let (mut child, addr, _stderr) = spawn_serve(dir.path(), &db, &["--exclusive", "--no-auth"]);
     let r = reqwest::blocking::Client::new()
         .post(format!("http://{addr}/v1/ns/a/memories"))
         .json(&json!({"kind": "learning", "text": "x"}))
