@@ -109,6 +109,17 @@ fn every_resource_route_runs_its_operation() {
     let reindex =
         ops["operations"].as_array().unwrap().iter().find(|o| o["name"] == "reindex").unwrap().clone();
     assert_eq!(reindex["scope"], "admin");
+    // Prometheus metrics: requests by route template (no namespace or id), the queue.
+    let text = c.get(s.url("/metrics")).send().unwrap().text().unwrap();
+    assert!(
+        text.contains(
+            "mnemon_http_requests_total{method=\"GET\",route=\"/v1/ns/{ns}/records/{id}\",status=\"200\"}"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("route=\"/v1/ns/{ns}/records/{id}\",status=\"404\"} 2"), "{text}");
+    assert!(text.contains("mnemon_http_request_seconds_count{route=\"/v1/ns/{ns}/memories\"} 1"), "{text}");
+    assert!(!text.contains("project:demo") && text.contains("mnemon_operations_capacity 256"), "{text}");
     // The OpenAPI document, without a token.
     let (st, doc) = answer(c.get(s.url("/openapi.json")).send().unwrap());
     assert_eq!((st, doc["openapi"].as_str()), (200, Some("3.1.0")));

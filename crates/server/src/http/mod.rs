@@ -4,6 +4,7 @@
 //! than queued without bound).
 
 pub mod args;
+pub mod metrics;
 pub mod openapi;
 mod problem;
 pub mod routes;
@@ -73,6 +74,7 @@ struct Inner {
     queue: Arc<Semaphore>,
     /// The OpenAPI document, written once.
     openapi: bytes::Bytes,
+    metrics: metrics::Metrics,
 }
 
 impl App {
@@ -86,7 +88,7 @@ impl App {
             .collect();
         let queue = Arc::new(Semaphore::new(config.queue.max(1)));
         let openapi = serde_json::to_vec_pretty(&openapi::document(&catalog)).unwrap_or_default().into();
-        App(Arc::new(Inner { db, catalog, shapes, config, queue, openapi }))
+        App(Arc::new(Inner { db, catalog, shapes, config, queue, openapi, metrics: Default::default() }))
     }
 
     /// The database.
@@ -114,6 +116,17 @@ impl App {
             .route("/healthz", get(|| async { "ok\n" }))
             .route("/readyz", get(readyz))
             .route("/v1/operations", get(operations))
+            .route(
+                "/metrics",
+                get(|State(app): State<App>| async move {
+                    let capacity = app.0.config.queue.max(1);
+                    let running = capacity.saturating_sub(app.0.queue.available_permits());
+                    (
+                        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+                        app.0.metrics.render(running, capacity),
+                    )
+                }),
+            )
             .route(
                 "/openapi.json",
                 get(|State(app): State<App>| async move {
@@ -149,6 +162,7 @@ impl App {
                     "this route does not take that method",
                 )
             })
+            .layer(middleware::from_fn_with_state(self.clone(), track))
             .layer(middleware::from_fn_with_state(self.clone(), guard))
             .with_state(self.clone())
     }
@@ -163,6 +177,19 @@ impl App {
         let authority = authority.to_ascii_lowercase();
         self.0.config.allowed_hosts.contains(&authority)
     }
+}
+
+/// Count a request for `/metrics`: its method, its route's template and its status.
+async fn track(State(app): State<App>, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let method = req.method().to_string();
+    let started = std::time::Instant::now();
+    let response = next.run(req).await;
+    app.0.metrics.observe(&method, &route, response.status().as_u16(), started.elapsed());
+    response
 }
 
 /// Refuse a request naming a host the server does not answer for (DNS rebinding), or coming

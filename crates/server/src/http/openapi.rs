@@ -211,6 +211,8 @@ fn plain_paths(paths: &mut Map<String, Value>) {
     paths.insert("/readyz".into(), text("readyz", "Whether the database can be used"));
     paths.insert("/v1/operations".into(), json!({"get": {"operationId": "operations", "summary": "The operations, with the scope each needs", "security": [],
         "responses": {"200": {"description": "The operations.", "content": {"application/json": {"schema": {"type": "object"}}}}}}}));
+    paths.insert("/metrics".into(), json!({"get": {"operationId": "metrics", "summary": "Requests by route and status, latency histograms, the operation queue (Prometheus text format)", "security": [],
+        "responses": {"200": {"description": "Prometheus text exposition 0.0.4.", "content": {"text/plain": {"schema": {"type": "string"}}}}}}}));
     paths.insert("/openapi.json".into(), json!({"get": {"operationId": "openapi", "summary": "This document", "security": [],
         "responses": {"200": {"description": "OpenAPI 3.1.", "content": {"application/json": {"schema": {"type": "object"}}}}}}}));
 }
