@@ -133,10 +133,7 @@ impl TokenInfo {
     /// Whether it is in force at `now`: not revoked, not expired.
     pub fn in_force(&self, now: Timestamp) -> bool {
         // An expiry that does not read as a time counts as past: a token fails closed.
-        let expired = self
-            .expires
-            .as_deref()
-            .is_some_and(|e| Timestamp::parse(e).is_ok_and(|e| e <= now) || Timestamp::parse(e).is_err());
+        let expired = self.expires.as_deref().is_some_and(|e| Timestamp::parse(e).map_or(true, |e| e <= now));
         self.revoked.is_none() && !expired
     }
 
@@ -365,6 +362,10 @@ mod tests {
         session.export(None, &mut std::fs::File::create(&out)?)?;
         let text = std::fs::read_to_string(&out)?;
         assert!(!text.contains("auth/"), "{text}");
+        // Kept in their own table: none among the other auxiliary rows.
+        let others = db.snapshot()?.aux_prefix("")?;
+        assert!(others.iter().all(|(k, _)| !k.starts_with("auth/")), "{others:?}");
+        assert_eq!(list(&db)?.len(), 1);
         Ok(())
     }
 }
