@@ -9,7 +9,8 @@ use serde_json::json;
 
 use crate::cli::{AsOfArgs, Cli, Command, NewArgs};
 use crate::open::{
-    check_id_form, default_local, namespace, open, open_read, read_data, session, usage, with_embedder,
+    check_id_form, connect, default_local, file_only, namespace, open, open_read, read_data, usage,
+    with_embedder,
 };
 use crate::output::{Out, chain_table, history_table, print_written, record_detail, records_table, table};
 
@@ -19,7 +20,10 @@ pub fn run(cli: Cli) -> Result<()> {
     namespace(&cli)?;
     let mut out = Out::stdout(cli.json);
     match &cli.command {
-        Command::Init => init(&cli, &mut out)?,
+        Command::Init => {
+            file_only(&cli, "init")?;
+            init(&cli, &mut out)?
+        }
         Command::Tour => crate::tour::run(&mut out)?,
         Command::Add { kind, new } => add(&cli, &mut out, *kind, new)?,
         Command::Get { id, as_of } => get(&cli, &mut out, id, *as_of)?,
@@ -38,7 +42,7 @@ pub fn run(cli: Cli) -> Result<()> {
             let serde_json::Value::Object(patch) = read_data(data)? else {
                 return Err(usage("--data must be a JSON object (a merge patch)"));
             };
-            let session = session(&cli, open(&cli)?)?;
+            let session = connect(&cli, true)?;
             let written = session.call(mnemon::ops::Revise { id: id.clone(), patch, namespace: None })?;
             print_written(&mut out, &written, true)?;
         }
@@ -46,7 +50,7 @@ pub fn run(cli: Cli) -> Result<()> {
             check_id_form(id)?;
             let expire = matches!(cli.command, Command::Expire { .. });
             let at = at.map(|t| t.to_rfc3339());
-            let session = session(&cli, open(&cli)?)?;
+            let session = connect(&cli, true)?;
             let written =
                 session.call(mnemon::ops::Retire { id: id.clone(), at, expire, namespace: None })?;
             print_written(&mut out, &written, true)?;
@@ -57,7 +61,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 return Err(usage("--data must be a JSON object"));
             };
             add_tags(&mut data, tags);
-            let session = session(&cli, open(&cli)?)?;
+            let session = connect(&cli, true)?;
             let done = session.call(mnemon::ops::Supersede {
                 id: old_id.clone(),
                 data: Some(data),
@@ -73,7 +77,7 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Forget { id } => {
             check_id_form(id)?;
-            let session = session(&cli, open(&cli)?)?;
+            let session = connect(&cli, true)?;
             let gone = session.call(mnemon::ops::Forget { id: id.clone(), erase: true, namespace: None })?;
             let n = gone.erased_revisions.unwrap_or(0);
             if out.json {
@@ -88,6 +92,7 @@ pub fn run(cli: Cli) -> Result<()> {
             if *all {
                 return Err(usage("--format mcp-jsonl exports one namespace (--ns), not --all"));
             }
+            file_only(&cli, "export --format mcp-jsonl")?;
             let db = open_read(&cli)?;
             let text = mnemon::importers::export_mcp_jsonl(&db.ns(&cli.ns)?)?;
             use std::io::Write;
@@ -99,7 +104,7 @@ pub fn run(cli: Cli) -> Result<()> {
             return Err(usage(format!("unknown export format {format:?} (jsonl, mcp-jsonl)")));
         }
         Command::Export { all, .. } => {
-            let session = session(&cli, open_read(&cli)?)?;
+            let session = connect(&cli, false)?;
             let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
             session.export(if *all { None } else { Some(cli.ns.as_str()) }, &mut stdout)?;
         }
@@ -142,6 +147,9 @@ pub fn run(cli: Cli) -> Result<()> {
             };
             crate::groups::upkeep::prune(&cli, &mut out, o)?
         }
+        Command::Mcp { .. } | Command::Serve(_) | Command::Token(_) if cli.server.is_some() => {
+            file_only(&cli, "this command")?
+        }
         Command::Mcp { allow_ns, max_reply_bytes } => mnemon_server::mcp::serve_stdio(
             with_embedder(&cli, Db::builder(&cli.db).shared(true).create(true))?.open()?,
             &cli.ns,
@@ -159,8 +167,14 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Consolidate { older_than } => {
             crate::groups::project::consolidate(&cli, &mut out, *older_than)?
         }
-        Command::Check => check(&cli, &mut out)?,
-        Command::Compact => compact(&cli, &mut out)?,
+        Command::Check => {
+            file_only(&cli, "check")?;
+            check(&cli, &mut out)?
+        }
+        Command::Compact => {
+            file_only(&cli, "compact")?;
+            compact(&cli, &mut out)?
+        }
         Command::Search {
             query,
             kinds,
@@ -247,7 +261,7 @@ fn add(cli: &Cli, out: &mut Out, kind: mnemon::Kind, new: &NewArgs) -> Result<()
         record.insert("importance".into(), json!(i));
     }
     add_tags(&mut record, &new.tags);
-    let session = session(cli, open(cli)?)?;
+    let session = connect(cli, true)?;
     let written =
         session.call(mnemon::ops::Add { kind: kind.name().to_string(), record, namespace: None })?;
     print_written(out, &written, false)
@@ -269,7 +283,7 @@ fn add_tags(record: &mut serde_json::Map<String, serde_json::Value>, tags: &[Str
 
 fn get(cli: &Cli, out: &mut Out, id: &str, a: AsOfArgs) -> Result<()> {
     check_id_form(id)?;
-    let session = session(cli, open_read(cli)?)?;
+    let session = connect(cli, false)?;
     let time = |t: Option<Timestamp>| t.map(|t| t.to_rfc3339());
     let got = session.call(mnemon::ops::Get {
         id: id.to_string(),
@@ -297,12 +311,12 @@ fn list(
     explain: bool,
 ) -> Result<()> {
     const PAGE: usize = 1000;
-    let db = open_read(cli)?;
+    let session = connect(cli, false)?;
     let ns = namespace(cli)?;
-    let at = a.as_of.unwrap_or_else(|| db.now());
+    let at = a.as_of.unwrap_or_else(|| session.now());
     q.as_of = Some(at.to_rfc3339());
-    q.known_at = Some(a.known_at.unwrap_or_else(|| db.now()).to_rfc3339());
-    let session = session(cli, db.clone())?;
+    // A server's pages keep the transaction time of the first (its cursor carries it).
+    q.known_at = a.known_at.or_else(|| session.db().map(Db::now)).map(Timestamp::to_rfc3339);
     let mut records: Vec<mnemon::Record> = Vec::new();
     let mut path = None;
     let mut left = limit.unwrap_or(usize::MAX);
@@ -323,7 +337,7 @@ fn list(
         }
     }
     if records.is_empty()
-        && let Some(note) = crate::open::empty_namespace_note(&db, ns.as_str())?
+        && let Some(note) = crate::open::empty_namespace_note(&session, ns.as_str())?
     {
         eprintln!("{note}");
     }
@@ -344,7 +358,7 @@ fn list(
 
 fn history(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
     check_id_form(id)?;
-    let session = session(cli, open_read(cli)?)?;
+    let session = connect(cli, false)?;
     let revs = session.call(mnemon::ops::History { id: id.to_string(), namespace: None })?.revisions;
     let revs: Vec<mnemon::Record> = revs.into_iter().map(|r| r.record).collect();
     if out.json {
@@ -359,7 +373,7 @@ fn history(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
 
 fn chain(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
     check_id_form(id)?;
-    let session = session(cli, open_read(cli)?)?;
+    let session = connect(cli, false)?;
     let mnemon::ops::ChainOut { asked, chain: links } =
         session.call(mnemon::ops::Chain { id: id.to_string(), namespace: None })?;
     if out.json {
@@ -368,7 +382,7 @@ fn chain(cli: &Cli, out: &mut Out, id: &str) -> Result<()> {
         }
         return Ok(());
     }
-    let now = links.first().map_or_else(|| session.db().now(), |r| r.at);
+    let now = links.first().map_or_else(|| session.now(), |r| r.at);
     let links: Vec<mnemon::Record> = links.into_iter().map(|r| r.record).collect();
     out.line(chain_table(&links, now, Some(asked)))?;
     Ok(())
@@ -383,6 +397,9 @@ fn import(cli: &Cli, out: &mut Out, file: &Path, partial: bool) -> Result<()> {
         let f = std::fs::File::open(file).with_context(|| format!("cannot open {source}"))?;
         Box::new(std::io::BufReader::new(f))
     };
+    if let Some(url) = &cli.server {
+        return import_remote(cli, out, url, &mut reader, &source, partial);
+    }
     let db = open(cli)?;
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
@@ -391,7 +408,7 @@ fn import(cli: &Cli, out: &mut Out, file: &Path, partial: bool) -> Result<()> {
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let report = session(cli, db)?.import(&mut reader, &source, partial, &mut |done, total| {
+    let report = crate::open::session(cli, db)?.import(&mut reader, &source, partial, &mut |done, total| {
         if total >= 1_000 {
             bar.set_length(total);
             bar.set_position(done);
@@ -414,6 +431,27 @@ fn import(cli: &Cli, out: &mut Out, file: &Path, partial: bool) -> Result<()> {
         }
         Err(e) => return Err(e.into()),
     };
+    print_import(out, &report, &source)
+}
+
+/// Import through the server: the file is sent whole, and the server answers what it did.
+fn import_remote(
+    cli: &Cli,
+    out: &mut Out,
+    url: &str,
+    reader: &mut dyn std::io::BufRead,
+    source: &str,
+    partial: bool,
+) -> Result<()> {
+    let mut lines = Vec::new();
+    reader.read_to_end(&mut lines).with_context(|| format!("cannot read {source}"))?;
+    let client = mnemon_client::Client::new(url, cli.token.as_ref().map(|t| t.0.clone()))?;
+    let report = client.import(&cli.ns, lines, partial)?;
+    print_import(out, &report, source)
+}
+
+/// What an import did, with up to 20 of the lines that failed on standard error.
+fn print_import(out: &mut Out, report: &mnemon::transfer::ImportReport, source: &str) -> Result<()> {
     for e in report.failed.iter().take(20) {
         eprintln!("{e}");
     }
@@ -446,7 +484,7 @@ fn import(cli: &Cli, out: &mut Out, file: &Path, partial: bool) -> Result<()> {
 }
 
 fn stats(cli: &Cli, out: &mut Out) -> Result<()> {
-    let s = session(cli, open_read(cli)?)?.call(mnemon::ops::DbStats {})?;
+    let s = connect(cli, false)?.call(mnemon::ops::DbStats {})?;
     if out.json {
         out.json_line(&s)?;
         return Ok(());

@@ -48,6 +48,72 @@ pub(crate) fn session(cli: &Cli, db: Db) -> Result<mnemon::ops::Session> {
     Ok(mnemon::ops::Session::new(db, &cli.ns)?.allow("*"))
 }
 
+/// Where a command runs its operations: a session over the file, or a server.
+pub(crate) enum Conn {
+    /// The file `--db`.
+    Local(mnemon::ops::Session),
+    /// The server `--server`.
+    Remote(mnemon_client::RemoteSession),
+}
+
+impl Conn {
+    /// Run operation `op`.
+    pub(crate) fn call<O: mnemon::ops::Operation>(&self, op: O) -> mnemon::Result<O::Output> {
+        match self {
+            Conn::Local(s) => s.call(op),
+            Conn::Remote(s) => s.call(op),
+        }
+    }
+
+    /// Now, on the database's clock (a server's: this machine's clock).
+    pub(crate) fn now(&self) -> mnemon::Timestamp {
+        match self {
+            Conn::Local(s) => s.db().now(),
+            Conn::Remote(_) => mnemon::Timestamp::now(),
+        }
+    }
+
+    /// The file's database, when the command works on one.
+    pub(crate) fn db(&self) -> Option<&Db> {
+        match self {
+            Conn::Local(s) => Some(s.db()),
+            Conn::Remote(_) => None,
+        }
+    }
+
+    /// Write namespace `ns`'s records (every namespace's if `None`) as JSON lines to `out`.
+    pub(crate) fn export(&self, ns: Option<&str>, out: &mut dyn std::io::Write) -> mnemon::Result<u64> {
+        match self {
+            Conn::Local(s) => s.export(ns, out),
+            Conn::Remote(s) => s.client().export(ns, out),
+        }
+    }
+}
+
+/// How a command reaches the database: the server of `--server` (or MNEMON_URL), else the
+/// file of `--db`, opened for writing when `write`, else for reading.
+pub(crate) fn connect(cli: &Cli, write: bool) -> Result<Conn> {
+    if let Some(url) = &cli.server {
+        if cli.embedder.is_some() {
+            return Err(usage("--embedder configures a file; a server embeds with its own"));
+        }
+        let client = mnemon_client::Client::new(url, cli.token.as_ref().map(|t| t.0.clone()))?;
+        return Ok(Conn::Remote(client.session(&cli.ns)));
+    }
+    let db = if write { open(cli)? } else { open_read(cli)? };
+    Ok(Conn::Local(session(cli, db)?))
+}
+
+/// Refuse `--server` for a command that works on the file itself.
+pub(crate) fn file_only(cli: &Cli, what: &str) -> Result<()> {
+    match cli.server {
+        Some(_) => Err(usage(format!(
+            "{what} works on a database file, not through a server: run it where the server's file is, with --db"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Open for reading: several readers (other `mnemon` calls) may share the file.
 pub(crate) fn open_read(cli: &Cli) -> Result<Db> {
     Ok(with_embedder(cli, Db::builder(&cli.db).shared(true).read_only(true))?.open()?)
@@ -99,8 +165,15 @@ pub(crate) fn namespace(cli: &Cli) -> Result<Namespace> {
 /// When `ns` was never written to, a note saying so, with the namespaces that are there and
 /// the nearest ones (a mistyped name otherwise gives an empty answer and no clue). Printed on
 /// standard error beside an empty result.
-pub(crate) fn empty_namespace_note(db: &Db, ns: &str) -> Result<Option<String>> {
-    let names: Vec<String> = db.snapshot()?.namespaces()?.iter().map(|n| n.as_str().to_string()).collect();
+pub(crate) fn empty_namespace_note(conn: &Conn, ns: &str) -> Result<Option<String>> {
+    let names: Vec<String> = match conn {
+        Conn::Local(s) => s.db().snapshot()?.namespaces()?.iter().map(|n| n.as_str().to_string()).collect(),
+        // A token may not see the others: then no note.
+        Conn::Remote(s) => match s.call(mnemon::ops::DbStats {}) {
+            Ok(stats) => stats.namespaces.iter().map(|n| n.namespace.to_string()).collect(),
+            Err(_) => return Ok(None),
+        },
+    };
     if names.iter().any(|n| n == ns) {
         return Ok(None);
     }

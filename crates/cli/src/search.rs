@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::cli::Cli;
-use crate::open::{open, open_read, session, usage};
+use crate::open::{open, usage};
 use crate::output::{Out, hits_table};
 
 /// One search's JSON line: the match's identity, score and how it was found, then the whole
@@ -72,12 +72,15 @@ pub fn run(
     mut req: Recall,
     batch: Option<&Path>,
 ) -> Result<()> {
-    let db = open_read(cli)?;
-    let now = db.now();
-    req.as_of = Some(req.as_of.take().unwrap_or_else(|| now.to_rfc3339()));
-    req.known_at = Some(req.known_at.take().unwrap_or_else(|| now.to_rfc3339()));
+    let session = crate::open::connect(cli, false)?;
+    // Every query of a batch at the same valid and transaction time (a server's: its own now
+    // for each query, as its clock may differ from this machine's).
+    if let Some(db) = session.db() {
+        let now = db.now();
+        req.as_of = Some(req.as_of.take().unwrap_or_else(|| now.to_rfc3339()));
+        req.known_at = Some(req.known_at.take().unwrap_or_else(|| now.to_rfc3339()));
+    }
     req.explain = true;
-    let session = session(cli, db.clone())?;
     if let Some(path) = batch {
         if query.is_some() {
             return Err(usage("give either a query or --batch, not both"));
@@ -103,7 +106,7 @@ pub fn run(
     req.query = query.clone();
     let hits = session.call(req)?.hits;
     if hits.is_empty()
-        && let Some(note) = crate::open::empty_namespace_note(&db, &cli.ns)?
+        && let Some(note) = crate::open::empty_namespace_note(&session, &cli.ns)?
     {
         eprintln!("{note}");
     }
@@ -127,6 +130,12 @@ pub(crate) fn rfc3339(t: Option<Timestamp>) -> Option<String> {
 }
 
 pub fn reindex(cli: &Cli, out: &mut Out, only: Option<&str>, batch: usize) -> Result<()> {
+    if cli.server.is_some() {
+        let conn = crate::open::connect(cli, true)?;
+        let r =
+            conn.call(mnemon::ops::Reindex { namespace: only.map(str::to_string), batch: Some(batch) })?;
+        return print_reindexed(out, &r.embedder, &r.stats);
+    }
     let db = if cli.embedder.is_some() {
         crate::open::with_embedder(cli, mnemon::Db::builder(&cli.db).shared(true).reembed(true))?.open()?
     } else {
@@ -144,6 +153,10 @@ pub fn reindex(cli: &Cli, out: &mut Out, only: Option<&str>, batch: usize) -> Re
     })?;
     bar.finish_and_clear();
     let model = db.embedder().model_id().to_string();
+    print_reindexed(out, &model, &stats)
+}
+
+fn print_reindexed(out: &mut Out, model: &str, stats: &mnemon::EmbedStats) -> Result<()> {
     if out.json {
         out.json_line(&json!({"embedder": model, "embedded": stats.misses, "from_cache": stats.hits, "failed": stats.failures}))?;
     } else {
@@ -173,7 +186,7 @@ pub(crate) fn context(cli: &Cli, out: &mut Out, a: ContextArgs<'_>) -> Result<()
         "xml" => BlockFormat::Xml,
         f => return Err(usage(format!("unknown format {f:?} (markdown, xml)"))),
     };
-    let session = crate::open::session(cli, open_read(cli)?)?;
+    let session = crate::open::connect(cli, false)?;
     let time = |t: Option<mnemon::Timestamp>| t.map(|t| t.to_rfc3339());
     let b = session.call(mnemon::ops::Context {
         query: a.query.to_string(),

@@ -5,7 +5,7 @@ use mnemon::json::RecordView;
 use serde_json::json;
 
 use crate::cli::{Cli, IndexCmd, VectorCmd};
-use crate::open::{check_id_form, open, open_read, read_json, session, usage};
+use crate::open::{check_id_form, connect, read_json, usage};
 use crate::output::{Out, cut, print_written, short, table};
 
 /// Parse a JSON array of numbers (NaN and infinities cannot be written in JSON; the storage
@@ -29,7 +29,7 @@ pub fn run_vector(cli: &Cli, out: &mut Out, cmd: &VectorCmd) -> Result<()> {
         VectorCmd::Put { id, space, vector } => {
             let v = parse_vector(vector)?;
             check_id_form(id)?;
-            let session = session(cli, open(cli)?)?;
+            let session = connect(cli, true)?;
             let w = session.call(mnemon::ops::VectorPut {
                 id: id.clone(),
                 space: space.clone(),
@@ -56,7 +56,7 @@ pub fn run_vector(cli: &Cli, out: &mut Out, cmd: &VectorCmd) -> Result<()> {
                 ef: *ef,
                 namespace: None,
             };
-            let found = session(cli, open_read(cli)?)?.call(q)?;
+            let found = connect(cli, false)?.call(q)?;
             show_nearest(cli, out, space, *k, found, *explain)
         }
     }
@@ -127,7 +127,7 @@ fn show_nearest(
 pub fn run_index(cli: &Cli, out: &mut Out, cmd: &IndexCmd) -> Result<()> {
     match cmd {
         IndexCmd::Status => {
-            let status = session(cli, open_read(cli)?)?.call(mnemon::ops::IndexStatus {})?.segments;
+            let status = connect(cli, false)?.call(mnemon::ops::IndexStatus {})?.segments;
             if out.json {
                 for s in &status {
                     out.json_line(&json!({
@@ -168,7 +168,7 @@ pub fn run_index(cli: &Cli, out: &mut Out, cmd: &IndexCmd) -> Result<()> {
         }
         IndexCmd::Build { space } => {
             let build = mnemon::ops::IndexBuild { space: space.clone(), namespace: None };
-            let r = session(cli, open(cli)?)?.call(build)?;
+            let r = connect(cli, true)?.call(build)?;
             if out.json {
                 out.json_line(&json!({"space": r.space, "namespace": r.namespace, "graph_points": r.graph_points, "generation": r.generation}))?;
             } else {

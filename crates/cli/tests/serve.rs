@@ -4,41 +4,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use common::run_at;
+use common::{run_at, spawn_serve};
 use serde_json::{Value, json};
-
-/// `mnemon serve ARGS --listen 127.0.0.1:0` on `db`: the child, its address, and its standard
-/// error after the line naming the address.
-fn spawn_serve(
-    dir: &std::path::Path,
-    db: &std::path::Path,
-    args: &[&str],
-) -> (std::process::Child, String, BufReader<std::process::ChildStderr>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
-        .current_dir(dir)
-        .env("MNEMON_MINILM_DIR", dir.join("model"))
-        .args(["--db", db.to_str().unwrap(), "serve"])
-        .args(args)
-        .args(["--listen", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
-    (child, addr, stderr)
-}
 
 #[test]
 fn tokens_are_made_listed_and_revoked_on_the_command_line() {

@@ -198,7 +198,7 @@ impl IndexOptions {
 }
 
 /// One segment's state (for `stats` and tests).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct SegmentStatus {
     /// The vector space.
     pub space: String,
@@ -225,7 +225,7 @@ pub struct SegmentStatus {
 }
 
 /// What a build or publish did.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct BuildReport {
     /// The vector space.
     pub space: String,

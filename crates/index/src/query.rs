@@ -50,7 +50,8 @@ impl<'a> Query<'a> {
 }
 
 /// Which way a search ran.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
 pub enum SearchPath {
     /// Nothing to search.
     Empty,
@@ -78,7 +79,7 @@ impl std::fmt::Display for SearchPath {
 }
 
 /// What the planner decided and saw (for tests and `--explain`).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Plan {
     /// The path that produced the results (after any fallback).
     pub path: SearchPath,

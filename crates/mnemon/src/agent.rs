@@ -85,7 +85,7 @@ pub struct Agent<'a> {
 }
 
 /// What [`Agent::performance`] computes from the recorded task metrics and errors.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Performance {
     /// Task completions recorded.
     pub tasks_completed: usize,
@@ -443,7 +443,7 @@ pub struct Episodes<'a> {
 }
 
 /// What [`Episodes::context`] selected.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct EpisodeContext {
     /// The rendered block.
     pub text: String,

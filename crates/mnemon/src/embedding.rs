@@ -22,7 +22,7 @@ pub struct EmbedderRecord {
 }
 
 /// Counters of the embedding cache and of failures, since the database was opened.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EmbedStats {
     /// Texts found in the cache.
     pub hits: u64,

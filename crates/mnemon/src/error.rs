@@ -152,6 +152,15 @@ pub enum Error {
         /// How often it was tried.
         attempts: u32,
     },
+    /// A server (`mnemon serve`) answered an operation with an error: its stable code and its
+    /// message, as a client of the server sees them.
+    #[error("{message}")]
+    Remote {
+        /// The error's code, as the server gave it.
+        code: Code,
+        /// What the server said (or why it could not be reached).
+        message: String,
+    },
     /// An operation's answer could not be written as JSON.
     #[error("cannot write the answer of {what}: {message}")]
     Encode {
@@ -173,7 +182,9 @@ impl Error {
 /// The stable machine code of an error: what every interface reports (the CLI's exit code,
 /// MCP's error results, the HTTP server's status and problem documents), whatever the message
 /// says. Codes are never renamed; new ones may be added.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Code {
@@ -269,6 +280,7 @@ impl Error {
             Error::NotAllowed { .. } => Code::Forbidden,
             Error::Rule { .. } | Error::Contended { .. } => Code::Conflict,
             Error::Panicked { .. } => Code::Damaged,
+            Error::Remote { code, .. } => *code,
             Error::ImportStopped { cause, .. } if cause.is_damage() => Code::Damaged,
             Error::Index(_)
             | Error::ImportStopped { .. }

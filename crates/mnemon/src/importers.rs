@@ -15,20 +15,42 @@ use crate::error::{LineError, Result, invalid};
 use crate::scoped::{Scope, Section};
 
 /// What an import did.
-#[derive(Clone, Debug, Default, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ImportSummary {
     /// Records written.
     pub imported: usize,
     /// Lines or entries already present (nothing written).
     pub skipped: usize,
     /// Lines or entries refused, with file and line.
-    #[serde(serialize_with = "as_strings")]
+    #[serde(serialize_with = "as_strings", deserialize_with = "from_strings")]
     #[schemars(with = "Vec<String>")]
     pub errors: Vec<LineError>,
 }
 
-fn as_strings<S: serde::Serializer>(errors: &[LineError], s: S) -> std::result::Result<S::Ok, S::Error> {
+pub(crate) fn as_strings<S: serde::Serializer>(
+    errors: &[LineError],
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
     s.collect_seq(errors.iter().map(ToString::to_string))
+}
+
+/// Errors back from their text (`SOURCE:LINE: REASON`, as a server answered them); a text of
+/// another form is kept whole as the reason.
+pub(crate) fn from_strings<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Vec<LineError>, D::Error> {
+    let texts = <Vec<String> as serde::Deserialize>::deserialize(d)?;
+    Ok(texts.into_iter().map(|t| parse_line_error(&t)).collect())
+}
+
+fn parse_line_error(text: &str) -> LineError {
+    let parsed = text.match_indices(':').find_map(|(i, _)| {
+        let rest = &text[i + 1..];
+        let digits = rest.find(": ").filter(|&n| n > 0 && rest[..n].bytes().all(|b| b.is_ascii_digit()))?;
+        let line = rest[..digits].parse().ok()?;
+        Some(LineError { source: text[..i].to_string(), line, reason: rest[digits + 2..].to_string() })
+    });
+    parsed.unwrap_or_else(|| LineError { source: String::new(), line: 0, reason: text.to_string() })
 }
 
 /// Import the knowledge-graph JSONL format into `ns`: entity lines (`{"type":"entity","name",

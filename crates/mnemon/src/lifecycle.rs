@@ -38,7 +38,9 @@ impl Default for PruneOptions {
 }
 
 /// What [`Db::prune`] found (and, unless dry, did).
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct PruneReport {
     /// Records whose TTL ran out (retired at their expiry, or forgotten).
     pub expired: usize,

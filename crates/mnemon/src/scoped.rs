@@ -251,7 +251,7 @@ pub struct Memory<'a> {
 }
 
 /// A project known to the memory.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ProjectSummary {
     /// Its id (`<hash>-<basename>`).
     pub id: String,

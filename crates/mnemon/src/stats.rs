@@ -3,13 +3,13 @@
 use std::collections::BTreeMap;
 
 use mnemon_storage::{FORMAT_VERSION, Kind, Namespace, Timestamp};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::db::Db;
 use crate::error::{Error, Result};
 
 /// Statistics of one namespace.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NamespaceStats {
     /// The namespace.
     #[schemars(with = "String")]
@@ -24,7 +24,7 @@ pub struct NamespaceStats {
 }
 
 /// Statistics of a database.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Stats {
     /// The file.
     pub path: String,
@@ -40,7 +40,7 @@ pub struct Stats {
     /// Per namespace.
     pub namespaces: Vec<NamespaceStats>,
     /// Row counts of the internal tables.
-    pub tables: BTreeMap<&'static str, u64>,
+    pub tables: BTreeMap<String, u64>,
     /// The embedder (model id) records are embedded with.
     pub embedder: String,
     /// Vector spaces and their dimensions.
@@ -72,7 +72,7 @@ pub fn stats(db: &Db) -> Result<Stats> {
         commits: meta.commit_seq,
         last_commit: (meta.commit_seq > 0).then_some(meta.last_tx),
         namespaces,
-        tables: snap.table_sizes()?,
+        tables: snap.table_sizes()?.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
         embedder: db.embedder().model_id().to_string(),
         vector_spaces: snap.vector_spaces()?.into_iter().map(|v| (v.name, v.dimension)).collect(),
     })

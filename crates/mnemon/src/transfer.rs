@@ -89,8 +89,8 @@ impl ImportOptions {
     }
 }
 
-/// What an import did.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// What an import did (as a server answers it: the failed lines as `SOURCE:LINE: REASON`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ImportReport {
     /// Non-empty lines read.
     pub lines: u64,
@@ -101,6 +101,10 @@ pub struct ImportReport {
     /// Export lines already present, identically.
     pub unchanged: u64,
     /// Lines that could not be imported.
+    #[serde(
+        serialize_with = "crate::importers::as_strings",
+        deserialize_with = "crate::importers::from_strings"
+    )]
     pub failed: Vec<LineError>,
     /// Imported records embedded afterwards (in batches, from the cache where it could).
     pub embedded: u64,

@@ -28,9 +28,36 @@ pub struct Cli {
     /// name). Remembered by the database.
     #[arg(long, global = true, env = "MNEMON_EMBEDDER", value_parser = parse_embedder)]
     pub embedder: Option<EmbedderSpec>,
+    /// Work against a server (`mnemon serve`) instead of a file: its URL, for example
+    /// http://127.0.0.1:7373. Commands that read and write records work the same either way;
+    /// those that own the file (init, check, compact, serve, mcp, token) refuse it.
+    #[arg(long, global = true, env = "MNEMON_URL", value_name = "URL")]
+    pub server: Option<String>,
+    /// The server's token (from `mnemon token create`). Prefer MNEMON_TOKEN: a command line
+    /// is visible to other users of the machine.
+    #[arg(long, global = true, env = "MNEMON_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    pub token: Option<Secret>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// A token: never shown by `Debug`.
+#[derive(Clone)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<hidden>")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Secret, Self::Err> {
+        Ok(Secret(s.to_string()))
+    }
 }
 
 /// Check an `--embedder` value (see [`mnemon::embed::EmbedderSpec`]).

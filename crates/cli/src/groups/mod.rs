@@ -17,7 +17,7 @@ use mnemon::{Record, RecordId, Timestamp};
 use serde_json::{Value, json};
 
 use crate::cli::Cli;
-use crate::open::{open, open_read};
+
 use crate::output::{Out, record_detail, records_table};
 
 pub(super) fn show(out: &mut Out, r: &Record, at: Timestamp) -> Result<()> {
@@ -78,12 +78,12 @@ pub(super) fn entries(out: &mut Out, e: ops::Entries, empty: &str) -> Result<()>
 }
 
 /// A session for a command that writes (`write`) or only reads.
-pub(super) fn session_for(cli: &Cli, write: bool) -> Result<ops::Session> {
-    crate::open::session(cli, if write { open(cli)? } else { open_read(cli)? })
+pub(super) fn session_for(cli: &Cli, write: bool) -> Result<crate::open::Conn> {
+    crate::open::connect(cli, write)
 }
 
 /// The record `id` as it is now.
-pub(super) fn current(session: &ops::Session, id: String) -> Result<ops::One> {
+pub(super) fn current(session: &crate::open::Conn, id: String) -> Result<ops::One> {
     let got = session.call(ops::Get { id, ..Default::default() })?;
     Ok(ops::One { record: got.record })
 }

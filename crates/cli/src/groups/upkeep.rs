@@ -16,7 +16,7 @@ fn ns_of(db: &Db, cli: &Cli) -> Result<Ns> {
 
 /// `mnemon prune`.
 pub fn prune(cli: &Cli, out: &mut Out, o: mnemon::ops::Prune) -> Result<()> {
-    let r = crate::open::session(cli, open(cli)?)?.call(o)?;
+    let r = crate::open::connect(cli, true)?.call(o)?;
     if out.json {
         out.json_line(&r)?;
     } else {
@@ -51,6 +51,17 @@ pub fn import_other(
     if !file.exists() {
         return Err(anyhow::anyhow!("cannot open {}: no such file or directory", file.display()));
     }
+    if format == "mcp-jsonl" {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+        let import = mnemon::ops::GraphImport {
+            jsonl: text,
+            source: Some(file.display().to_string()),
+            namespace: None,
+        };
+        return print_summary(out, &crate::open::connect(cli, true)?.call(import)?);
+    }
+    crate::open::file_only(cli, &format!("import --format {format}"))?;
     let db = open(cli)?;
     let sum = if format == "crewly" {
         if !file.is_dir() {
@@ -64,19 +75,15 @@ pub fn import_other(
             ));
         }
         mnemon::importers::import_assistant_dir(&ns_of(&db, cli)?, file)?
-    } else if format == "mcp-jsonl" {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
-        let import = mnemon::ops::GraphImport {
-            jsonl: text,
-            source: Some(file.display().to_string()),
-            namespace: None,
-        };
-        crate::open::session(cli, db.clone())?.call(import)?
     } else {
         let sc = sc.ok_or_else(|| usage("--scope is for --format markdown"))?;
         mnemon::importers::import_markdown_path(&db, file, &sc)?
     };
+    print_summary(out, &sum)
+}
+
+/// What an import of another format did; the refused lines on standard error.
+fn print_summary(out: &mut Out, sum: &mnemon::importers::ImportSummary) -> Result<()> {
     if out.json {
         out.json_line(&sum)?;
     } else {

@@ -123,7 +123,7 @@ pub fn decision(cli: &Cli, out: &mut Out, cmd: &DecisionCmd) -> Result<()> {
         DecisionCmd::History { id } => {
             check_id_form(id)?;
             let c = session.call(ops::Chain { id: id.clone(), namespace: None })?;
-            let now = session.db().now();
+            let now = session.now();
             let chain: Vec<Record> = c.chain.into_iter().map(|r| r.record).collect();
             if out.json {
                 for r in &chain {

@@ -2,7 +2,7 @@
 //! reading its answer.
 #![allow(dead_code, reason = "each test binary uses part of it")]
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -39,7 +39,14 @@ impl Run {
 }
 
 pub fn run_at(dir: &Path, db: &Path, args: &[&str], stdin: Option<&str>) -> Run {
+    run_env(dir, db, args, stdin, &[])
+}
+
+/// [`run_at`] with environment variables set (MNEMON_URL and MNEMON_TOKEN are unset unless
+/// given here: a developer's own settings never reach a test).
+pub fn run_env(dir: &Path, db: &Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mnemon"));
+    cmd.env_remove("MNEMON_URL").env_remove("MNEMON_TOKEN").envs(env.iter().copied());
     // The local model is looked for in `dir/model` (absent unless a test links it there), so
     // that `init` picks the hashing embedder whatever this machine has installed.
     cmd.current_dir(dir)
@@ -63,4 +70,35 @@ pub fn run_at(dir: &Path, db: &Path, args: &[&str], stdin: Option<&str>) -> Run 
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// `mnemon serve ARGS --listen 127.0.0.1:0` on `db`: the child, its address, and its standard
+/// error after the line naming the address.
+pub fn spawn_serve(
+    dir: &std::path::Path,
+    db: &std::path::Path,
+    args: &[&str],
+) -> (std::process::Child, String, BufReader<std::process::ChildStderr>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .current_dir(dir)
+        .env("MNEMON_MINILM_DIR", dir.join("model"))
+        .env_remove("MNEMON_URL")
+        .env_remove("MNEMON_TOKEN")
+        .args(["--db", db.to_str().unwrap(), "serve"])
+        .args(args)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    (child, addr, stderr)
 }

@@ -271,7 +271,7 @@ fn is_overdue(t: &Task, now: Timestamp) -> bool {
 }
 
 /// What [`Ns::domain_stats`] counts (records valid now).
-#[derive(Clone, Debug, Default, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct DomainStats {
     /// Records per kind.
     pub by_kind: BTreeMap<String, usize>,
@@ -294,7 +294,9 @@ pub struct DomainStats {
 }
 
 /// What [`Ns::consolidate`] did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct Consolidation {
     /// Decisions still valid with status `superseded` (marked so by hand or an import) retired.
     pub decisions_retired: usize,

@@ -13,7 +13,7 @@ use crate::body::Metrics;
 use crate::error::{Result, invalid};
 
 /// Set some of the agent's preferences.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentPrefer {
     /// The preferences to set (`{"indent": 4}`); the others stay, and `null` removes one.
@@ -23,7 +23,7 @@ pub struct AgentPrefer {
 }
 
 /// An agent's preferences.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Preferences {
     /// The preferences, over the defaults asked with.
     pub preferences: Value,
@@ -46,7 +46,7 @@ impl Operation for AgentPrefer {
 }
 
 /// An agent's preferences.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentPreferences {
     /// Defaults for the keys not set.
@@ -72,7 +72,7 @@ impl Operation for AgentPreferences {
 }
 
 /// Record a task an agent completed.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentCompleted {
     /// The task.
@@ -116,7 +116,7 @@ impl Operation for AgentCompleted {
 }
 
 /// Record an error an agent met.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentError {
     /// The error, as it shows.
@@ -143,7 +143,7 @@ impl Operation for AgentError {
 }
 
 /// An agent's performance.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentPerformance {
     /// The namespace (default: the session's).
@@ -164,7 +164,7 @@ impl Operation for AgentPerformance {
 }
 
 /// An agent's context block.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentContext {
     /// The namespace (default: the session's).
@@ -185,7 +185,7 @@ impl Operation for AgentContext {
 }
 
 /// Retire role knowledge not used for a while.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KnowledgePrune {
     /// Retire what was last used before this time. RFC 3339 or a date.
@@ -195,7 +195,7 @@ pub struct KnowledgePrune {
 }
 
 /// How many records an upkeep retired.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Retired {
     /// Records retired (their history stays).
     pub retired: usize,
@@ -218,7 +218,7 @@ impl Operation for KnowledgePrune {
 }
 
 /// A task's episodes as a block.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EpisodeContext {
     /// The task: its episodes come first.
@@ -249,7 +249,7 @@ impl Operation for EpisodeContext {
 }
 
 /// How often an episode was returned.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EpisodeAccess {
     /// The episode.
@@ -273,7 +273,7 @@ impl Operation for EpisodeAccess {
 }
 
 /// Retire old or surplus episodes.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EpisodePrune {
     /// Retire episodes older than this many days.

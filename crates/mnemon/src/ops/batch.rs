@@ -14,7 +14,7 @@ use crate::error::Result;
 pub const MAX_BATCH: usize = 10_000;
 
 /// One write of a batch: an operation's name in `op` and its request's fields beside it.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum BatchWrite {
     /// `add`: a record by its fields.
@@ -32,7 +32,7 @@ pub enum BatchWrite {
 }
 
 /// Commit many writes at once.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Batch {
     /// The writes, in order (1 to 10,000). Each record may be written by one of them only.
@@ -40,7 +40,7 @@ pub struct Batch {
 }
 
 /// What a batch did: one result per write, in order.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Batched {
     /// Per write: the record written (for a supersession the new one), its revision, whether
     /// a live record of the same identity already held it, the record it superseded.

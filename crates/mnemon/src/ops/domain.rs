@@ -12,7 +12,7 @@ use crate::body::{DecisionStatus, Entity, Role};
 use crate::error::{Error, Result};
 
 /// Set a decision's status.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionStatusSet {
     /// The decision: a record id (a unique head or tail of at least 6 hex digits also works).
@@ -40,7 +40,7 @@ impl Operation for DecisionStatusSet {
 }
 
 /// The decisions in force.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionActive {
     /// The namespace (default: the session's).
@@ -62,7 +62,7 @@ impl Operation for DecisionActive {
 }
 
 /// Link a task and the decision it implements.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Link {
     /// The task.
@@ -74,7 +74,7 @@ pub struct Link {
 }
 
 /// A task and a decision, linked.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Linked {
     /// The task now.
     pub task: One,
@@ -100,7 +100,7 @@ impl Operation for Link {
 }
 
 /// Find an entity by name.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EntityFind {
     /// Its name (case does not matter).
@@ -131,7 +131,7 @@ impl Operation for EntityFind {
 }
 
 /// Find an entity by name, or create it.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EntityEnsure {
     /// Its name (its identity, whatever the case).
@@ -147,7 +147,7 @@ pub struct EntityEnsure {
 }
 
 /// An entity found or made.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Ensured {
     /// Its id.
     #[schemars(with = "String")]
@@ -176,7 +176,7 @@ impl Operation for EntityEnsure {
 }
 
 /// Record where an entity was mentioned.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EntityMention {
     /// The entity.
@@ -205,7 +205,7 @@ impl Operation for EntityMention {
 }
 
 /// Set one property of an entity.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EntitySet {
     /// The entity.
@@ -234,7 +234,7 @@ impl Operation for EntitySet {
 }
 
 /// Relate two entities.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EntityLink {
     /// One entity.
@@ -262,7 +262,7 @@ impl Operation for EntityLink {
 }
 
 /// Merge one entity into another.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EntityMerge {
     /// The entity that stays.
@@ -289,7 +289,7 @@ impl Operation for EntityMerge {
 }
 
 /// The entities of a type.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EntityByType {
     /// The type (person, technology, component, service, concept, other or any).
@@ -313,7 +313,7 @@ impl Operation for EntityByType {
 }
 
 /// Start a conversation.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConversationStart {
     /// What it is about.
@@ -337,7 +337,7 @@ impl Operation for ConversationStart {
 }
 
 /// Add a message to a conversation.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConversationAdd {
     /// The conversation.
@@ -367,7 +367,7 @@ impl Operation for ConversationAdd {
 }
 
 /// End a conversation.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConversationEnd {
     /// The conversation.
@@ -394,7 +394,7 @@ impl Operation for ConversationEnd {
 }
 
 /// Read a conversation back.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConversationShow {
     /// The conversation.
@@ -404,7 +404,7 @@ pub struct ConversationShow {
 }
 
 /// A conversation and its messages.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Transcript {
     /// The conversation.
     pub conversation: One,
@@ -432,7 +432,7 @@ impl Operation for ConversationShow {
 }
 
 /// The latest conversations.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConversationRecent {
     /// How many (default 10).

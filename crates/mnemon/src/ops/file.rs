@@ -5,7 +5,7 @@
 use std::io::{BufRead, Write};
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Operation, Session};
 use crate::error::Result;
@@ -15,7 +15,7 @@ use crate::stats::Stats;
 use crate::transfer::{ImportOptions, ImportReport};
 
 /// Retire (or erase) what ran out.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Prune {
     /// Only count; change nothing.
@@ -67,7 +67,7 @@ impl Operation for Prune {
 }
 
 /// Statistics of the database.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DbStats {}
 
@@ -87,7 +87,7 @@ impl Operation for DbStats {
 }
 
 /// Import a knowledge graph in the reference memory server's JSON lines.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GraphImport {
     /// The lines (`{"type":"entity","name","entityType","observations":[...]}`,
@@ -125,6 +125,9 @@ impl Session {
                 None
             }
         };
+        // Episode access counts are buffered in memory (a long-running server's for a while):
+        // written first, so that the export has them.
+        self.db().flush_access()?;
         crate::transfer::export(self.db(), ns.as_ref(), out)
     }
 

@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::index::{BuildReport, SegmentStatus};
 
 /// Embed the records that have no vector for the database's embedder.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Reindex {
     /// Only this namespace (default: the session's own, or every one when it reaches them
@@ -22,7 +22,7 @@ pub struct Reindex {
 }
 
 /// What a reindex did.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Reindexed {
     /// The embedder's model.
     pub embedder: String,
@@ -53,12 +53,12 @@ impl Operation for Reindex {
 }
 
 /// The vector indexes' state.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IndexStatus {}
 
 /// The state of every (space, namespace) index the session reaches.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Indexes {
     /// By space and namespace.
     pub segments: Vec<SegmentStatus>,
@@ -80,7 +80,7 @@ impl Operation for IndexStatus {
 }
 
 /// Build a vector index now.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IndexBuild {
     /// The vector space.

@@ -12,7 +12,7 @@ use crate::error::{Result, invalid};
 use crate::scoped::{Scope, Section};
 
 /// A section of a scope's memory.
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SectionArg {
     /// What was learned.
@@ -84,7 +84,7 @@ fn section_name(s: Section) -> String {
 }
 
 /// Add an entry to a scope's memory.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryAdd {
     /// The entry: a learning; an error as `error → solution`; a pattern as `name:
@@ -104,7 +104,7 @@ pub struct MemoryAdd {
 }
 
 /// What `memory_add` did.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct MemoryAdded {
     /// The entry's id.
     #[schemars(with = "String")]
@@ -150,7 +150,7 @@ impl Operation for MemoryAdd {
 }
 
 /// Show a scope's memory.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryShow {
     /// Only this section (default: all).
@@ -160,7 +160,7 @@ pub struct MemoryShow {
 }
 
 /// One section's entries.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct SectionEntries {
     /// The section.
     pub section: String,
@@ -169,7 +169,7 @@ pub struct SectionEntries {
 }
 
 /// An entry of a section.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct SectionEntry {
     /// The entry as its section writes it (`error → solution`, `name: description`).
     pub line: String,
@@ -178,7 +178,7 @@ pub struct SectionEntry {
 }
 
 /// A scope's memory.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct MemoryShown {
     /// The namespace of the scope.
     pub namespace: String,
@@ -218,7 +218,7 @@ impl Operation for MemoryShow {
 }
 
 /// A scope's memory as a block to read.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryContext {
     /// What you are about to do: entries that match it come first, and with a query only
@@ -233,7 +233,7 @@ pub struct MemoryContext {
 }
 
 /// A block of text.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Block {
     /// The text to read.
     pub context: String,
@@ -254,7 +254,7 @@ impl Operation for MemoryContext {
 }
 
 /// Store an episode: something that happened while working.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EpisodeStore {
     /// What happened.
@@ -277,7 +277,7 @@ pub struct EpisodeStore {
 }
 
 /// A new record's id.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Stored {
     /// Its id.
     #[schemars(with = "String")]
@@ -305,7 +305,7 @@ impl Operation for EpisodeStore {
 }
 
 /// Find the episodes most like a query.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EpisodeQuery {
     /// What to look for.
@@ -318,7 +318,7 @@ pub struct EpisodeQuery {
 }
 
 /// An episode found, with how often episodes queries returned it.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct EpisodeHit {
     /// The episode.
     pub record: RecordOut,
@@ -330,7 +330,7 @@ pub struct EpisodeHit {
 }
 
 /// Episodes found.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Episodes {
     /// Best first.
     pub episodes: Vec<EpisodeHit>,
@@ -361,7 +361,7 @@ impl Operation for EpisodeQuery {
 }
 
 /// Learn role knowledge (an agent's own namespace).
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KnowledgeLearn {
     /// Its category (e.g. testing, style, tooling).
@@ -374,7 +374,7 @@ pub struct KnowledgeLearn {
 }
 
 /// Role knowledge learned.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Learned {
     /// The entry.
     #[schemars(with = "String")]
@@ -398,7 +398,7 @@ impl Operation for KnowledgeLearn {
 }
 
 /// Reinforce role knowledge that proved right.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KnowledgeReinforce {
     /// The entry: a record id (a unique head or tail of at least 6 hex digits also works).
@@ -424,7 +424,7 @@ impl Operation for KnowledgeReinforce {
 }
 
 /// List role knowledge.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KnowledgeList {
     /// Only this category.
@@ -450,7 +450,7 @@ impl Operation for KnowledgeList {
 }
 
 /// Relate two components of a project.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectRelate {
     /// The component that relates (created as an entity if new).
@@ -481,7 +481,7 @@ impl Operation for ProjectRelate {
 }
 
 /// A project's knowledge as a block to read.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectKnowledge {
     /// The namespace (default: the session's).

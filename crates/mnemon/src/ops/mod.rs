@@ -81,14 +81,14 @@ pub use vectors::{Near, Nearest, VectorMode, VectorPut, VectorSearch};
 pub use writes::{Add, Retire, Revise, WriteResult};
 
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::{Db, Ns};
 
 /// One operation: its request (this type), its response and its handler.
-pub trait Operation: DeserializeOwned + JsonSchema + Send + 'static {
+pub trait Operation: Serialize + DeserializeOwned + JsonSchema + Send + 'static {
     /// The name interfaces know it by (the MCP tool, the HTTP route).
     const NAME: &'static str;
     /// A short human title.
@@ -106,7 +106,7 @@ pub trait Operation: DeserializeOwned + JsonSchema + Send + 'static {
     /// whole records offers the rest too).
     const MCP: bool = true;
     /// What it answers.
-    type Output: Serialize + JsonSchema + Send + 'static;
+    type Output: Serialize + DeserializeOwned + JsonSchema + Send + 'static;
 
     /// Run it in `session`.
     fn run(self, session: &Session) -> Result<Self::Output>;
@@ -346,7 +346,7 @@ pub(crate) fn kinds(names: &[String]) -> Result<Vec<crate::Kind>> {
 }
 
 /// One record.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct One {
     /// The record.
     pub record: RecordOut,
@@ -368,7 +368,7 @@ impl One {
 }
 
 /// Records.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Entries {
     /// In the operation's order.
     pub entries: Vec<RecordOut>,
@@ -414,6 +414,31 @@ impl Serialize for RecordOut {
         }
         m.serialize_entry("text", &self.record.body.text())?;
         m.end()
+    }
+}
+
+/// A record read back from its JSON view (a client of a server): the record, and a valid time
+/// at which it has the status the view gave (its start for active, its end for superseded or
+/// retired, its expiry for expired, just before its start for not yet valid).
+impl<'de> Deserialize<'de> for RecordOut {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<RecordOut, D::Error> {
+        use serde::de::Error as _;
+        let mut fields = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+        let status = fields.remove("status").ok_or_else(|| D::Error::missing_field("status"))?;
+        let status: crate::Status = serde_json::from_value(status).map_err(D::Error::custom)?;
+        fields.remove("text");
+        let json: crate::json::RecordJson =
+            serde_json::from_value(serde_json::Value::Object(fields)).map_err(D::Error::custom)?;
+        let record = json.into_record().map_err(D::Error::custom)?;
+        let at = match status {
+            crate::Status::Pending => record.valid_from.plus_micros(-1),
+            crate::Status::Superseded | crate::Status::Retired => {
+                record.valid_until.unwrap_or(record.valid_from)
+            }
+            crate::Status::Expired => record.expires_at.unwrap_or(record.valid_from),
+            _ => record.valid_from,
+        };
+        Ok(RecordOut { record, at })
     }
 }
 
@@ -599,13 +624,13 @@ mod list_tests {
 #[cfg(test)]
 mod guard_tests {
     use schemars::JsonSchema;
-    use serde::Deserialize;
+    use serde::{Deserialize, Serialize};
 
     use super::{Operation, Session};
     use crate::{Code, Db, Error};
 
     /// An operation that panics the way redb does on a damaged page.
-    #[derive(Deserialize, JsonSchema)]
+    #[derive(Serialize, Deserialize, JsonSchema)]
     struct Explodes;
 
     impl Operation for Explodes {

@@ -22,7 +22,7 @@ fn body_of(session: &Session, ns: Option<&str>, kind: Kind, fields: Map<String, 
 }
 
 /// Add a pattern to a project.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectPattern {
     /// The pattern: `title`, `description`, `category`, `example`.
@@ -34,7 +34,7 @@ pub struct ProjectPattern {
 }
 
 /// A pattern added, or the one already known.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct PatternAdded {
     /// Its id.
     #[schemars(with = "String")]
@@ -64,7 +64,7 @@ impl Operation for ProjectPattern {
 }
 
 /// A project's patterns.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectPatterns {
     /// Only this category.
@@ -89,7 +89,7 @@ impl Operation for ProjectPatterns {
 }
 
 /// Add a gotcha to a project.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectGotcha {
     /// The gotcha: `title`, `problem`, `solution`, `severity` (low, medium, high, critical).
@@ -116,7 +116,7 @@ impl Operation for ProjectGotcha {
 }
 
 /// A project's gotchas.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectGotchas {
     /// Only this severity.
@@ -141,7 +141,7 @@ impl Operation for ProjectGotchas {
 }
 
 /// A project's component relationships.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectRelations {
     /// Only those from or to this component.
@@ -166,7 +166,7 @@ impl Operation for ProjectRelations {
 }
 
 /// Append to a project's learnings log.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectLearn {
     /// What was learned.
@@ -206,7 +206,7 @@ impl Operation for ProjectLearn {
 }
 
 /// A project's latest learnings.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectLearnings {
     /// How many (default 10).
@@ -217,7 +217,7 @@ pub struct ProjectLearnings {
 }
 
 /// The learnings log.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Learnings {
     /// The learnings, oldest first.
     pub entries: Vec<RecordOut>,
@@ -244,7 +244,7 @@ impl Operation for ProjectLearnings {
 }
 
 /// Records of one kind.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Group {
     /// The kind.
     #[schemars(with = "String")]
@@ -254,7 +254,7 @@ pub struct Group {
 }
 
 /// Records by kind.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Groups {
     /// One group per kind that has any, in the kinds' order.
     pub groups: Vec<Group>,
@@ -275,7 +275,7 @@ impl Groups {
 }
 
 /// Search a project's knowledge.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectSearch {
     /// What to look for.
@@ -303,7 +303,7 @@ impl Operation for ProjectSearch {
 }
 
 /// What carries a tag.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Tagged {
     /// The tag.
@@ -327,7 +327,7 @@ impl Operation for Tagged {
 }
 
 /// Counts of what is current in a namespace.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Stats {
     /// The namespace (default: the session's).
@@ -348,7 +348,7 @@ impl Operation for Stats {
 }
 
 /// Retire what is over and done.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Consolidate {
     /// Only what ended more than this many days ago.

@@ -11,7 +11,7 @@ use crate::json::parse_input;
 use crate::{AsOf, Kind, ListQuery, Outcome, RecordId};
 
 /// Store one memory.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Remember {
     /// What sort of memory this is.
@@ -45,7 +45,7 @@ pub struct Remember {
 }
 
 /// What `remember` answers.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Remembered {
     /// The memory's id.
     #[schemars(with = "String")]
@@ -90,7 +90,7 @@ impl Remember {
 }
 
 /// Read one memory.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Get {
     /// The memory: a record id as returned by remember, recall or list (a unique head or tail
@@ -105,7 +105,7 @@ pub struct Get {
 }
 
 /// One record.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct GotRecord {
     /// The record.
     pub record: RecordOut,
@@ -150,7 +150,7 @@ impl Operation for Get {
 }
 
 /// List memories valid at a time.
-#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct List {
     /// Only these kinds.
@@ -179,7 +179,7 @@ pub struct List {
 }
 
 /// Records, as of the asked time.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Records {
     /// The records, newest first.
     pub records: Vec<RecordOut>,
@@ -234,7 +234,7 @@ impl Operation for List {
 }
 
 /// Replace a memory with a new version.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Supersede {
     /// The memory to replace: a record id (a unique head or tail of at least 6 hex digits
@@ -261,7 +261,7 @@ pub struct Supersede {
 }
 
 /// The two ends of a supersession.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Superseded {
     /// The memory replaced.
     #[schemars(with = "String")]
@@ -313,7 +313,7 @@ impl Supersede {
 }
 
 /// Every revision of one memory.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct History {
     /// The memory: a record id (a unique head or tail of at least 6 hex digits also works).
@@ -342,14 +342,14 @@ impl Operation for History {
 }
 
 /// A memory's revisions.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Revisions {
     /// Oldest first.
     pub revisions: Vec<RecordOut>,
 }
 
 /// The supersession chain through one memory.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Chain {
     /// Any memory of the chain: a record id (a unique head or tail of at least 6 hex digits
@@ -360,7 +360,7 @@ pub struct Chain {
 }
 
 /// A supersession chain.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ChainOut {
     /// The memory the chain was asked through.
     #[schemars(with = "String")]
@@ -389,7 +389,7 @@ impl Operation for Chain {
 }
 
 /// Retire a memory, or erase it.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Forget {
     /// The memory: a record id (a unique head or tail of at least 6 hex digits also works).
@@ -402,7 +402,7 @@ pub struct Forget {
 }
 
 /// What `forget` did.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Forgotten {
     /// The memory.
     #[schemars(with = "String")]

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::scoped::ProjectSummary;
 
 /// Set a scope's brief.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryBrief {
     /// What the project is, in a few lines (it replaces the brief before).
@@ -38,12 +38,12 @@ impl Operation for MemoryBrief {
 }
 
 /// The projects with scoped memory.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryProjects {}
 
 /// Projects with scoped memory.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Projects {
     /// By id.
     pub projects: Vec<ProjectSummary>,
@@ -65,7 +65,7 @@ impl Operation for MemoryProjects {
 }
 
 /// Delete an entry of a scope's memory.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryDelete {
     /// The entry: a record id (a unique head or tail of at least 6 hex digits also works).
@@ -92,12 +92,12 @@ impl Operation for MemoryDelete {
 }
 
 /// Close the entries whose time to live ran out.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryPrune {}
 
 /// Expired entries closed.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Pruned {
     /// How many in all.
     pub pruned: usize,
@@ -128,7 +128,7 @@ impl Operation for MemoryPrune {
 }
 
 /// Retire every entry of a scope.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryClear {
     /// `current` (default), `global`, `project:PATH` (or a project id), or `agent:NAME`.
@@ -136,7 +136,7 @@ pub struct MemoryClear {
 }
 
 /// How many entries were cleared.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Cleared {
     /// Entries retired (the brief included).
     pub cleared: usize,
@@ -159,7 +159,7 @@ impl Operation for MemoryClear {
 }
 
 /// Import a section's markdown.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryImport {
     /// The markdown, as `memory show` writes a section (`# Title`, then `## <time> |
@@ -172,7 +172,7 @@ pub struct MemoryImport {
 }
 
 /// What an import wrote.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Imported {
     /// Entries written.
     pub imported: usize,
@@ -197,7 +197,7 @@ impl Operation for MemoryImport {
 }
 
 /// Import a knowledge-graph file as scoped entries.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryImportGraph {
     /// The JSON lines of the reference memory server's file (`{"type":"entity",...}`,
@@ -206,7 +206,7 @@ pub struct MemoryImportGraph {
 }
 
 /// What a graph import wrote.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct GraphImported {
     /// Entries written (observations already there are not written again).
     pub imported: usize,

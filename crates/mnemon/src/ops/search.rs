@@ -10,7 +10,7 @@ use crate::search::TextMode;
 use crate::{AsOf, ListQuery, RecordId};
 
 /// Search the memories by meaning and by words.
-#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Recall {
     /// What to look for, in words.
@@ -52,7 +52,7 @@ pub struct Recall {
 }
 
 /// One memory found.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Hit {
     /// The record.
     #[serde(flatten)]
@@ -65,7 +65,7 @@ pub struct Hit {
 }
 
 /// How a match was found.
-#[derive(Clone, Copy, Debug, Serialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Explain {
     /// Its rank (from 1) among the matches of the query's words, if there.
     pub lexical_rank: Option<usize>,
@@ -78,7 +78,7 @@ pub struct Explain {
 }
 
 /// What `recall` found.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Hits {
     /// Best first.
     pub hits: Vec<Hit>,
@@ -137,7 +137,7 @@ impl Operation for Recall {
 }
 
 /// Build a briefing within a token budget.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Context {
     /// What you are about to do.
@@ -162,7 +162,7 @@ pub struct Context {
 }
 
 /// How a context block is written.
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum BlockFormat {
     /// `## Section` headings and `- item` lines.
@@ -173,7 +173,7 @@ pub enum BlockFormat {
 }
 
 /// A context block.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ContextOut {
     /// The text to read.
     pub context: String,

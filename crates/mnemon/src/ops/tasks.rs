@@ -12,7 +12,7 @@ use crate::domain::TaskQuery;
 use crate::error::Result;
 
 /// Change a task's status.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskMove {
     /// The task: a record id (a unique head or tail of at least 6 hex digits also works).
@@ -26,7 +26,7 @@ pub struct TaskMove {
 }
 
 /// A task's move.
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskAction {
     /// In progress.
@@ -45,7 +45,7 @@ pub enum TaskAction {
 }
 
 /// A task after its move.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TaskMoved {
     /// The task.
     #[schemars(with = "String")]
@@ -78,7 +78,7 @@ impl Operation for TaskMove {
 }
 
 /// Make a task wait for another.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskDepend {
     /// The task that waits.
@@ -106,7 +106,7 @@ impl Operation for TaskDepend {
 }
 
 /// Whether a task can start.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskCanStart {
     /// The task.
@@ -116,7 +116,7 @@ pub struct TaskCanStart {
 }
 
 /// Whether a task can start, and what it waits for.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Readiness {
     /// Every dependency is completed.
     pub ready: bool,
@@ -141,7 +141,7 @@ impl Operation for TaskCanStart {
 }
 
 /// The dependency graph of the current tasks.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskGraph {
     /// The namespace (default: the session's).
@@ -149,7 +149,7 @@ pub struct TaskGraph {
 }
 
 /// A task and what it depends on.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TaskDeps {
     /// The task.
     #[schemars(with = "String")]
@@ -160,7 +160,7 @@ pub struct TaskDeps {
 }
 
 /// Every current task with its dependencies.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Graph {
     /// By task id.
     pub tasks: Vec<TaskDeps>,
@@ -182,7 +182,7 @@ impl Operation for TaskGraph {
 }
 
 /// List tasks.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskList {
     /// Only these statuses (default: all open ones).

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::{AsOf, SearchMode};
 
 /// Store a record's vector in a space.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VectorPut {
     /// The record: a record id (a unique head or tail of at least 6 hex digits also works).
@@ -39,7 +39,7 @@ impl Operation for VectorPut {
 }
 
 /// How a vector search may run.
-#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum VectorMode {
     /// The planner decides (default).
@@ -52,7 +52,7 @@ pub enum VectorMode {
 }
 
 /// The records nearest to a vector.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VectorSearch {
     /// The vector space.
@@ -82,7 +82,7 @@ pub struct VectorSearch {
 }
 
 /// A record near the query.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Near {
     /// The record.
     #[serde(flatten)]
@@ -92,7 +92,7 @@ pub struct Near {
 }
 
 /// What a vector search found, and how.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Nearest {
     /// Best first.
     pub hits: Vec<Near>,
@@ -100,9 +100,8 @@ pub struct Nearest {
     pub path: String,
     /// Records with a vector that matched the filter and time.
     pub candidates: usize,
-    /// The plan in full (for `--explain`; not part of the serialized answer).
-    #[serde(skip)]
-    #[schemars(skip)]
+    /// The plan in full: how the planner chose the path, and what it saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<crate::Plan>,
 }
 

@@ -13,7 +13,7 @@ use crate::json::parse_input;
 use crate::{Kind, NewRecord, Ns, Outcome, RecordId, Timestamp};
 
 /// What a write did.
-#[derive(Clone, Copy, Debug, Serialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct WriteResult {
     /// The record written (for a supersession, the new one).
     #[schemars(with = "String")]
@@ -47,7 +47,7 @@ impl From<Outcome> for WriteResult {
 }
 
 /// Add a record of any kind.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Add {
     /// Its kind.
@@ -100,7 +100,7 @@ impl Add {
 }
 
 /// Correct a record.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Revise {
     /// The record: its id, or a unique start or end of it (6 hex digits or more).
@@ -140,7 +140,7 @@ impl Revise {
 }
 
 /// End a record's validity, or set its expiry.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Retire {
     /// The record: its id, or a unique start or end of it (6 hex digits or more).

@@ -136,6 +136,7 @@ impl App {
             .route("/v1/ns/{ns}/ops/{op}", post(call_named))
             .route("/v1/ops/{op}", post(call_named))
             .route("/v1/ns/{ns}/export", get(transfer::export))
+            .route("/v1/export", get(transfer::export_all))
             .route("/v1/ns/{ns}/import", post(transfer::import));
         for (path, m) in by_path {
             router = router.route(path, m);
@@ -369,15 +370,43 @@ impl App {
             let ns = named.ok_or_else(|| Problem::invalid(NO_NAMESPACE))?;
             return Ok((Session::new(db, ns)?.allow("*"), None));
         };
-        let info: TokenInfo = match tokens::verify(&db, presented, db.now()) {
-            Ok(info) => info,
-            Err(tokens::TokenError::Db(e)) => return Err(e.into()),
-            Err(_) => return Err(Problem::unauthorized()),
-        };
+        let info = self.token(presented, need)?;
         let ns = named.or(info.sole_namespace()).ok_or_else(|| Problem::invalid(NO_NAMESPACE))?;
         if !info.reaches(ns) {
             return Err(Problem::forbidden(format!("the token does not reach namespace {ns:?}")));
         }
+        let mut session = Session::new(db, ns)?;
+        for pattern in &info.namespaces {
+            session = session.allow(pattern.clone());
+        }
+        Ok((session, Some(info.scope)))
+    }
+}
+
+impl App {
+    /// A session reaching every namespace, for a request about them all: only without
+    /// authentication or with a token for every namespace (`*`) and scope `need`.
+    fn session_everywhere(&self, token: Option<&str>, need: Scope) -> Result<Session, Problem> {
+        let db = self.db().clone();
+        if let Some(presented) = token
+            && !self.token(presented, need)?.namespaces.iter().any(|p| p == "*")
+        {
+            return Err(Problem::forbidden(
+                "this needs a token for every namespace (created with --allow-ns '*')",
+            ));
+        }
+        Ok(Session::new(db, "default")?.allow("*"))
+    }
+
+    /// The token `presented`, if it is in force (401 if not) and its scope reaches `need`
+    /// (403 if not).
+    fn token(&self, presented: &str, need: Scope) -> Result<TokenInfo, Problem> {
+        let db = self.db();
+        let info = match tokens::verify(db, presented, db.now()) {
+            Ok(info) => info,
+            Err(tokens::TokenError::Db(e)) => return Err(e.into()),
+            Err(_) => return Err(Problem::unauthorized()),
+        };
         if info.scope < need {
             return Err(Problem::forbidden(format!(
                 "the token's scope is {}; this operation needs {}",
@@ -385,11 +414,7 @@ impl App {
                 need.as_str()
             )));
         }
-        let mut session = Session::new(db, ns)?;
-        for pattern in &info.namespaces {
-            session = session.allow(pattern.clone());
-        }
-        Ok((session, Some(info.scope)))
+        Ok(info)
     }
 }
 

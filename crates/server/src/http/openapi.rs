@@ -190,6 +190,13 @@ fn transfer_paths(paths: &mut Map<String, Value>, ns_param: &Value) {
         "responses": {"200": {"description": "JSON lines.", "content": {"application/jsonl": {"schema": {"type": "string"}}}},
                       "default": {"description": "A problem.", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}},
     }}));
+    paths.insert("/v1/export".into(), json!({"get": {
+        "operationId": "export_all",
+        "summary": "Export every namespace",
+        "description": "Every revision of every namespace's records as JSON lines, streamed. Needs a token for every namespace (`*`); scope: read.",
+        "responses": {"200": {"description": "JSON lines.", "content": {"application/jsonl": {"schema": {"type": "string"}}}},
+                      "default": {"description": "A problem.", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}},
+    }}));
     paths.insert("/v1/ns/{ns}/import".into(), json!({"post": {
         "operationId": "import",
         "summary": "Import JSON lines",

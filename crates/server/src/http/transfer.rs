@@ -1,4 +1,5 @@
-//! A namespace's records as JSON lines: `GET /v1/ns/{ns}/export` streams them as they are
+//! A namespace's records as JSON lines: `GET /v1/ns/{ns}/export` (`GET /v1/export` for every
+//! namespace, with a token for all of them) streams them as they are
 //! read (the answer starts before the export ends; an error after the start cuts the stream
 //! short, which a client sees as a body that ends early), `POST /v1/ns/{ns}/import` imports
 //! the lines of its body (as `mnemon import` does: every line or, if one fails, none, unless
@@ -15,7 +16,6 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http_body::Frame;
-use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::{App, Problem, bearer, query_pairs, read_body};
@@ -32,23 +32,38 @@ pub async fn export(
 ) -> Result<Response, Problem> {
     let token = bearer(req.headers(), app.0.config.auth)?;
     let ns = params.get("ns").cloned();
+    stream_export(app, token, ns).await
+}
+
+/// `GET /v1/export`: every namespace (a token for every namespace, `*`, only).
+pub async fn export_all(State(app): State<App>, req: Request) -> Result<Response, Problem> {
+    let token = bearer(req.headers(), app.0.config.auth)?;
+    stream_export(app, token, None).await
+}
+
+/// Stream the export of namespace `ns` (every namespace when `None`).
+async fn stream_export(app: App, token: Option<String>, ns: Option<String>) -> Result<Response, Problem> {
     let slot = app.slot()?;
     let session = {
         let app = app.clone();
-        tokio::task::spawn_blocking(move || app.session(token.as_deref(), ns.as_deref(), Scope::Read))
-            .await
-            .map_err(|_| stopped())??
+        let named = ns.clone();
+        tokio::task::spawn_blocking(move || match named {
+            Some(ns) => app.session(token.as_deref(), Some(&ns), Scope::Read),
+            None => app.session_everywhere(token.as_deref(), Scope::Read),
+        })
+        .await
+        .map_err(|_| stopped())??
     };
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(4);
     tokio::task::spawn_blocking(move || {
         let _slot = slot;
         let mut out = std::io::BufWriter::with_capacity(CHUNK, Sender(tx.clone()));
-        let ns = session.namespace().to_string();
         let done = session
-            .export(Some(&ns), &mut out)
+            .export(ns.as_deref(), &mut out)
             .map_err(|e| e.to_string())
             .and_then(|_| out.flush().map_err(|e| e.to_string()));
         if let Err(e) = done {
+            let ns = ns.as_deref().unwrap_or("every namespace");
             log!("mnemon serve: export of {ns:?} stopped: {e}");
             let _ = tx.blocking_send(Err(std::io::Error::other("the export stopped")));
         }
@@ -74,7 +89,7 @@ pub async fn import(
     let slot = app.slot()?;
     let run = {
         let app = app.clone();
-        move || -> Result<serde_json::Value, Problem> {
+        move || -> Result<mnemon::transfer::ImportReport, Problem> {
             let _slot = slot;
             let session = app.session(token.as_deref(), ns.as_deref(), Scope::Write)?;
             let report = session.import(
@@ -83,15 +98,7 @@ pub async fn import(
                 partial,
                 &mut |_, _| {},
             )?;
-            Ok(json!({
-                "lines": report.lines,
-                "created": report.created,
-                "restored": report.restored,
-                "unchanged": report.unchanged,
-                "failed": report.failed.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
-                "embedded": report.embedded,
-                "embed_failed": report.embed_failed,
-            }))
+            Ok(report)
         }
     };
     let out = tokio::task::spawn_blocking(run).await.map_err(|_| stopped())??;
