@@ -445,8 +445,7 @@ fn import_remote(
 ) -> Result<()> {
     let mut lines = Vec::new();
     reader.read_to_end(&mut lines).with_context(|| format!("cannot read {source}"))?;
-    let client = mnemon_client::Client::new(url, cli.token.as_ref().map(|t| t.0.clone()))?;
-    let report = client.import(&cli.ns, lines, partial)?;
+    let report = crate::open::client(cli, url)?.import(&cli.ns, lines, partial)?;
     print_import(out, &report, source)
 }
 

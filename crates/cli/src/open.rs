@@ -97,11 +97,19 @@ pub(crate) fn connect(cli: &Cli, write: bool) -> Result<Conn> {
         if cli.embedder.is_some() {
             return Err(usage("--embedder configures a file; a server embeds with its own"));
         }
-        let client = mnemon_client::Client::new(url, cli.token.as_ref().map(|t| t.0.clone()))?;
-        return Ok(Conn::Remote(client.session(&cli.ns)));
+        return Ok(Conn::Remote(client(cli, url)?.session(&cli.ns)));
     }
     let db = if write { open(cli)? } else { open_read(cli)? };
     Ok(Conn::Local(session(cli, db)?))
+}
+
+/// The client of the server at `url`, with `--token` and `--ca-cert`.
+pub(crate) fn client(cli: &Cli, url: &str) -> Result<mnemon_client::Client> {
+    let ca = match &cli.ca_cert {
+        Some(path) => Some(std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?),
+        None => None,
+    };
+    Ok(mnemon_client::Client::with_options(url, cli.token.as_ref().map(|t| t.0.clone()), ca.as_deref())?)
 }
 
 /// Refuse `--server` for a command that works on the file itself.

@@ -17,6 +17,14 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> Result<()> {
             args.listen
         )));
     }
+    // The certificate is read before anything is opened: a bad one is a usage error.
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            Some(mnemon_server::tls_config(cert, key).map_err(|e| usage(e.to_string()))?)
+        }
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let mut hosts = args.allow_host.iter().map(|h| h.to_ascii_lowercase()).collect::<Vec<_>>();
     // Shared by default, so that `mnemon` commands (`mnemon token` among them) work on the file
     // while it is served; `--exclusive` keeps it to the server alone, for faster writes.
@@ -38,7 +46,8 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> Result<()> {
         options.config.queue = usize::try_from(args.queue).unwrap_or(usize::MAX);
         options.max_connections = usize::try_from(args.max_connections).unwrap_or(usize::MAX);
         options.shutdown_grace = std::time::Duration::from_secs(args.shutdown_grace);
-        mnemon_server::log(format_args!("mnemon serve: listening on http://{addr} (database {})", cli.db.display()));
+        options.tls = tls;
+        mnemon_server::log(format_args!("mnemon serve: listening on {scheme}://{addr} (database {})", cli.db.display()));
         if args.no_auth {
             mnemon_server::log(format_args!("mnemon serve: WITHOUT authentication (--no-auth): every namespace is open to anyone who can connect to {addr}"));
         } else if tokens::list(&db).map(|t| t.iter().all(|t| t.revoked.is_some())).unwrap_or(false) {

@@ -262,3 +262,47 @@ fn commands_that_own_the_file_refuse_a_server_and_bad_servers_are_one_line_error
     as_reader(&["--ns", "agent:x", "list"]).fails(2, "does not reach namespace");
     assert!(!db.exists());
 }
+
+#[test]
+fn over_https_with_a_certificate_of_its_own() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../server/tests/data");
+    let (cert, key, ca) = (data.join("cert.pem"), data.join("key.pem"), data.join("ca.pem"));
+    let dir = tempfile::tempdir().unwrap();
+    let served = dir.path().join("served.redb");
+    let made = run_at(
+        dir.path(),
+        &served,
+        &["--json", "token", "create", "--name", "t", "--allow-ns", "*", "--scope", "write"],
+        None,
+    )
+    .json();
+    let token = made["token"].as_str().unwrap();
+    let (mut child, addr, _stderr) = spawn_serve(
+        dir.path(),
+        &served,
+        &["--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()],
+    );
+    let url = format!("https://localhost:{}", addr.rsplit(':').next().unwrap());
+    let db = dir.path().join("none.redb");
+    let env = [("MNEMON_URL", url.as_str()), ("MNEMON_TOKEN", token)];
+    // The server's certificate is not publicly trusted: refused, saying why.
+    run_env(dir.path(), &db, &["list"], None, &env).fails(1, "cannot reach the server");
+    let trusted = |args: &[&str]| {
+        let mut all = vec!["--ca-cert", ca.to_str().unwrap()];
+        all.extend_from_slice(args);
+        run_env(dir.path(), &db, &all, None, &env)
+    };
+    trusted(&["--ns", "project:a", "add", "gotcha", "--data", r#"{"text":"over TLS"}"#]).ok();
+    assert!(trusted(&["--ns", "project:a", "list"]).ok().contains("over TLS"));
+    let _ = child.kill();
+    let _ = child.wait();
+    // A key that is not a key: a usage error before anything is served.
+    run_at(
+        dir.path(),
+        &served,
+        &["serve", "--tls-cert", cert.to_str().unwrap(), "--tls-key", cert.to_str().unwrap()],
+        None,
+    )
+    .fails(2, "holds no private key");
+    run_at(dir.path(), &served, &["serve", "--tls-cert", cert.to_str().unwrap()], None).fails(2, "--tls-key");
+}

@@ -55,6 +55,12 @@ impl Client {
     /// prefix if the server is behind one), calling with `token` if given. Nothing is sent
     /// until the first call.
     pub fn new(url: &str, token: Option<String>) -> Result<Client, Error> {
+        Client::with_options(url, token, None)
+    }
+
+    /// [`Client::new`], also trusting the certificate authority in `ca_pem` (PEM) for an
+    /// `https://` server, besides the public ones: a server with a certificate of its own.
+    pub fn with_options(url: &str, token: Option<String>, ca_pem: Option<&[u8]>) -> Result<Client, Error> {
         let mut base = Url::parse(url).map_err(|e| invalid(format!("{url:?} is not a server URL: {e}")))?;
         if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() || base.host().is_none() {
             return Err(invalid(format!("{url:?} is not a server URL: use http://HOST:PORT or https://...")));
@@ -64,12 +70,16 @@ impl Client {
         }
         base.set_query(None);
         base.set_fragment(None);
-        let http = reqwest::blocking::Client::builder()
+        let mut http = reqwest::blocking::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             // Operations such as a reindex run for minutes: no limit on the whole exchange.
-            .timeout(None)
-            .build()
-            .map_err(|e| unavailable(format!("cannot start an HTTP client: {e}")))?;
+            .timeout(None);
+        if let Some(pem) = ca_pem {
+            let ca = reqwest::Certificate::from_pem(pem)
+                .map_err(|e| invalid(format!("the certificate authority is not a PEM certificate: {e}")))?;
+            http = http.add_root_certificate(ca);
+        }
+        let http = http.build().map_err(|e| unavailable(format!("cannot start an HTTP client: {e}")))?;
         Ok(Client { http, base, token })
     }
 
@@ -208,7 +218,12 @@ fn unreachable(base: &Url, e: &reqwest::Error) -> Error {
     } else if e.is_timeout() {
         "it did not answer in time".to_string()
     } else {
-        std::error::Error::source(e).map_or_else(|| e.to_string(), ToString::to_string)
+        // The deepest cause says what went wrong (an untrusted certificate, a reset).
+        let mut cause: &dyn std::error::Error = e;
+        while let Some(next) = cause.source() {
+            cause = next;
+        }
+        cause.to_string()
     };
     unavailable(format!("cannot reach the server at {base}: {why}"))
 }

@@ -26,7 +26,7 @@ pub mod mcp;
 mod serve;
 pub mod tokens;
 
-pub use serve::{Options, ServeError, serve};
+pub use serve::{Options, ServeError, TlsError, serve, tls_config};
 
 /// The `Host` values a server listening on `addr` answers to by default: the address itself
 /// and, for a loopback or unspecified address, `localhost`, `127.0.0.1` and `[::1]`, each

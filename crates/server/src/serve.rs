@@ -2,7 +2,8 @@
 //! backlog), HTTP/1.1 with keep-alive, a deadline for a request's headers and for every
 //! write (a client that stops reading cannot hold a connection), and a graceful shutdown:
 //! on the signal, stop accepting, let in-flight requests finish within a deadline, sync the
-//! database.
+//! database. With a certificate ([`tls_config`]) every connection is TLS (rustls), its
+//! handshake held to the header deadline.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,7 +14,7 @@ use std::time::Duration;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::time::Sleep;
 
@@ -32,6 +33,8 @@ pub struct Options {
     pub write_timeout: Duration,
     /// How long in-flight requests may take to finish after the shutdown signal.
     pub shutdown_grace: Duration,
+    /// TLS: every connection is TLS with this configuration (see [`tls_config`]).
+    pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
 }
 
 impl Default for Options {
@@ -42,6 +45,7 @@ impl Default for Options {
             header_timeout: Duration::from_secs(10),
             write_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
+            tls: None,
         }
     }
 }
@@ -52,6 +56,59 @@ pub enum ServeError {
     /// The database could not be synced at shutdown.
     #[error("syncing the database at shutdown: {0}")]
     Sync(#[from] mnemon::Error),
+}
+
+/// Why a certificate and key could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file holds no usable PEM certificate or key.
+    #[error("{path} holds no {what} in PEM form")]
+    Pem {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What was looked for.
+        what: &'static str,
+    },
+    /// rustls refused the pair (a key that does not match the certificate, an unsupported
+    /// algorithm).
+    #[error("the certificate and key cannot be used: {0}")]
+    Rustls(#[from] tokio_rustls::rustls::Error),
+}
+
+/// The TLS configuration of a server with the certificate chain in PEM file `cert` (the
+/// server's certificate first) and its private key in PEM file `key`: TLS 1.2 and 1.3 with
+/// rustls' safe defaults, HTTP/1.1 by ALPN, no client certificates.
+pub fn tls_config(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> Result<Arc<tokio_rustls::rustls::ServerConfig>, TlsError> {
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let read = |path: &std::path::Path| {
+        std::fs::read(path).map_err(|source| TlsError::Read { path: path.to_path_buf(), source })
+    };
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(&read(cert)?).filter_map(Result::ok).collect();
+    if certs.is_empty() {
+        return Err(TlsError::Pem { path: cert.to_path_buf(), what: "certificate" });
+    }
+    let key = PrivateKeyDer::from_pem_slice(&read(key)?)
+        .map_err(|_| TlsError::Pem { path: key.to_path_buf(), what: "private key" })?;
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let mut config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
 }
 
 /// Serve `db` on `listener` until `shutdown` completes, then shut down gracefully: what
@@ -88,11 +145,25 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let io = TokioIo::new(Deadline::new(stream, options.write_timeout));
-        let conn = http.serve_connection(io, TowerToHyperService::new(router.clone()));
-        let conn = graceful.watch(conn);
+        let service = TowerToHyperService::new(router.clone());
+        let Some(tls) = &options.tls else {
+            let io = TokioIo::new(Deadline::new(stream, options.write_timeout));
+            let conn = graceful.watch(http.serve_connection(io, service));
+            tokio::spawn(async move {
+                let _ = conn.await;
+                drop(permit);
+            });
+            continue;
+        };
+        // TLS: the handshake in the connection's own task, within the header deadline.
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls));
+        let (http, watcher) = (http.clone(), graceful.watcher());
+        let (handshake, write) = (options.header_timeout, options.write_timeout);
         tokio::spawn(async move {
-            let _ = conn.await;
+            if let Ok(Ok(stream)) = tokio::time::timeout(handshake, acceptor.accept(stream)).await {
+                let io = TokioIo::new(Deadline::new(stream, write));
+                let _ = watcher.watch(http.serve_connection(io, service)).await;
+            }
             drop(permit);
         });
     }
@@ -111,14 +182,14 @@ pub async fn serve(
 }
 
 /// A connection whose every write must make progress within a deadline.
-struct Deadline {
-    stream: TcpStream,
+struct Deadline<S> {
+    stream: S,
     limit: Duration,
     sleep: Option<Pin<Box<Sleep>>>,
 }
 
-impl Deadline {
-    fn new(stream: TcpStream, limit: Duration) -> Deadline {
+impl<S> Deadline<S> {
+    fn new(stream: S, limit: Duration) -> Deadline<S> {
         Deadline { stream, limit, sleep: None }
     }
 
@@ -141,7 +212,7 @@ impl Deadline {
     }
 }
 
-impl AsyncRead for Deadline {
+impl<S: AsyncRead + Unpin> AsyncRead for Deadline<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -151,7 +222,7 @@ impl AsyncRead for Deadline {
     }
 }
 
-impl AsyncWrite for Deadline {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Deadline<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

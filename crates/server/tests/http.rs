@@ -446,3 +446,42 @@ fn server_failures_say_what_kind_not_the_internals() {
     let r = client().get(s.url("/readyz")).send().unwrap();
     assert_eq!(r.status().as_u16(), 503);
 }
+
+#[test]
+fn tls_serves_https_with_the_given_certificate_and_refuses_bad_ones() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let tls = mnemon_server::tls_config(&data.join("cert.pem"), &data.join("key.pem")).unwrap();
+    let s = Server::start(|o| o.tls = Some(tls));
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(data.join("ca.pem")).unwrap()).unwrap();
+    let https = reqwest::blocking::Client::builder().add_root_certificate(ca).build().unwrap();
+    let url = format!("https://localhost:{}/healthz", s.addr.port());
+    assert_eq!(https.get(&url).send().unwrap().status(), 200);
+    // Not trusted without the authority; plain HTTP gets no answer.
+    assert!(client().get(&url).send().is_err());
+    assert!(client().get(s.url("/healthz")).send().is_err());
+    // A client trusting the authority calls operations through it.
+    let token = s.token(&["project:*"], Scope::Write);
+    let ca = std::fs::read(data.join("ca.pem")).unwrap();
+    let c = mnemon_client::Client::with_options(
+        &format!("https://localhost:{}", s.addr.port()),
+        Some(token),
+        Some(&ca),
+    )
+    .unwrap();
+    let made = c.session("project:a").call(mnemon::ops::Remember {
+        kind: "gotcha".into(),
+        text: Some("over TLS".into()),
+        ..Default::default()
+    });
+    assert!(made.is_ok(), "{made:?}");
+    // Files that cannot serve: one-line errors naming the file.
+    let missing = mnemon_server::tls_config(&data.join("none.pem"), &data.join("key.pem")).unwrap_err();
+    assert!(
+        missing.to_string().starts_with("cannot read ") && missing.to_string().contains("none.pem"),
+        "{missing}"
+    );
+    let swapped = mnemon_server::tls_config(&data.join("key.pem"), &data.join("cert.pem")).unwrap_err();
+    assert!(swapped.to_string().contains("holds no certificate"), "{swapped}");
+    let wrong_key = mnemon_server::tls_config(&data.join("ca.pem"), &data.join("key.pem")).unwrap_err();
+    assert!(wrong_key.to_string().contains("cannot be used"), "{wrong_key}");
+}

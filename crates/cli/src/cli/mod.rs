@@ -33,6 +33,10 @@ pub struct Cli {
     /// those that own the file (init, check, compact, serve, mcp, token) refuse it.
     #[arg(long, global = true, env = "MNEMON_URL", value_name = "URL")]
     pub server: Option<String>,
+    /// A certificate authority (PEM) to trust for an https:// server, besides the usual
+    /// public ones: for a server with a certificate of your own.
+    #[arg(long = "ca-cert", global = true, env = "MNEMON_CA_CERT", value_name = "PEM")]
+    pub ca_cert: Option<PathBuf>,
     /// The server's token (from `mnemon token create`). Prefer MNEMON_TOKEN: a command line
     /// is visible to other users of the machine.
     #[arg(long, global = true, env = "MNEMON_TOKEN", hide_env_values = true, value_name = "TOKEN")]
@@ -549,6 +553,13 @@ pub struct ServeArgs {
     /// Seconds in-flight requests get to finish after SIGTERM or Ctrl-C.
     #[arg(long = "shutdown-grace", default_value_t = 10, value_name = "SECONDS")]
     pub shutdown_grace: u64,
+    /// Serve HTTPS: the certificate chain (PEM, the server's certificate first). With
+    /// --tls-key.
+    #[arg(long = "tls-cert", value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM). With --tls-cert.
+    #[arg(long = "tls-key", value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// `mnemon token ...`.

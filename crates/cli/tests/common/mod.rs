@@ -95,7 +95,7 @@ pub fn spawn_serve(
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
     let addr = line
-        .split("http://")
+        .split("://")
         .nth(1)
         .and_then(|r| r.split_whitespace().next())
         .unwrap_or_else(|| panic!("{line}"))
