@@ -79,13 +79,15 @@ pub use mnemon_index as index;
 pub use mnemon_index::{Found, Hit, IndexOptions, Mode as SearchMode, Plan, SearchPath};
 /// The storage engine's error (what [`Snapshot`] methods return).
 pub use mnemon_storage::Error as StorageError;
+/// A histogram of [`CommitStats`].
+pub use mnemon_storage::Histogram as CommitHistogram;
 pub use mnemon_storage::body;
 pub use mnemon_storage::text_list;
 pub use mnemon_storage::{
-    AsOf, Body, Clock, Durability, Envelope, Expiry, FORMAT_VERSION, IdError, InputError, JsonText, Kind,
-    KindBody, ListPath, ListQuery, ManualClock, Namespace, NamespaceCounters, NewRecord, OnConflict, Op,
-    OpenError, Outcome, Receipt, Record, RecordId, Revise, Snapshot, Status, SystemClock, Text, TextList,
-    TimeError, Timestamp, UnknownKind, VectorSpace, Visible, WriteOp, normalise,
+    AsOf, Body, Clock, CommitStats, Durability, Envelope, Expiry, FORMAT_VERSION, IdError, InputError,
+    JsonText, Kind, KindBody, ListPath, ListQuery, ManualClock, Namespace, NamespaceCounters, NewRecord,
+    OnConflict, Op, OpenError, Outcome, Receipt, Record, RecordId, Revise, Snapshot, Status, SystemClock,
+    Text, TextList, TimeError, Timestamp, UnknownKind, VectorSpace, Visible, WriteOp, normalise,
 };
 pub use project::{ORDERED_RELATIONS, Project};
 pub use search::{SearchHit, TextMode, TextSearch, Weights, default_lexical_share};

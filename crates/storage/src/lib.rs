@@ -80,7 +80,7 @@ pub use kind::{Kind, UnknownKind};
 pub use lexical::{FRESH_LIMIT, LexicalHit, SEGMENT_FANOUT};
 pub use read::{AsOf, CommitLogEntry, ListPath, ListQuery, Problem, Snapshot};
 pub use record::{Envelope, Op, Record, Status, TTL_DAYS, Visible};
-pub use store::{Durability, Receipt, Store, StoreOptions};
+pub use store::{CommitStats, Durability, Histogram, Receipt, Store, StoreOptions};
 pub use text::{Text, TextList};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use vector::{MAX_DIMENSION, VectorSpace, check_space_name, normalise};

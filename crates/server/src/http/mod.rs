@@ -88,7 +88,8 @@ impl App {
             .collect();
         let queue = Arc::new(Semaphore::new(config.queue.max(1)));
         let openapi = serde_json::to_vec_pretty(&openapi::document(&catalog)).unwrap_or_default().into();
-        App(Arc::new(Inner { db, catalog, shapes, config, queue, openapi, metrics: Default::default() }))
+        let metrics = metrics::Metrics::new(db.clone());
+        App(Arc::new(Inner { db, catalog, shapes, config, queue, openapi, metrics }))
     }
 
     /// The database.

@@ -136,13 +136,14 @@ pub(super) fn commit(
         .into_iter()
         .map(|(r, tx)| r.map(|outcomes| Receipt { tx, commit_seq: seq, outcomes }))
         .collect();
-    Ok(Planned::Commit { txn: Box::new(txn), seq, results })
+    Ok(Planned::Commit { txn: Box::new(txn), seq, durable, results })
 }
 
 /// A group commit, planned and written into its transaction.
 pub(super) enum Planned {
     /// Nothing to write (the transaction was aborted): the jobs' results.
     Nothing(Vec<Result<Receipt, Error>>),
-    /// The transaction to commit, its `commit_seq`, and the jobs' results once it is.
-    Commit { txn: Box<redb::WriteTransaction>, seq: u64, results: Vec<Result<Receipt, Error>> },
+    /// The transaction to commit, its `commit_seq`, whether it is durable (fsync'ed), and
+    /// the jobs' results once it is committed.
+    Commit { txn: Box<redb::WriteTransaction>, seq: u64, durable: bool, results: Vec<Result<Receipt, Error>> },
 }

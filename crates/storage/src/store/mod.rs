@@ -36,8 +36,11 @@ use crate::time::{Clock, SystemClock, Timestamp};
 use crate::write::{Outcome, WriteOp};
 
 mod commit;
+mod stats;
 mod writer;
+
 use commit::*;
+pub use stats::{CommitStats, Histogram};
 use writer::*;
 
 /// How durable an acknowledged job is.
@@ -305,6 +308,7 @@ impl Store {
             window: options.group_commit_window,
             state: Mutex::new(Queue::default()),
             queued: Condvar::new(),
+            stats: stats::CommitCounters::default(),
         };
         Ok(Store {
             inner: Arc::new(Inner {
@@ -320,6 +324,15 @@ impl Store {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// What this handle's group commits have done since it opened: jobs per commit and
+    /// commit times (fsync included for durable ones). Empty on a read-only handle.
+    pub fn commit_stats(&self) -> CommitStats {
+        match &self.inner.db {
+            Handle::Writable(w) => w.stats.read(),
+            Handle::ReadOnly(_) => CommitStats::default(),
+        }
     }
 
     /// The first damage a read through this handle (or a clone of it) met, if any: a value

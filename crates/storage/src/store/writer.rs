@@ -164,6 +164,8 @@ pub(super) struct Writer {
     pub(super) state: Mutex<Queue>,
     /// Signalled when as many jobs are queued as a gathering committer wants.
     pub(super) queued: Condvar,
+    /// What the commits have done.
+    pub(super) stats: super::stats::CommitCounters,
 }
 
 #[derive(Default)]
@@ -444,12 +446,13 @@ impl Writer {
                 );
                 match planned {
                     Ok(Planned::Nothing(results)) => results,
-                    Ok(Planned::Commit { txn, seq, results }) => match (*txn).commit() {
-                        Ok(()) => {
+                    Ok(Planned::Commit { txn, seq, durable, results }) => match timed_commit(*txn) {
+                        (Ok(()), took) => {
+                            self.stats.add(results.len(), durable, took);
                             self.acknowledged.fetch_max(seq, Ordering::AcqRel);
                             results
                         }
-                        Err(e) => {
+                        (Err(e), _) => {
                             drop(db);
                             hints = GapHints::default();
                             self.recover(Error::from(e), Some((seq, results)), turn.jobs.len())
@@ -480,4 +483,11 @@ impl Writer {
         let _ = wake.slots.set(complete);
         wake.wake_some();
     }
+}
+
+/// Commit `txn`: the result, and how long it took.
+fn timed_commit(txn: redb::WriteTransaction) -> (Result<(), redb::CommitError>, Duration) {
+    let start = Instant::now();
+    let done = txn.commit();
+    (done, start.elapsed())
 }
