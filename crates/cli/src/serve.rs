@@ -25,6 +25,7 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> Result<()> {
         _ => None,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
+    logging(&args.log_format)?;
     let mut hosts = args.allow_host.iter().map(|h| h.to_ascii_lowercase()).collect::<Vec<_>>();
     // Shared by default, so that `mnemon` commands (`mnemon token` among them) work on the file
     // while it is served; `--exclusive` keeps it to the server alone, for faster writes.
@@ -47,20 +48,42 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> Result<()> {
         options.max_connections = usize::try_from(args.max_connections).unwrap_or(usize::MAX);
         options.shutdown_grace = std::time::Duration::from_secs(args.shutdown_grace);
         options.tls = tls;
-        mnemon_server::log(format_args!("mnemon serve: listening on {scheme}://{addr} (database {})", cli.db.display()));
+        tracing::info!("listening on {scheme}://{addr} (database {})", cli.db.display());
         if args.no_auth {
-            mnemon_server::log(format_args!("mnemon serve: WITHOUT authentication (--no-auth): every namespace is open to anyone who can connect to {addr}"));
+            tracing::warn!("WITHOUT authentication (--no-auth): every namespace is open to anyone who can connect to {addr}");
         } else if tokens::list(&db).map(|t| t.iter().all(|t| t.revoked.is_some())).unwrap_or(false) {
-            mnemon_server::log(format_args!("mnemon serve: no token yet: make one with `mnemon token create --name NAME --allow-ns PATTERN --scope write`"));
+            tracing::warn!("no token yet: make one with `mnemon token create --name NAME --allow-ns PATTERN --scope write`");
         }
         let finished = mnemon_server::serve(db, listener, options, signal()).await?;
         if finished {
-            mnemon_server::log(format_args!("mnemon serve: stopped"));
+            tracing::info!("stopped");
         } else {
-            mnemon_server::log(format_args!("mnemon serve: stopped; some requests did not finish within {} s", args.shutdown_grace));
+            tracing::warn!("stopped; some requests did not finish within {} s", args.shutdown_grace);
         }
         Ok(())
     })
+}
+
+/// The server's log on standard error, in `format` (text or json), filtered by MNEMON_LOG.
+/// A closed standard error loses the lines, nothing else.
+fn logging(format: &str) -> Result<()> {
+    let filter = match std::env::var("MNEMON_LOG") {
+        Ok(spec) => tracing_subscriber::EnvFilter::try_new(&spec)
+            .map_err(|e| usage(format!("MNEMON_LOG={spec:?} is not a log filter: {e}")))?,
+        Err(_) => tracing_subscriber::EnvFilter::new("info"),
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .log_internal_errors(false);
+    let set = match format {
+        "json" => builder.json().flatten_event(true).with_current_span(true).with_span_list(false).try_init(),
+        _ => builder.with_ansi(false).try_init(),
+    };
+    // Already set (a test calling twice): keep the first.
+    drop(set);
+    Ok(())
 }
 
 /// SIGTERM or Ctrl-C (SIGINT).
@@ -80,7 +103,7 @@ async fn signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
-    mnemon_server::log(format_args!("mnemon serve: stopping"));
+    tracing::info!("stopping");
 }
 
 /// `mnemon token ...`.

@@ -131,3 +131,52 @@ fn exclusive_serving_keeps_the_file_to_the_server() {
     // Once it stops, the file is everyone's again.
     assert_eq!(run_at(dir.path(), &db, &["--ns", "a", "--json", "list"], None).json_lines().len(), 1);
 }
+
+/// `--log-format json`: one JSON object per line; with MNEMON_LOG=debug a line per request,
+/// naming its request id (the caller's `X-Request-Id`, or a new one, answered either way).
+#[test]
+fn serve_logs_json_lines_with_request_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.redb");
+    let (mut child, addr, mut stderr) = common::spawn_serve_env(
+        dir.path(),
+        &db,
+        &["--no-auth", "--log-format", "json"],
+        &[("MNEMON_LOG", "debug")],
+    );
+    let c = reqwest::blocking::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
+    let r = c.get(format!("http://{addr}/v1/ns/a/records")).header("X-Request-Id", "req-42").send().unwrap();
+    assert_eq!(r.headers()["x-request-id"], "req-42");
+    let r = c.get(format!("http://{addr}/healthz")).header("X-Request-Id", "bad id with spaces").send().unwrap();
+    let made = r.headers()["x-request-id"].to_str().unwrap().to_string();
+    assert_eq!(made.len(), 16, "{made}");
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let lines: Vec<Value> =
+        rest.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect();
+    let answered = |id: &str| {
+        lines
+            .iter()
+            .find(|l| l["span"]["request_id"] == id && l["message"] == "answered")
+            .cloned()
+            .unwrap_or_default()
+    };
+    let first = answered("req-42");
+    assert_eq!(
+        (first["status"].as_u64(), first["span"]["route"].as_str()),
+        (Some(200), Some("/v1/ns/{ns}/records")),
+        "{rest}"
+    );
+    assert!(first["ms"].as_f64().is_some() && first["level"] == "DEBUG", "{first}");
+    assert_eq!(answered(&made)["span"]["route"], "/healthz", "{rest}");
+    assert!(lines.iter().any(|l| l["message"] == "stopped"), "{rest}");
+    // A filter that is not one: a usage error before anything is served.
+    let bad = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .args(["--db", db.to_str().unwrap(), "serve", "--no-auth", "--listen", "127.0.0.1:0"])
+        .env("MNEMON_LOG", "=[")
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
+}

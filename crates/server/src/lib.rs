@@ -16,7 +16,8 @@
 //! # }
 //! ```
 
-/// A line on standard error, a server's log: `log!("...", args)`.
+/// A line on standard error, for `mnemon mcp` on stdio (the editor that started it shows them);
+/// the HTTP server logs through `tracing` instead, each line of a request naming its id.
 macro_rules! log {
     ($($t:tt)*) => { $crate::log(format_args!($($t)*)) };
 }

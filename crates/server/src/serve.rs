@@ -137,7 +137,7 @@ pub async fn serve(
                 Err(e) => {
                     // Out of descriptors, a connection reset before it was accepted: wait a
                     // moment rather than spin.
-                    log!("mnemon serve: accepting a connection: {e}");
+                    tracing::warn!("accepting a connection: {e}");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }

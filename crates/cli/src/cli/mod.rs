@@ -553,6 +553,11 @@ pub struct ServeArgs {
     /// Seconds in-flight requests get to finish after SIGTERM or Ctrl-C.
     #[arg(long = "shutdown-grace", default_value_t = 10, value_name = "SECONDS")]
     pub shutdown_grace: u64,
+    /// The log on standard error: text (for people) or json (one object per line, for log
+    /// collectors). What is logged follows MNEMON_LOG (`info` by default; `debug` adds a
+    /// line per request; tracing's filter syntax).
+    #[arg(long = "log-format", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
     /// Serve HTTPS: the certificate chain (PEM, the server's certificate first). With
     /// --tls-key.
     #[arg(long = "tls-cert", value_name = "PEM", requires = "tls_key")]

@@ -79,8 +79,20 @@ pub fn spawn_serve(
     db: &std::path::Path,
     args: &[&str],
 ) -> (std::process::Child, String, BufReader<std::process::ChildStderr>) {
+    spawn_serve_env(dir, db, args, &[])
+}
+
+/// [`spawn_serve`] with environment variables set.
+pub fn spawn_serve_env(
+    dir: &std::path::Path,
+    db: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (std::process::Child, String, BufReader<std::process::ChildStderr>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
         .current_dir(dir)
+        .env_remove("MNEMON_LOG")
+        .envs(env.iter().copied())
         .env("MNEMON_MINILM_DIR", dir.join("model"))
         .env_remove("MNEMON_URL")
         .env_remove("MNEMON_TOKEN")

@@ -94,7 +94,7 @@ impl Metrics {
         self.capacity.set(i64::try_from(capacity).unwrap_or(i64::MAX));
         let mut out = String::new();
         if let Err(e) = prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry) {
-            log!("mnemon serve: /metrics could not be written: {e}");
+            tracing::warn!("/metrics could not be written: {e}");
         }
         out
     }

@@ -164,8 +164,8 @@ impl App {
                     "this route does not take that method",
                 )
             })
-            .layer(middleware::from_fn_with_state(self.clone(), track))
             .layer(middleware::from_fn_with_state(self.clone(), guard))
+            .layer(middleware::from_fn_with_state(self.clone(), track))
             .with_state(self.clone())
     }
 
@@ -181,17 +181,61 @@ impl App {
     }
 }
 
-/// Count a request for `/metrics`: its method, its route's template and its status.
+/// The header that carries a request's id, in and out.
+const REQUEST_ID: &str = "x-request-id";
+
+/// Give a request its id (the caller's `X-Request-Id` when it is a sensible one, else a new
+/// one), answer it in `X-Request-Id`, run the request in a span carrying it (so every log
+/// event of the request names it), log it (`debug`; a 5xx at `warn`), and count it for
+/// `/metrics`: its method, its route's template and its status.
 async fn track(State(app): State<App>, req: Request, next: Next) -> Response {
+    use tracing::Instrument;
     let route = req
         .extensions()
         .get::<axum::extract::MatchedPath>()
         .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
     let method = req.method().to_string();
+    let id = req
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            (1..=64).contains(&v.len())
+                && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+        })
+        .map_or_else(new_request_id, str::to_string);
+    let span = tracing::info_span!("request", request_id = %id, method = %method, route = %route);
     let started = std::time::Instant::now();
-    let response = next.run(req).await;
-    app.0.metrics.observe(&method, &route, response.status().as_u16(), started.elapsed());
+    let mut response = next.run(req).instrument(span.clone()).await;
+    let took = started.elapsed();
+    let status = response.status().as_u16();
+    app.0.metrics.observe(&method, &route, status, took);
+    let ms = took.as_secs_f64() * 1e3;
+    span.in_scope(|| {
+        if status >= 500 {
+            tracing::warn!(status, ms, "answered");
+        } else {
+            tracing::debug!(status, ms, "answered");
+        }
+    });
+    if let Ok(v) = axum::http::HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID, v);
+    }
     response
+}
+
+/// A new request id: 16 hex digits, random.
+fn new_request_id() -> String {
+    format!("{:016x}", rand::random::<u64>())
+}
+
+/// Run `f` on the blocking pool inside the current span (the request's): what it logs names
+/// the request.
+pub(crate) fn blocking<R: Send + 'static>(
+    f: impl FnOnce() -> R + Send + 'static,
+) -> tokio::task::JoinHandle<R> {
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(f))
 }
 
 /// Refuse a request naming a host the server does not answer for (DNS rebinding), or coming
@@ -241,7 +285,7 @@ async fn mcp_caller(State(app): State<App>, mut req: Request, next: Next) -> Res
             Ok(crate::mcp::Caller { session, scope })
         }
     };
-    match tokio::task::spawn_blocking(resolve).await {
+    match blocking(resolve).await {
         Ok(Ok(caller)) => {
             req.extensions_mut().insert(caller);
             next.run(req).await
@@ -256,8 +300,7 @@ async fn mcp_caller(State(app): State<App>, mut req: Request, next: Next) -> Res
 
 async fn readyz(State(app): State<App>) -> Response {
     let db = app.db().clone();
-    let ready =
-        tokio::task::spawn_blocking(move || db.snapshot().is_ok() && db.store().damage().is_none()).await;
+    let ready = blocking(move || db.snapshot().is_ok() && db.store().damage().is_none()).await;
     if ready.unwrap_or(false) {
         "ready\n".into_response()
     } else {
@@ -344,7 +387,7 @@ async fn call(
             Ok(entry.call(&session, Value::Object(args))?)
         }
     };
-    let out = tokio::task::spawn_blocking(run).await.map_err(|_| {
+    let out = blocking(run).await.map_err(|_| {
         Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "unavailable", "the operation stopped unexpectedly")
     })??;
     Ok(axum::Json(out).into_response())

@@ -60,7 +60,7 @@ impl From<mnemon::Error> for Problem {
         let code = e.code();
         let status = StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let detail = if status.is_server_error() {
-            log!("mnemon serve: {}: {e}", code.as_str());
+            tracing::warn!(code = code.as_str(), "{e}");
             match code {
                 mnemon::Code::Damaged => {
                     "the database file is damaged; the server refuses writes (see `mnemon check`)"

@@ -47,7 +47,7 @@ async fn stream_export(app: App, token: Option<String>, ns: Option<String>) -> R
     let session = {
         let app = app.clone();
         let named = ns.clone();
-        tokio::task::spawn_blocking(move || match named {
+        super::blocking(move || match named {
             Some(ns) => app.session(token.as_deref(), Some(&ns), Scope::Read),
             None => app.session_everywhere(token.as_deref(), Scope::Read),
         })
@@ -55,7 +55,7 @@ async fn stream_export(app: App, token: Option<String>, ns: Option<String>) -> R
         .map_err(|_| stopped())??
     };
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(4);
-    tokio::task::spawn_blocking(move || {
+    super::blocking(move || {
         let _slot = slot;
         let mut out = std::io::BufWriter::with_capacity(CHUNK, Sender(tx.clone()));
         let done = session
@@ -64,7 +64,7 @@ async fn stream_export(app: App, token: Option<String>, ns: Option<String>) -> R
             .and_then(|_| out.flush().map_err(|e| e.to_string()));
         if let Err(e) = done {
             let ns = ns.as_deref().unwrap_or("every namespace");
-            log!("mnemon serve: export of {ns:?} stopped: {e}");
+            tracing::warn!(namespace = ns, "the export stopped: {e}");
             let _ = tx.blocking_send(Err(std::io::Error::other("the export stopped")));
         }
     });
@@ -101,7 +101,7 @@ pub async fn import(
             Ok(report)
         }
     };
-    let out = tokio::task::spawn_blocking(run).await.map_err(|_| stopped())??;
+    let out = super::blocking(run).await.map_err(|_| stopped())??;
     Ok(axum::Json(out).into_response())
 }
 
