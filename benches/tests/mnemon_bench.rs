@@ -163,4 +163,32 @@ fn serve_loads_a_real_server_and_checks_every_write() {
     assert_eq!(ops, ["get", "list_as_of", "search", "write"], "{report}");
     assert!(report["stdio_writes_per_s"].as_f64().unwrap() > 0.0, "{report}");
     bench(&["serve", "--agents", "0"]).fails(2, "at least 1");
+    bench(&["serve", "--seconds", "2", "--kill-at", "3"]).fails(2, "--kill-at");
+}
+
+/// The server killed with SIGKILL mid-load and started again: no acknowledged write lost.
+#[test]
+fn serve_survives_sigkill_mid_load_without_losing_an_acknowledged_write() {
+    let exe = mnemon();
+    let args = [
+        "--json",
+        "serve",
+        "--mnemon",
+        exe.to_str().unwrap(),
+        "--agents",
+        "4",
+        "--namespaces",
+        "2",
+        "--seconds",
+        "2",
+        "--kill-at",
+        "1",
+        "--no-stdio",
+    ];
+    let report = bench(&args).json();
+    assert_eq!(report["lost"], 0, "{report}");
+    assert_eq!(report["killed_at_s"], 1.0, "{report}");
+    assert!(report["restart_ms"].as_f64().unwrap() > 0.0, "{report}");
+    assert!(report["acknowledged_writes"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(report["server_exit"], 0, "the restarted server stops cleanly: {report}");
 }

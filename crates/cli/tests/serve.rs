@@ -147,7 +147,8 @@ fn serve_logs_json_lines_with_request_ids() {
     let c = reqwest::blocking::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
     let r = c.get(format!("http://{addr}/v1/ns/a/records")).header("X-Request-Id", "req-42").send().unwrap();
     assert_eq!(r.headers()["x-request-id"], "req-42");
-    let r = c.get(format!("http://{addr}/healthz")).header("X-Request-Id", "bad id with spaces").send().unwrap();
+    let r =
+        c.get(format!("http://{addr}/healthz")).header("X-Request-Id", "bad id with spaces").send().unwrap();
     let made = r.headers()["x-request-id"].to_str().unwrap().to_string();
     assert_eq!(made.len(), 16, "{made}");
     assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());

@@ -187,6 +187,10 @@ enum Bench {
         /// Serve with `--exclusive` (the file to the server alone).
         #[arg(long)]
         exclusive: bool,
+        /// Kill the server with SIGKILL this many seconds into the run and start it again:
+        /// every write acknowledged before or after must be in the export.
+        #[arg(long, value_name = "SECONDS")]
+        kill_at: Option<f64>,
     },
     /// Write a seeded clustered data set with its exact cosine ground truth (TEXMEX format).
     AnnData {
@@ -265,7 +269,7 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
             std::time::Duration::from_millis(*think_ms),
             reference.as_deref(),
         ),
-        Bench::Serve { mnemon, agents, namespaces, seconds, no_stdio, exclusive } => {
+        Bench::Serve { mnemon, agents, namespaces, seconds, no_stdio, exclusive, kill_at } => {
             let exe = match mnemon {
                 Some(p) => p.clone(),
                 None => mcp::beside_this().ok_or_else(|| {
@@ -275,7 +279,23 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
             if *agents == 0 || *namespaces == 0 || *seconds == 0 {
                 return Err(usage("--agents, --namespaces and --seconds must be at least 1"));
             }
-            serve::run(out, &exe, *agents, *namespaces, *seconds, !*no_stdio, *exclusive)
+            let kill_at = match kill_at {
+                Some(k) if !(k.is_finite() && *k > 0.0 && *k < *seconds as f64) => {
+                    return Err(usage(
+                        "--kill-at must be a number of seconds within the run (0 < k < --seconds)",
+                    ));
+                }
+                k => k.map(std::time::Duration::from_secs_f64),
+            };
+            let load = serve::Load {
+                agents: *agents,
+                namespaces: *namespaces,
+                seconds: *seconds,
+                stdio: !*no_stdio,
+                exclusive: *exclusive,
+                kill_at,
+            };
+            serve::run(out, &exe, &load)
         }
         Bench::Search { records, queries, seed, lexical_share } => {
             search::run(out, built()?, *records, *queries, *seed, lexical_share)

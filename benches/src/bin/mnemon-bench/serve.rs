@@ -32,23 +32,35 @@ struct Seen {
 const MIX: [&str; 10] =
     ["write", "write", "search", "write", "list_as_of", "write", "search", "write", "get", "write"];
 
+/// The workload's shape.
+pub struct Load {
+    /// Concurrent agents.
+    pub agents: usize,
+    /// Namespaces they spread over.
+    pub namespaces: usize,
+    /// How long to run.
+    pub seconds: u64,
+    /// Also run the writes through `mnemon mcp` stdio processes.
+    pub stdio: bool,
+    /// Serve with `--exclusive`.
+    pub exclusive: bool,
+    /// Kill the server with SIGKILL this long after the start, and start it again on the same
+    /// address (the agents' calls meanwhile fail and are not acknowledged).
+    pub kill_at: Option<Duration>,
+}
+
 /// Run the workload: `agents` threads over `namespaces` namespaces for `seconds`.
-pub fn run(
-    out: &mut Out,
-    mnemon: &Path,
-    agents: usize,
-    namespaces: usize,
-    seconds: u64,
-    stdio: bool,
-    exclusive: bool,
-) -> Result<()> {
+pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
+    let Load { agents, namespaces, seconds, stdio, exclusive, kill_at } = *load;
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("served.redb");
     let token = create_token(mnemon, &db)?;
-    let (mut server, addr) = start_server(mnemon, &db, agents, exclusive)?;
+    let (server, addr) = start_server(mnemon, &db, agents, exclusive, "127.0.0.1:0")?;
+    let server = std::sync::Mutex::new(server);
     let url = format!("http://{addr}");
     let started = Instant::now();
     let deadline = started + Duration::from_secs(seconds);
+    let mut restarted: Option<Result<Duration>> = None;
     let seen: Vec<Seen> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..agents)
             .map(|a| {
@@ -58,8 +70,14 @@ pub fn run(
                 })
             })
             .collect();
+        if let Some(at) = kill_at {
+            std::thread::sleep((started + at).saturating_duration_since(Instant::now()));
+            restarted = Some(kill_and_restart(&server, mnemon, &db, agents, exclusive, &addr));
+        }
         handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
     });
+    let mut server = server.into_inner().map_err(|_| anyhow::anyhow!("the server's handle was poisoned"))?;
+    let restarted = restarted.transpose()?;
     let elapsed = started.elapsed().as_secs_f64();
     // Every acknowledged write is in the export.
     let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(600)).build()?;
@@ -113,6 +131,7 @@ pub fn run(
             "agents": agents, "namespaces": namespaces, "seconds": elapsed, "calls": total,
             "acknowledged_writes": acknowledged.len(), "writes_per_s": writes_per_s, "lost": lost,
             "failures": failures, "server_exit": stopped.code(), "stdio_writes_per_s": stdio_rate,
+            "killed_at_s": kill_at.map(|k| k.as_secs_f64()), "restart_ms": restarted.map(|r| r.as_secs_f64() * 1e3),
             "operations": latencies.iter().map(|(op, l)| { let (a, b, c) = percentiles(l.clone()); json!({"op": op, "calls": l.len(), "p50_ms": a, "p95_ms": b, "p99_ms": c}) }).collect::<Vec<_>>(),
         }))?;
     } else {
@@ -122,6 +141,13 @@ pub fn run(
         ))?;
         out.line(table(&["operation", "calls", "per s", "p50 ms", "p95 ms", "p99 ms"], &rows))?;
         out.line(format!("acknowledged durable writes: {} ({writes_per_s:.0}/s); lost: {lost}; non-2xx: {failures:?}; server exit: {:?}", acknowledged.len(), stopped.code()))?;
+        if let (Some(k), Some(r)) = (kill_at, restarted) {
+            out.line(format!(
+                "killed with SIGKILL at {:.1} s and serving again {:.0} ms later; every acknowledged write was checked in the export after the restart",
+                k.as_secs_f64(),
+                r.as_secs_f64() * 1e3
+            ))?;
+        }
         if let Some(r) = stdio_rate {
             out.line(format!("the same writes through {agents} `mnemon mcp` stdio processes on one file: {r:.0}/s ({:.1}x)", writes_per_s / r))?;
         }
@@ -150,11 +176,45 @@ fn create_token(mnemon: &Path, db: &Path) -> Result<String> {
     Ok(v["token"].as_str().context("no token")?.to_string())
 }
 
-fn start_server(mnemon: &Path, db: &Path, agents: usize, exclusive: bool) -> Result<(Child, String)> {
+/// SIGKILL the server, then start it again on `addr`: how long until it listens again.
+fn kill_and_restart(
+    server: &std::sync::Mutex<Child>,
+    mnemon: &Path,
+    db: &Path,
+    agents: usize,
+    exclusive: bool,
+    addr: &str,
+) -> Result<Duration> {
+    let mut child = server.lock().map_err(|_| anyhow::anyhow!("the server's handle was poisoned"))?;
+    child.kill().context("cannot kill the server")?;
+    child.wait()?;
+    let t = Instant::now();
+    // The port may be held for a moment after the kill: try again briefly.
+    loop {
+        match start_server(mnemon, db, agents, exclusive, addr) {
+            Ok((new, _)) => {
+                *child = new;
+                return Ok(t.elapsed());
+            }
+            Err(e) if t.elapsed() > Duration::from_secs(30) => {
+                return Err(e.context("cannot restart the server"));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+fn start_server(
+    mnemon: &Path,
+    db: &Path,
+    agents: usize,
+    exclusive: bool,
+    listen: &str,
+) -> Result<(Child, String)> {
     let mut child = Command::new(mnemon)
         .arg("--db")
         .arg(db)
-        .args(["serve", "--listen", "127.0.0.1:0", "--queue", &(agents * 4).to_string()])
+        .args(["serve", "--listen", listen, "--queue", &(agents * 4).to_string()])
         .args(exclusive.then_some("--exclusive"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -165,13 +225,12 @@ fn start_server(mnemon: &Path, db: &Path, agents: usize, exclusive: bool) -> Res
     stderr.read_line(&mut line)?;
     // Drain the rest of the server's log, so that it never waits on a full pipe.
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .context("no address")?
-        .to_string();
-    Ok((child, addr))
+    let Some(addr) = line.split("http://").nth(1).and_then(|r| r.split_whitespace().next()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        bail!("mnemon serve did not start: {line}");
+    };
+    Ok((child, addr.to_string()))
 }
 
 /// One agent: calls in the mix's order until the deadline, on one keep-alive connection.
