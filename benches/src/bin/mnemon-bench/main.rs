@@ -21,6 +21,7 @@ use clap::{Parser, Subcommand};
 use mnemon::embed::EmbedderSpec;
 
 mod ann;
+mod chroma;
 mod fvecs;
 mod mcp;
 mod report;
@@ -191,6 +192,10 @@ enum Bench {
         /// every write acknowledged before or after must be in the export.
         #[arg(long, value_name = "SECONDS")]
         kill_at: Option<f64>,
+        /// Also run the vector part of the load (adds with embeddings, 10-nearest queries)
+        /// against a Chroma server from this virtual environment (scripts/fetch-chroma.sh).
+        #[arg(long, value_name = "VENV")]
+        chroma: Option<PathBuf>,
     },
     /// Write a seeded clustered data set with its exact cosine ground truth (TEXMEX format).
     AnnData {
@@ -269,7 +274,7 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
             std::time::Duration::from_millis(*think_ms),
             reference.as_deref(),
         ),
-        Bench::Serve { mnemon, agents, namespaces, seconds, no_stdio, exclusive, kill_at } => {
+        Bench::Serve { mnemon, agents, namespaces, seconds, no_stdio, exclusive, kill_at, chroma } => {
             let exe = match mnemon {
                 Some(p) => p.clone(),
                 None => mcp::beside_this().ok_or_else(|| {
@@ -294,6 +299,7 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
                 stdio: !*no_stdio,
                 exclusive: *exclusive,
                 kill_at,
+                chroma: chroma.clone(),
             };
             serve::run(out, &exe, &load)
         }

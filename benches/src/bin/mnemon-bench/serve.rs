@@ -47,11 +47,13 @@ pub struct Load {
     /// Kill the server with SIGKILL this long after the start, and start it again on the same
     /// address (the agents' calls meanwhile fail and are not acknowledged).
     pub kill_at: Option<Duration>,
+    /// Also run the vector part against a Chroma server from this virtual environment.
+    pub chroma: Option<std::path::PathBuf>,
 }
 
 /// Run the workload: `agents` threads over `namespaces` namespaces for `seconds`.
 pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
-    let Load { agents, namespaces, seconds, stdio, exclusive, kill_at } = *load;
+    let Load { agents, namespaces, seconds, stdio, exclusive, kill_at, ref chroma } = *load;
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("served.redb");
     let token = create_token(mnemon, &db)?;
@@ -126,12 +128,15 @@ pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
         .collect();
     let writes_per_s = acknowledged.len() as f64 / elapsed;
     let stdio_rate = if stdio { Some(stdio_writes(mnemon, dir.path(), agents, seconds)?) } else { None };
+    let chroma = chroma.as_deref().map(|venv| crate::chroma::run(venv, agents, seconds)).transpose()?;
     if out.json {
         out.json_line(&json!({
             "agents": agents, "namespaces": namespaces, "seconds": elapsed, "calls": total,
             "acknowledged_writes": acknowledged.len(), "writes_per_s": writes_per_s, "lost": lost,
             "failures": failures, "server_exit": stopped.code(), "stdio_writes_per_s": stdio_rate,
             "killed_at_s": kill_at.map(|k| k.as_secs_f64()), "restart_ms": restarted.map(|r| r.as_secs_f64() * 1e3),
+            "chroma": chroma.as_ref().map(|c| json!({"adds_per_s": c.adds_per_s, "add_p50_ms": c.add_ms.0, "add_p99_ms": c.add_ms.1,
+                "query_p50_ms": c.query_ms.0, "query_p99_ms": c.query_ms.1, "failures": c.failures, "lost": c.lost})),
             "operations": latencies.iter().map(|(op, l)| { let (a, b, c) = percentiles(l.clone()); json!({"op": op, "calls": l.len(), "p50_ms": a, "p95_ms": b, "p99_ms": c}) }).collect::<Vec<_>>(),
         }))?;
     } else {
@@ -146,6 +151,12 @@ pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
                 "killed with SIGKILL at {:.1} s and serving again {:.0} ms later; every acknowledged write was checked in the export after the restart",
                 k.as_secs_f64(),
                 r.as_secs_f64() * 1e3
+            ))?;
+        }
+        if let Some(c) = &chroma {
+            out.line(format!(
+                "Chroma server, {agents} agents adding one 384-d embedding with its document and querying 10 nearest (6 to 2): {:.0} adds/s ({:.2}x mnemon's writes), add p50/p99 {:.2}/{:.2} ms, query p50/p99 {:.2}/{:.2} ms, {} failed, {} lost",
+                c.adds_per_s, c.adds_per_s / writes_per_s, c.add_ms.0, c.add_ms.1, c.query_ms.0, c.query_ms.1, c.failures, c.lost
             ))?;
         }
         if let Some(r) = stdio_rate {
