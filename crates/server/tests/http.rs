@@ -485,3 +485,70 @@ fn tls_serves_https_with_the_given_certificate_and_refuses_bad_ones() {
     let wrong_key = mnemon_server::tls_config(&data.join("ca.pem"), &data.join("key.pem")).unwrap_err();
     assert!(wrong_key.to_string().contains("cannot be used"), "{wrong_key}");
 }
+
+/// A tool call over MCP takes one of the server's operation slots, as REST calls do: with
+/// none free it is refused as overloaded instead of running beyond the bound.
+#[test]
+fn mcp_tool_calls_share_the_operation_queue() {
+    let s = Server::start(|o| {
+        o.config.auth = false;
+        o.config.queue = 1;
+    });
+    let c = client();
+    let post = |session: Option<&str>, body: Value| {
+        let mut r = c
+            .post(s.url("/mcp?ns=project:a"))
+            .header("Accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(id) = session {
+            r = r.header("Mcp-Session-Id", id);
+        }
+        r.send().unwrap()
+    };
+    let init = post(
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+    );
+    assert_eq!(init.status().as_u16(), 200);
+    let session = init.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_string());
+    let _ = init.text();
+    let _ = post(session.as_deref(), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // 16 callers at once on a queue of one: some are turned away, the others write.
+    let answers: Vec<Value> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..16)
+            .map(|t| {
+                let (post, session) = (&post, session.as_deref());
+                scope.spawn(move || {
+                    (0..8)
+                        .map(|i| {
+                            let body = json!({"jsonrpc": "2.0", "id": 10 + t * 8 + i, "method": "tools/call", "params": {"name": "remember", "arguments": {"kind": "gotcha", "text": format!("call {t} {i}")}}});
+                            let text = post(session, body).text().unwrap();
+                            text.lines()
+                                .find_map(|l| l.strip_prefix("data: ").and_then(|d| serde_json::from_str(d).ok()))
+                                .or_else(|| serde_json::from_str(&text).ok())
+                                .unwrap_or_else(|| panic!("no answer in {text:?}"))
+                        })
+                        .collect::<Vec<Value>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    let refused = answers.iter().filter(|a| a["result"]["isError"] == true).count();
+    assert!(refused > 0, "16 callers on a queue of 1 were never turned away");
+    assert!(
+        answers
+            .iter()
+            .filter(|a| a["result"]["isError"] == true)
+            .all(|a| a.to_string().contains("overloaded")),
+        "{answers:?}"
+    );
+    // Every call that was not refused wrote its record.
+    let written = answers.len() - refused;
+    assert!(written > 0);
+    let listed = mnemon::ops::Session::new(s.db.clone(), "project:a")
+        .unwrap()
+        .call(mnemon::ops::List { limit: Some(1000), ..Default::default() })
+        .unwrap();
+    assert_eq!(listed.records.len(), written);
+}

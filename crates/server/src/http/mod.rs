@@ -282,7 +282,7 @@ async fn mcp_caller(State(app): State<App>, mut req: Request, next: Next) -> Res
         let token = token.clone();
         move || -> Result<crate::mcp::Caller, Problem> {
             let (session, scope) = app.authorize(token.as_deref(), named.as_deref(), Scope::Read)?;
-            Ok(crate::mcp::Caller { session, scope })
+            Ok(crate::mcp::Caller { session, scope, slots: Some(Arc::clone(&app.0.queue)) })
         }
     };
     match blocking(resolve).await {

@@ -54,6 +54,9 @@ pub struct Caller {
     pub session: Session,
     /// The token's scope.
     pub scope: Option<Scope>,
+    /// The server's operation slots (its `--queue`), shared with the REST API: a tool call
+    /// takes one while it runs, and is refused as overloaded when none is free.
+    pub slots: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 /// Why the stdio server stopped with an error.
@@ -200,7 +203,7 @@ impl MemoryServer {
     /// in the request's parts.
     fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
         if let Some(session) = &self.session {
-            return Ok(Caller { session: session.clone(), scope: None });
+            return Ok(Caller { session: session.clone(), scope: None, slots: None });
         }
         context
             .extensions
@@ -339,7 +342,19 @@ impl ServerHandler for MemoryServer {
                     Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]))
                 })
         };
+        let slot = match &caller.slots {
+            Some(slots) => match Arc::clone(slots).try_acquire_owned() {
+                Ok(slot) => Some(slot),
+                Err(_) => {
+                    return Ok(CallToolResponse::from(CallToolResult::error(vec![ContentBlock::text(
+                        "overloaded: the server is busy; retry shortly",
+                    )])));
+                }
+            },
+            None => None,
+        };
         let r = if self.session.is_some() { run() } else { tokio::task::block_in_place(run) };
+        drop(slot);
         if self.session.is_some() {
             self.idle.calls.fetch_add(1, Ordering::Relaxed);
             if !self.idle.waiting.swap(true, Ordering::Relaxed) {
