@@ -137,24 +137,21 @@ fn mcp_times_every_tool() {
     bench(&["mcp", "--mnemon", "/nonexistent/mnemon", "--sizes", "1"]).fails(1, "cannot start");
 }
 
+/// `mnemon-bench --json serve` on the built `mnemon` with 4 agents over 2 namespaces, and
+/// `more` arguments: its report.
+fn serve_report(more: &[&str]) -> serde_json::Value {
+    let exe = mnemon();
+    let mut args =
+        vec!["--json", "serve", "--mnemon", exe.to_str().unwrap(), "--agents", "4", "--namespaces", "2"];
+    args.extend_from_slice(more);
+    bench(&args).json()
+}
+
 /// The server load bench runs end to end (a few agents for a second): every operation of the
 /// mix answered, no acknowledged write lost, the stdio side by side measured.
 #[test]
 fn serve_loads_a_real_server_and_checks_every_write() {
-    let exe = mnemon();
-    let args = [
-        "--json",
-        "serve",
-        "--mnemon",
-        exe.to_str().unwrap(),
-        "--agents",
-        "4",
-        "--namespaces",
-        "2",
-        "--seconds",
-        "1",
-    ];
-    let report = bench(&args).json();
+    let report = serve_report(&["--seconds", "1"]);
     assert_eq!(report["lost"], 0, "{report}");
     assert_eq!(report["server_exit"], 0, "{report}");
     assert!(report["acknowledged_writes"].as_u64().unwrap() > 0, "{report}");
@@ -169,23 +166,7 @@ fn serve_loads_a_real_server_and_checks_every_write() {
 /// The server killed with SIGKILL mid-load and started again: no acknowledged write lost.
 #[test]
 fn serve_survives_sigkill_mid_load_without_losing_an_acknowledged_write() {
-    let exe = mnemon();
-    let args = [
-        "--json",
-        "serve",
-        "--mnemon",
-        exe.to_str().unwrap(),
-        "--agents",
-        "4",
-        "--namespaces",
-        "2",
-        "--seconds",
-        "2",
-        "--kill-at",
-        "1",
-        "--no-stdio",
-    ];
-    let report = bench(&args).json();
+    let report = serve_report(&["--seconds", "2", "--kill-at", "1", "--no-stdio"]);
     assert_eq!(report["lost"], 0, "{report}");
     assert_eq!(report["killed_at_s"], 1.0, "{report}");
     assert!(report["restart_ms"].as_f64().unwrap() > 0.0, "{report}");

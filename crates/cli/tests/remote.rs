@@ -10,7 +10,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::Child;
 
-use common::{Run, run_at, run_env, spawn_serve};
+use common::{Run, make_token, run_at, run_env, spawn_serve};
 use regex::Regex;
 
 /// One way of running commands.
@@ -33,14 +33,7 @@ impl Way {
         let dir = tempfile::tempdir().unwrap();
         let served = dir.path().join("served.redb");
         run_at(dir.path(), &served, &["init"], None).ok();
-        let made = run_at(
-            dir.path(),
-            &served,
-            &["--json", "token", "create", "--name", "cli", "--allow-ns", "*", "--scope", "admin"],
-            None,
-        )
-        .json();
-        let token = made["token"].as_str().unwrap().to_string();
+        let token = make_token(dir.path(), &served, "cli", "*", "admin");
         let (child, addr, _stderr) = spawn_serve(dir.path(), &served, &[]);
         let env = vec![("MNEMON_URL", format!("http://{addr}")), ("MNEMON_TOKEN", token)];
         // The client's own --db names no file: nothing may be created there.
@@ -246,16 +239,9 @@ fn commands_that_own_the_file_refuse_a_server_and_bad_servers_are_one_line_error
     assert!(!run.stderr.contains("mnemon_0000_bad"));
     // A read token cannot write, and says so.
     let served = way.dir.path().join("served.redb");
-    let made = run_at(
-        way.dir.path(),
-        &served,
-        &["--json", "token", "create", "--name", "reader", "--allow-ns", "project:*", "--scope", "read"],
-        None,
-    )
-    .json();
-    let reader = made["token"].as_str().unwrap();
+    let reader = make_token(way.dir.path(), &served, "reader", "project:*", "read");
     let as_reader = |args: &[&str]| {
-        run_env(dir.path(), &db, args, None, &[("MNEMON_URL", url), ("MNEMON_TOKEN", reader)])
+        run_env(dir.path(), &db, args, None, &[("MNEMON_URL", url), ("MNEMON_TOKEN", reader.as_str())])
     };
     as_reader(&["--ns", "project:a", "list"]).ok();
     as_reader(&["--ns", "project:a", "add", "task", "--data", r#"{"title":"x"}"#]).fails(2, "needs write");
@@ -269,14 +255,7 @@ fn over_https_with_a_certificate_of_its_own() {
     let (cert, key, ca) = (data.join("cert.pem"), data.join("key.pem"), data.join("ca.pem"));
     let dir = tempfile::tempdir().unwrap();
     let served = dir.path().join("served.redb");
-    let made = run_at(
-        dir.path(),
-        &served,
-        &["--json", "token", "create", "--name", "t", "--allow-ns", "*", "--scope", "write"],
-        None,
-    )
-    .json();
-    let token = made["token"].as_str().unwrap();
+    let token = make_token(dir.path(), &served, "t", "*", "write");
     let (mut child, addr, _stderr) = spawn_serve(
         dir.path(),
         &served,
@@ -284,7 +263,7 @@ fn over_https_with_a_certificate_of_its_own() {
     );
     let url = format!("https://localhost:{}", addr.rsplit(':').next().unwrap());
     let db = dir.path().join("none.redb");
-    let env = [("MNEMON_URL", url.as_str()), ("MNEMON_TOKEN", token)];
+    let env = [("MNEMON_URL", url.as_str()), ("MNEMON_TOKEN", token.as_str())];
     // The server's certificate is not publicly trusted: refused, saying why.
     run_env(dir.path(), &db, &["list"], None, &env).fails(1, "cannot reach the server");
     let trusted = |args: &[&str]| {

@@ -114,3 +114,15 @@ pub fn spawn_serve_env(
         .to_string();
     (child, addr, stderr)
 }
+
+/// A new token on `db` named `name`, reaching `pattern` with `scope` (`mnemon token create`).
+pub fn make_token(dir: &Path, db: &Path, name: &str, pattern: &str, scope: &str) -> String {
+    let made = run_at(
+        dir,
+        db,
+        &["--json", "token", "create", "--name", name, "--allow-ns", pattern, "--scope", scope],
+        None,
+    )
+    .json();
+    made["token"].as_str().expect("a token").to_string()
+}
