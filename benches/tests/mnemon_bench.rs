@@ -163,10 +163,12 @@ fn serve_loads_a_real_server_and_checks_every_write() {
     bench(&["serve", "--seconds", "2", "--kill-at", "3"]).fails(2, "--kill-at");
 }
 
-/// The server killed with SIGKILL mid-load and started again: no acknowledged write lost.
+/// The server killed with SIGKILL mid-load and started again, its writes sent as batches of
+/// three: no acknowledged write lost.
 #[test]
 fn serve_survives_sigkill_mid_load_without_losing_an_acknowledged_write() {
-    let report = serve_report(&["--seconds", "2", "--kill-at", "1", "--no-stdio"]);
+    let report = serve_report(&["--seconds", "2", "--kill-at", "1", "--no-stdio", "--batch", "3"]);
+    assert_eq!(report["batch"], 3, "{report}");
     assert_eq!(report["lost"], 0, "{report}");
     assert_eq!(report["killed_at_s"], 1.0, "{report}");
     assert!(report["restart_ms"].as_f64().unwrap() > 0.0, "{report}");

@@ -196,6 +196,10 @@ enum Bench {
         /// against a Chroma server from this virtual environment (scripts/fetch-chroma.sh).
         #[arg(long, value_name = "VENV")]
         chroma: Option<PathBuf>,
+        /// Writes per write call: above 1, each write call is one batch of this many (one
+        /// durable commit), as an agent with several memories to store at once would send.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        batch: u64,
     },
     /// Write a seeded clustered data set with its exact cosine ground truth (TEXMEX format).
     AnnData {
@@ -274,7 +278,7 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
             std::time::Duration::from_millis(*think_ms),
             reference.as_deref(),
         ),
-        Bench::Serve { mnemon, agents, namespaces, seconds, no_stdio, exclusive, kill_at, chroma } => {
+        Bench::Serve { mnemon, agents, namespaces, seconds, no_stdio, exclusive, kill_at, chroma, batch } => {
             let exe = match mnemon {
                 Some(p) => p.clone(),
                 None => mcp::beside_this().ok_or_else(|| {
@@ -300,6 +304,7 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
                 exclusive: *exclusive,
                 kill_at,
                 chroma: chroma.clone(),
+                batch: usize::try_from(*batch).unwrap_or(1),
             };
             serve::run(out, &exe, &load)
         }

@@ -49,11 +49,14 @@ pub struct Load {
     pub kill_at: Option<Duration>,
     /// Also run the vector part against a Chroma server from this virtual environment.
     pub chroma: Option<std::path::PathBuf>,
+    /// Writes per write call: above 1, each write call is one batch of this many
+    /// (`POST /v1/ns/{ns}/batch`, one durable commit).
+    pub batch: usize,
 }
 
 /// Run the workload: `agents` threads over `namespaces` namespaces for `seconds`.
 pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
-    let Load { agents, namespaces, seconds, stdio, exclusive, kill_at, ref chroma } = *load;
+    let Load { agents, namespaces, seconds, stdio, exclusive, kill_at, ref chroma, batch } = *load;
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("served.redb");
     let token = create_token(mnemon, &db)?;
@@ -68,7 +71,7 @@ pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
             .map(|a| {
                 scope.spawn({
                     let (url, token) = (url.clone(), token.clone());
-                    move || agent(a, &url, &token, namespaces, deadline)
+                    move || agent(a, &url, &token, namespaces, batch, deadline)
                 })
             })
             .collect();
@@ -131,7 +134,7 @@ pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
     let chroma = chroma.as_deref().map(|venv| crate::chroma::run(venv, agents, seconds)).transpose()?;
     if out.json {
         out.json_line(&json!({
-            "agents": agents, "namespaces": namespaces, "seconds": elapsed, "calls": total,
+            "agents": agents, "namespaces": namespaces, "batch": batch, "seconds": elapsed, "calls": total,
             "acknowledged_writes": acknowledged.len(), "writes_per_s": writes_per_s, "lost": lost,
             "failures": failures, "server_exit": stopped.code(), "stdio_writes_per_s": stdio_rate,
             "killed_at_s": kill_at.map(|k| k.as_secs_f64()), "restart_ms": restarted.map(|r| r.as_secs_f64() * 1e3),
@@ -141,7 +144,7 @@ pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
         }))?;
     } else {
         out.line(format!(
-            "mnemon serve: {agents} agents, {namespaces} namespaces, {elapsed:.1} s, {total} calls ({:.0}/s)",
+            "mnemon serve: {agents} agents, {namespaces} namespaces, {batch} write(s) per write call, {elapsed:.1} s, {total} calls ({:.0}/s)",
             total as f64 / elapsed
         ))?;
         out.line(table(&["operation", "calls", "per s", "p50 ms", "p95 ms", "p99 ms"], &rows))?;
@@ -244,8 +247,9 @@ fn start_server(
     Ok((child, addr.to_string()))
 }
 
-/// One agent: calls in the mix's order until the deadline, on one keep-alive connection.
-fn agent(a: usize, url: &str, token: &str, namespaces: usize, deadline: Instant) -> Seen {
+/// One agent: calls in the mix's order until the deadline, on one keep-alive connection; each
+/// write call writes `batch` memories.
+fn agent(a: usize, url: &str, token: &str, namespaces: usize, batch: usize, deadline: Instant) -> Seen {
     let mut seen = Seen::default();
     let Ok(client) = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(60))
@@ -262,6 +266,12 @@ fn agent(a: usize, url: &str, token: &str, namespaces: usize, deadline: Instant)
         i += 1;
         let t = Instant::now();
         let req = match op {
+            "write" if batch > 1 => {
+                let writes: Vec<Value> = (0..batch)
+                    .map(|b| json!({"op": "remember", "kind": "learning", "text": format!("agent {a} learned fact {i}.{b} about topic{} and module{}", i % 37, b % 11)}))
+                    .collect();
+                client.post(format!("{url}/v1/ns/{ns}/batch")).json(&json!({ "writes": writes }))
+            }
             "write" => client.post(format!("{url}/v1/ns/{ns}/memories")).json(&json!({
                 "kind": "learning", "text": format!("agent {a} learned fact {i} about topic{} and module{}", i % 37, i % 11)})),
             "search" => client.get(format!("{url}/v1/ns/{ns}/search?query=topic{}+module{}&limit=10", i % 37, i % 11)),
@@ -275,11 +285,16 @@ fn agent(a: usize, url: &str, token: &str, namespaces: usize, deadline: Instant)
             Ok(r) if r.status().is_success() => {
                 let body: Value = r.json().unwrap_or_default();
                 seen.latencies.entry(op).or_default().push(t.elapsed().as_secs_f64() * 1e3);
-                if op == "write"
-                    && let Some(id) = body["id"].as_str()
-                {
-                    mine.push(id.to_string());
-                    seen.written.push((ns.clone(), id.to_string()));
+                if op == "write" {
+                    // One memory, or a batch's results.
+                    let ids: Vec<&str> = match body["results"].as_array() {
+                        Some(results) => results.iter().filter_map(|r| r["id"].as_str()).collect(),
+                        None => body["id"].as_str().into_iter().collect(),
+                    };
+                    for id in ids {
+                        mine.push(id.to_string());
+                        seen.written.push((ns.clone(), id.to_string()));
+                    }
                 }
             }
             Ok(r) => *seen.failures.entry(r.status().as_u16()).or_default() += 1,
