@@ -9,8 +9,7 @@ use serde_json::json;
 
 use crate::cli::{AsOfArgs, Cli, Command, NewArgs};
 use crate::open::{
-    check_id_form, connect, default_local, file_only, namespace, open, open_read, read_data, usage,
-    with_embedder,
+    check_id_form, connect, default_local, file_only, namespace, open, read_data, usage, with_embedder,
 };
 use crate::output::{Out, chain_table, history_table, print_written, record_detail, records_table, table};
 
@@ -92,9 +91,7 @@ pub fn run(cli: Cli) -> Result<()> {
             if *all {
                 return Err(usage("--format mcp-jsonl exports one namespace (--ns), not --all"));
             }
-            file_only(&cli, "export --format mcp-jsonl")?;
-            let db = open_read(&cli)?;
-            let text = mnemon::importers::export_mcp_jsonl(&db.ns(&cli.ns)?)?;
+            let text = connect(&cli, false)?.call(mnemon::ops::GraphExport { namespace: None })?.jsonl;
             use std::io::Write;
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(text.as_bytes())?;

@@ -140,6 +140,7 @@ const SESSION: &[Step] = &[
     step(&["retire", "{2}"]),
     step(&["forget", "{2}"]),
     step(&["export"]),
+    step(&["export", "--format", "mcp-jsonl"]),
     Step {
         args: &["import", "-"],
         capture: false,

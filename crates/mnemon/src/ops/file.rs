@@ -114,6 +114,36 @@ impl Operation for GraphImport {
     }
 }
 
+/// Export a namespace's knowledge graph in the reference memory server's JSON lines.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GraphExport {
+    /// The namespace (default: the session's).
+    pub namespace: Option<String>,
+}
+
+/// A knowledge graph as JSON lines.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct GraphLines {
+    /// The lines, each ending in a line break: entities with their observations, then
+    /// relations, as the reference memory server writes its file.
+    pub jsonl: String,
+}
+
+impl Operation for GraphExport {
+    const NAME: &'static str = "graph_export";
+    const TITLE: &'static str = "Export the knowledge graph";
+    const DESCRIPTION: &'static str = "The namespace's current entities (with their observations) and relations as the reference memory server's JSON lines file, the form graph_import reads.";
+    const READ_ONLY: bool = true;
+    const MCP: bool = false;
+    type Output = GraphLines;
+
+    fn run(self, session: &Session) -> Result<GraphLines> {
+        let ns = session.ns(self.namespace.as_deref())?;
+        Ok(GraphLines { jsonl: crate::importers::export_mcp_jsonl(&ns)? })
+    }
+}
+
 impl Session {
     /// Write every revision of namespace `ns` (or, with `None`, of every namespace: the
     /// session must reach them all) to `out` as export lines; returns how many.

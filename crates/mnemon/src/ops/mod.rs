@@ -53,7 +53,7 @@ pub use domain::{
     DecisionActive, DecisionStatusSet, Ensured, EntityByType, EntityEnsure, EntityFind, EntityLink,
     EntityMention, EntityMerge, EntitySet, Link, Linked, Transcript,
 };
-pub use file::{DbStats, GraphImport, Prune};
+pub use file::{DbStats, GraphExport, GraphImport, GraphLines, Prune};
 pub use index::{IndexBuild, IndexStatus, Indexes, Reindex, Reindexed};
 pub use memory::{
     Block, EpisodeHit, EpisodeQuery, EpisodeStore, Episodes, KnowledgeLearn, KnowledgeList,
@@ -199,6 +199,7 @@ pub fn each(visitor: &mut impl Visitor) {
     visitor.visit::<IndexStatus>();
     visitor.visit::<IndexBuild>();
     visitor.visit::<GraphImport>();
+    visitor.visit::<GraphExport>();
     visitor.visit::<Batch>();
 }
 
