@@ -56,6 +56,17 @@ impl DbBuilder {
         self
     }
 
+    /// How durable this handle's writes are when acknowledged (default
+    /// [`Durability::Immediate`](crate::Durability::Immediate): fsync'ed, they survive a crash
+    /// of the process or the machine). [`Durability::Eventual`](crate::Durability::Eventual)
+    /// writes are visible at once and reach the disk with the next immediate commit,
+    /// [`Db::sync`] or a clean close: many times faster for a bulk load from one thread, but a
+    /// crash may lose the last of them (never a part of one, never an earlier durable one).
+    pub fn durability(mut self, durability: crate::Durability) -> Self {
+        self.options.durability = durability;
+        self
+    }
+
     /// Use this clock for transaction times (tests, reproducible demos).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.options.clock = clock;

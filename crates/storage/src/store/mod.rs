@@ -89,6 +89,10 @@ pub struct StoreOptions {
     /// Watches (and may fail) every read, write, growth and sync of the file under redb, for
     /// fault-injection and power-loss tests; `None` in normal use.
     pub io_hook: Option<Arc<dyn crate::backend::IoHook>>,
+    /// How durable [`Store::write`]'s jobs are (default [`Durability::Immediate`]): a handle
+    /// for bulk loading may acknowledge [`Durability::Eventual`] ones, made durable by
+    /// [`Store::sync`] or the next immediate commit.
+    pub durability: Durability,
 }
 
 impl Default for StoreOptions {
@@ -104,6 +108,7 @@ impl Default for StoreOptions {
             shared: false,
             zero_fill: true,
             io_hook: None,
+            durability: Durability::Immediate,
         }
     }
 }
@@ -140,6 +145,8 @@ struct Inner {
     format: u32,
     /// The first damage a read through this handle met: writes are refused from then on.
     damage: Damage,
+    /// How durable [`Store::write`]'s jobs are.
+    durability: Durability,
 }
 
 /// A handle on an open mnemon database. Cheap to clone, `Send + Sync`: any number of threads
@@ -262,6 +269,7 @@ impl Store {
                     path,
                     clock: options.clock,
                     format,
+                    durability: options.durability,
                 }),
             });
         }
@@ -317,6 +325,7 @@ impl Store {
                 path,
                 clock: options.clock,
                 format: format::FORMAT_VERSION,
+                durability: options.durability,
             }),
         })
     }
@@ -404,7 +413,8 @@ impl Store {
         )
     }
 
-    /// Commit a batch of operations atomically and durably.
+    /// Commit a batch of operations atomically, as durably as the store was opened
+    /// ([`StoreOptions::durability`]; immediate, fsync'ed, by default).
     ///
     /// When the commit fails on an I/O error (a full disk), the batch gets
     /// [`Error::CommitFailed`] with the cause and nothing of it was written; the store opens
@@ -414,7 +424,7 @@ impl Store {
     /// acknowledged (non-durable ones, lost as in a crash), every later use fails with
     /// [`Error::Closed`].
     pub fn write(&self, ops: Vec<WriteOp>) -> Result<Receipt, Error> {
-        self.write_with(ops, Durability::Immediate)
+        self.write_with(ops, self.inner.durability)
     }
 
     /// Commit a batch with the given durability.

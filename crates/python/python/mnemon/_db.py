@@ -1,0 +1,409 @@
+"""The database handle and namespaces: the same API over a file and over a server."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
+
+from . import _native
+from ._groups import Agent, Conversations, Decisions, Entities, Episodes, Knowledge, Memory, Project, Tasks, Vectors
+from ._values import Context, Hit, Id, Record, Time, id_arg, strings, time_arg, wrap
+from .errors import InvalidInput
+
+__all__ = ["Db", "Namespace", "open", "connect"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class Db:
+    """A handle on a mnemon database: a file open in this process (:func:`open`) or a
+    ``mnemon serve`` (:func:`connect`). Both have the same methods.
+
+    Safe to share between threads (every call releases the GIL while the engine works). Use
+    it as a context manager, or call :meth:`close`, to release the file.
+    """
+
+    __slots__ = ("_h",)
+
+    def __init__(self, handle: "_native.Handle"):
+        self._h = handle
+
+    def ns(self, name: str) -> "Namespace":
+        """The namespace ``name`` (``project:demo``, ``agent:dev-1``...): where records live.
+        Namespaces never see each other's records."""
+        if not isinstance(name, str):
+            raise InvalidInput(f"a namespace is a string, not {type(name).__name__}")
+        return Namespace(self._h, name)
+
+    __getitem__ = ns
+
+    def export(self, path: PathLike, *, namespace: Optional[str] = None) -> int:
+        """Write ``namespace``'s records (every namespace's when ``None``), every revision, as
+        JSON lines to the file at ``path``; how many lines. :meth:`import_` reads them back."""
+        return self._h.export(os.fspath(path), namespace)
+
+    def import_(self, path: PathLike, *, namespace: str = "default", partial: bool = False) -> Dict[str, Any]:
+        """Import the JSON lines at ``path`` (an export, or loose records such as
+        ``{"kind": "learning", "text": "..."}``); lines that name no namespace go into
+        ``namespace``. All or nothing unless ``partial``. The report: ``lines``, ``created``,
+        ``restored``, ``unchanged``, ``failed`` (``"SOURCE:LINE: REASON"``), ``embedded``."""
+        return self._h.import_(os.fspath(path), namespace, partial)
+
+    def stats(self) -> Dict[str, Any]:
+        """Figures of the whole database: its namespaces, records, revisions, tables."""
+        return self._h.call("default", "db_stats", {})
+
+    def sync(self) -> None:
+        """Make every acknowledged write durable (matters with ``durability="eventual"``)."""
+        self._h.sync()
+
+    def close(self) -> None:
+        """Sync and release the file (or forget the server). Later calls raise
+        :class:`mnemon.Unavailable`. Closing twice does nothing."""
+        self._h.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._h.closed
+
+    @property
+    def remote(self) -> bool:
+        """Whether this is a server's handle."""
+        return self._h.remote
+
+    @property
+    def target(self) -> str:
+        """The file's path or the server's URL."""
+        return self._h.target
+
+    @property
+    def embedder(self) -> Optional[str]:
+        """The model records are embedded with (``None`` for a server's handle)."""
+        return self._h.embedder
+
+    def __enter__(self) -> "Db":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        kind = "server" if self.remote else "file"
+        state = ", closed" if self.closed else ""
+        return f"mnemon.Db({kind} {self.target!r}{state})"
+
+
+class Namespace:
+    """One namespace of a database: records, time travel, search, context blocks and the
+    domain groups (``tasks``, ``decisions``, ``entities``, ``episodes``, ``memory``,
+    ``knowledge``, ``conversations``, ``project``, ``agent``, ``vectors``).
+
+    Every time argument takes a timezone-aware ``datetime``, a ``date`` or an ISO string;
+    every id argument a string (a unique head or tail of 6+ hex digits works), a
+    ``uuid.UUID`` or a :class:`Record`.
+    """
+
+    __slots__ = (
+        "_h",
+        "name",
+        "tasks",
+        "decisions",
+        "entities",
+        "episodes",
+        "memory",
+        "knowledge",
+        "conversations",
+        "project",
+        "agent",
+        "vectors",
+    )
+
+    def __init__(self, handle: "_native.Handle", name: str):
+        self._h = handle
+        self.name = name
+        self.tasks = Tasks(self)
+        self.decisions = Decisions(self)
+        self.entities = Entities(self)
+        self.episodes = Episodes(self)
+        self.memory = Memory(self)
+        self.knowledge = Knowledge(self)
+        self.conversations = Conversations(self)
+        self.project = Project(self)
+        self.agent = Agent(self)
+        self.vectors = Vectors(self)
+
+    def call(self, operation: str, **args: Any) -> Any:
+        """Run any operation of mnemon's operation layer by name (the names and arguments of
+        the MCP tools and the HTTP API: ``mnemon.operations()``), records in its answer as
+        :class:`Record` objects."""
+        return wrap(self._h.call(self.name, operation, args))
+
+    def _raw(self, operation: str, args: Dict[str, Any]) -> Any:
+        return self._h.call(self.name, operation, args)
+
+    # Writing.
+    def add(
+        self,
+        kind: str,
+        data: Union[Mapping[str, Any], str, None] = None,
+        *,
+        text: Optional[str] = None,
+        valid_from: Optional[Time] = None,
+        valid_until: Optional[Time] = None,
+        expires_at: Optional[Time] = None,
+        tags: Union[str, List[str], tuple] = (),
+        importance: Optional[int] = None,
+        confidence: Optional[float] = None,
+        source: Optional[str] = None,
+        task: Optional[Id] = None,
+        key: Optional[str] = None,
+        metadata: Any = None,
+    ) -> str:
+        """Store a record of ``kind``; its id. ``data`` is the kind's fields (a decision's
+        ``title``, ``rationale``...) or, as a string, its main text. A live record of the same
+        identity (an entity's name, a preference's key) is returned instead of a second one."""
+        record: Dict[str, Any] = {}
+        if isinstance(data, str):
+            record["text"] = data
+        elif data is not None:
+            record.update(data)
+        if text is not None:
+            record["text"] = text
+        for name, value in (
+            ("valid_from", time_arg("valid_from", valid_from)),
+            ("valid_until", time_arg("valid_until", valid_until)),
+            ("expires_at", time_arg("expires_at", expires_at)),
+            ("importance", importance),
+            ("confidence", confidence),
+            ("source", source),
+            ("task", None if task is None else id_arg(task, "task")),
+            ("key", key),
+            ("metadata", metadata),
+        ):
+            if value is not None:
+                record[name] = value
+        tag_list = strings("tags", tags)
+        if tag_list:
+            record["tags"] = tag_list
+        return self._raw("add", {"kind": kind, "record": record})["id"]
+
+    def revise(self, id: Id, patch: Optional[Mapping[str, Any]] = None, **fields: Any) -> int:
+        """Correct a record in place (a JSON merge patch of its fields: ``None`` removes one);
+        the new revision's number. The old revision stays in :meth:`history`."""
+        merged: Dict[str, Any] = dict(patch or {})
+        merged.update(fields)
+        return self._raw("revise", {"id": id_arg(id), "patch": merged})["rev"]
+
+    def supersede(
+        self,
+        old: Id,
+        data: Union[Mapping[str, Any], str, None] = None,
+        *,
+        text: Optional[str] = None,
+        at: Optional[Time] = None,
+        tags: Union[str, List[str], tuple] = (),
+        importance: Optional[int] = None,
+        kind: Optional[str] = None,
+    ) -> str:
+        """Replace ``old`` by a new record from ``at`` (default now): ``old`` stays valid until
+        then, the new one is valid from then; the new record's id. ``chain`` links them."""
+        args: Dict[str, Any] = {"id": id_arg(old, "old"), "tags": strings("tags", tags)}
+        if isinstance(data, str):
+            args["text"] = data
+        elif data is not None:
+            args["data"] = dict(data)
+        if text is not None:
+            args["text"] = text
+        if at is not None:
+            args["at"] = time_arg("at", at)
+        if importance is not None:
+            args["importance"] = importance
+        if kind is not None:
+            args["kind"] = kind
+        return self._raw("supersede", args)["new"]
+
+    def retire(self, id: Id, *, at: Optional[Time] = None) -> None:
+        """End a record's validity at ``at`` (default now): it was true until then."""
+        self._raw("retire", {"id": id_arg(id), "at": time_arg("at", at)})
+
+    def expire(self, id: Id, *, at: Optional[Time] = None) -> None:
+        """Mark a record expired at ``at`` (default now)."""
+        self._raw("retire", {"id": id_arg(id), "at": time_arg("at", at), "expire": True})
+
+    def forget(self, id: Id, *, erase: bool = False) -> Dict[str, Any]:
+        """Retire a record now; with ``erase``, remove every revision of it for good (for
+        data that must not be kept). What was done."""
+        return self._raw("forget", {"id": id_arg(id), "erase": erase})
+
+    # Reading.
+    def get(self, id: Id, *, as_of: Optional[Time] = None, known_at: Optional[Time] = None) -> Record:
+        """The record as it was valid at ``as_of`` (default now), as the database knew it at
+        ``known_at`` (default now). Raises :class:`mnemon.NotFound` if there is none."""
+        args = {"id": id_arg(id), "as_of": time_arg("as_of", as_of), "known_at": time_arg("known_at", known_at)}
+        return Record(self._raw("get", args)["record"])
+
+    def list(
+        self,
+        *kinds: str,
+        as_of: Optional[Time] = None,
+        known_at: Optional[Time] = None,
+        tags: Union[str, List[str], tuple] = (),
+        agent: Optional[str] = None,
+        task: Optional[Id] = None,
+        limit: Optional[int] = None,
+        page_size: int = 500,
+    ) -> Iterator[Record]:
+        """The records valid at ``as_of`` (default now), as known at ``known_at`` (default
+        now), newest first: an iterator that reads ``page_size`` at a time. Only ``kinds``
+        (all if none), with every tag of ``tags``, of ``agent`` or of ``task`` if given."""
+        if limit is not None and limit < 0:
+            raise InvalidInput("`limit` must not be negative")
+        base: Dict[str, Any] = {
+            "kinds": [*kinds],
+            "as_of": time_arg("as_of", as_of),
+            "known_at": time_arg("known_at", known_at),
+            "tags": strings("tags", tags),
+            "agent": agent,
+            "task": None if task is None else id_arg(task, "task"),
+        }
+        return self._pages(base, limit, max(1, page_size))
+
+    def _pages(self, base: Dict[str, Any], limit: Optional[int], page_size: int) -> Iterator[Record]:
+        left = limit
+        cursor = None
+        while left is None or left > 0:
+            n = page_size if left is None else min(page_size, left)
+            page = self._raw("list", {**base, "limit": n, "cursor": cursor})
+            for r in page["records"]:
+                yield Record(r)
+            if left is not None:
+                left -= len(page["records"])
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
+    def history(self, id: Id) -> List[Record]:
+        """Every revision of a record, oldest first, each with when it was recorded and
+        replaced: how it came to be."""
+        return [Record(r) for r in self._raw("history", {"id": id_arg(id)})["revisions"]]
+
+    def chain(self, id: Id) -> List[Record]:
+        """The supersession chain through a record, oldest first."""
+        return [Record(r) for r in self._raw("chain", {"id": id_arg(id)})["chain"]]
+
+    def tagged(self, tag: str) -> List[Record]:
+        """The live records with ``tag``."""
+        return wrap(self._raw("tagged", {"tag": tag}))["records"]
+
+    def stats(self) -> Dict[str, Any]:
+        """Figures of this namespace: records by kind, tags."""
+        return self._raw("stats", {})
+
+    # Relevance.
+    def search(
+        self,
+        query: str,
+        *,
+        mode: str = "hybrid",
+        limit: int = 10,
+        kinds: Union[str, List[str], tuple] = (),
+        tags: Union[str, List[str], tuple] = (),
+        agent: Optional[str] = None,
+        task: Optional[Id] = None,
+        as_of: Optional[Time] = None,
+        known_at: Optional[Time] = None,
+        min_score: Optional[float] = None,
+        also: Union[str, List[str], tuple] = (),
+        explain: bool = False,
+    ) -> List[Hit]:
+        """The records most relevant to ``query``, best first: ``mode`` is ``hybrid`` (words
+        and meaning), ``lexical`` (BM25), ``vector`` or ``exact`` (the exact scan). Only what
+        matches comes back: a query that matches nothing gets an empty list. ``also`` searches
+        other namespaces too; ``explain`` tells each hit's ranks and scores."""
+        args = {
+            "query": query,
+            "mode": mode,
+            "limit": limit,
+            "kinds": strings("kinds", kinds),
+            "tags": strings("tags", tags),
+            "agent": agent,
+            "task": None if task is None else id_arg(task, "task"),
+            "as_of": time_arg("as_of", as_of),
+            "known_at": time_arg("known_at", known_at),
+            "min_score": min_score,
+            "also": strings("also", also),
+            "explain": explain,
+        }
+        return [Hit(h) for h in self._raw("recall", args)["hits"]]
+
+    def context(
+        self,
+        query: Optional[str] = None,
+        *,
+        budget: int = 2000,
+        format: str = "markdown",
+        task: Optional[Id] = None,
+        agent: Optional[str] = None,
+        as_of: Optional[Time] = None,
+        known_at: Optional[Time] = None,
+    ) -> Context:
+        """A ready-to-read briefing for a prompt within ``budget`` tokens: critical gotchas,
+        the brief, active decisions, open tasks, the memories relevant to ``query``, the
+        entities it names, the agent's preferences; ``format`` is ``markdown`` or ``xml``. As
+        of a past time with ``as_of`` / ``known_at``."""
+        args = {
+            "query": query or "",
+            "budget_tokens": budget,
+            "format": format,
+            "task": None if task is None else id_arg(task, "task"),
+            "agent": agent,
+            "as_of": time_arg("as_of", as_of),
+            "known_at": time_arg("known_at", known_at),
+        }
+        return Context(self._raw("context", args))
+
+    def __repr__(self) -> str:
+        return f"mnemon.Namespace({self.name!r})"
+
+
+def open(
+    path: PathLike,
+    *,
+    embedder: Optional[str] = None,
+    durability: str = "immediate",
+    read_only: bool = False,
+    create: bool = True,
+    shared: bool = False,
+    reembed: bool = False,
+) -> Db:
+    """Open (creating it unless ``create=False``) the mnemon database file at ``path``.
+
+    ``embedder``: ``"hash"`` (offline, words), ``"local"`` (all-MiniLM-L6-v2 run locally;
+    model from scripts/fetch-minilm.sh), ``"minilm:DIR"`` or ``"http"`` (an
+    OpenAI-compatible server from ``MNEMON_EMBED_URL``/``MODEL``/``KEY``); default: the one
+    the file was first written with, else ``hash``. ``durability``: ``"immediate"`` (every
+    acknowledged write is fsync'ed) or ``"eventual"`` (bulk loads: durable at :meth:`Db.sync`
+    or close). ``read_only``: share the file with other readers; ``shared``: share it with
+    other processes that also open it shared. ``reembed``: accept an embedder other than the
+    recorded one.
+    """
+    return Db(
+        _native.open(
+            os.fspath(path),
+            embedder=embedder,
+            durability=durability,
+            read_only=read_only,
+            create=create,
+            shared=shared,
+            reembed=reembed,
+        )
+    )
+
+
+def connect(url: str, *, token: Optional[str] = None, ca_cert: Optional[PathLike] = None) -> Db:
+    """A handle on the ``mnemon serve`` at ``url`` (``http://127.0.0.1:7373``), calling with
+    ``token`` (``mnemon token create``); ``ca_cert``, a PEM file, is trusted besides the
+    system's roots. The same methods as a file's handle; the server's token decides which
+    namespaces it reaches. Nothing is sent until the first call."""
+    return Db(_native.connect(url, token=token, ca_cert=None if ca_cert is None else os.fspath(ca_cert)))

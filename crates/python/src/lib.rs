@@ -1,0 +1,349 @@
+//! `mnemon._native`: the extension module under the Python package `mnemon` (distribution
+//! `mnemon-db`). It exposes one handle, [`Handle`], on a database file or on a server, and
+//! one way to use it: `handle.call(namespace, operation, arguments)`, which reads the
+//! arguments (a dict) as the request type of that operation of [`mnemon::ops`], runs it
+//! without the GIL (in-process, or through [`mnemon_client`] over the server's REST API), and
+//! gives the response back as Python values. Both transports therefore share the operation
+//! types, their validation and their errors; the Pythonic API (records as objects, times as
+//! `datetime`, the domain groups) is written in Python over this, in `python/mnemon`.
+//!
+//! Errors are raised as the classes of `mnemon.errors`, one per [`mnemon::Code`].
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::{OnceLock, RwLock};
+
+use mnemon::ops::{Operation, Session, Visitor, each};
+use mnemon::{Code, Db, Durability};
+use mnemon_client::{Client, RemoteSession};
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+/// What a handle reaches.
+#[derive(Clone)]
+enum Backend {
+    /// A database file, open in this process.
+    Local(Db),
+    /// A `mnemon serve`.
+    Remote(Client),
+}
+
+/// Where one call runs: a session over the file (reaching every namespace: whoever holds
+/// the file has all of it), or the server's (reaching what the token allows).
+enum Conn {
+    Local(Session),
+    Remote(RemoteSession),
+}
+
+impl Conn {
+    fn new(backend: &Backend, ns: &str) -> mnemon::Result<Conn> {
+        Ok(match backend {
+            Backend::Local(db) => Conn::Local(Session::new(db.clone(), ns)?.allow("*")),
+            Backend::Remote(client) => Conn::Remote(client.session(ns)),
+        })
+    }
+
+    fn call<O: Operation>(&self, op: O) -> mnemon::Result<O::Output> {
+        match self {
+            Conn::Local(s) => s.call(op),
+            Conn::Remote(s) => s.call(op),
+        }
+    }
+}
+
+/// One operation's call from Python: arguments in, response out.
+type CallFn = fn(&Conn, Python<'_>, &Bound<'_, PyAny>) -> PyResult<Py<PyAny>>;
+
+/// Every operation of [`mnemon::ops::each`] by name.
+struct Table(HashMap<&'static str, CallFn>);
+
+impl Visitor for Table {
+    fn visit<O: Operation>(&mut self) {
+        self.0.insert(O::NAME, call::<O>);
+    }
+}
+
+fn table() -> &'static HashMap<&'static str, CallFn> {
+    static TABLE: OnceLock<HashMap<&'static str, CallFn>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Table(HashMap::new());
+        each(&mut t);
+        t.0
+    })
+}
+
+/// Read `args` as `O`'s request, run it with the GIL released, and convert its response.
+fn call<O: Operation>(conn: &Conn, py: Python<'_>, args: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let op: O = pythonize::depythonize(args)
+        .map_err(|e| raise(py, Code::InvalidInput, format!("invalid arguments for {}: {e}", O::NAME)))?;
+    let out = py.detach(move || conn.call(op)).map_err(|e| error(py, &e))?;
+    let value = pythonize::pythonize(py, &out).map_err(|e| {
+        raise(py, Code::Damaged, format!("the answer of {} could not be converted: {e}", O::NAME))
+    })?;
+    Ok(value.unbind())
+}
+
+/// The `mnemon.errors` class of `code`.
+fn class_of(py: Python<'_>, code: Code) -> PyResult<Bound<'_, PyType>> {
+    let name = match code {
+        Code::InvalidInput => "InvalidInput",
+        Code::NotFound => "NotFound",
+        Code::Forbidden => "Forbidden",
+        Code::Conflict => "Conflict",
+        Code::Damaged => "Damaged",
+        Code::Unavailable => "Unavailable",
+        _ => "Error",
+    };
+    Ok(py.import("mnemon.errors")?.getattr(name)?.cast_into::<PyType>()?)
+}
+
+/// The exception of `code` with `message`.
+fn raise(py: Python<'_>, code: Code, message: String) -> PyErr {
+    match class_of(py, code) {
+        Ok(class) => PyErr::from_type(class, message),
+        Err(e) => e,
+    }
+}
+
+/// The exception of an engine error.
+fn error(py: Python<'_>, e: &mnemon::Error) -> PyErr {
+    raise(py, e.code(), e.to_string())
+}
+
+/// A handle on a database file or a server (`mnemon.open`, `mnemon.connect`). Safe to share
+/// between threads; every call releases the GIL while the engine (or the server) works.
+#[pyclass(module = "mnemon._native", frozen)]
+struct Handle {
+    /// `None` once closed.
+    backend: RwLock<Option<Backend>>,
+    /// What it is a handle on (a path, a URL), for `repr` and messages.
+    target: String,
+}
+
+impl Handle {
+    fn backend(&self, py: Python<'_>) -> PyResult<Backend> {
+        let guard = self
+            .backend
+            .read()
+            .map_err(|_| raise(py, Code::Damaged, "a thread failed holding the handle".into()))?;
+        guard.clone().ok_or_else(|| raise(py, Code::Unavailable, format!("{} is closed", self.target)))
+    }
+}
+
+#[pymethods]
+impl Handle {
+    /// Run operation `op` (an operation of mnemon's operation layer, by name) in namespace
+    /// `ns` with `args` (a dict: the operation's request); its response as Python values.
+    fn call(&self, py: Python<'_>, ns: &str, op: &str, args: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let Some(run) = table().get(op) else {
+            return Err(raise(py, Code::InvalidInput, format!("no operation named {op:?}")));
+        };
+        let backend = self.backend(py)?;
+        let conn = Conn::new(&backend, ns).map_err(|e| error(py, &e))?;
+        run(&conn, py, args)
+    }
+
+    /// Write namespace `ns`'s records (every namespace's when `None`) as JSON lines to the
+    /// file at `path`; how many lines.
+    #[pyo3(signature = (path, ns=None))]
+    fn export(&self, py: Python<'_>, path: PathBuf, ns: Option<String>) -> PyResult<u64> {
+        let backend = self.backend(py)?;
+        py.detach(move || -> mnemon::Result<u64> {
+            let file =
+                File::create(&path).map_err(|e| mnemon::Error::Io { path: path.clone(), source: e })?;
+            let mut out = Lines { inner: BufWriter::new(file), lines: 0 };
+            let written = match &backend {
+                Backend::Local(db) => {
+                    let session = Session::new(db.clone(), ns.as_deref().unwrap_or("default"))?.allow("*");
+                    session.export(ns.as_deref(), &mut out)?
+                }
+                Backend::Remote(client) => {
+                    client.export(ns.as_deref(), &mut out)?;
+                    out.lines
+                }
+            };
+            out.inner.flush().map_err(|e| mnemon::Error::Io { path: path.clone(), source: e })?;
+            Ok(written)
+        })
+        .map_err(|e| error(py, &e))
+    }
+
+    /// Import the JSON lines of the file at `path` (mnemon's export format, or loose records)
+    /// into namespace `ns` (lines that name their own namespace go there); with `partial`,
+    /// the valid lines go in and the others are reported, else all or nothing. The report.
+    #[pyo3(signature = (path, ns, partial=false))]
+    fn import_(&self, py: Python<'_>, path: PathBuf, ns: &str, partial: bool) -> PyResult<Py<PyAny>> {
+        let backend = self.backend(py)?;
+        let report = py
+            .detach(|| -> mnemon::Result<mnemon::transfer::ImportReport> {
+                let io = |e| mnemon::Error::Io { path: path.clone(), source: e };
+                match &backend {
+                    Backend::Local(db) => {
+                        let session = Session::new(db.clone(), ns)?.allow("*");
+                        let mut input = BufReader::new(File::open(&path).map_err(io)?);
+                        session.import(&mut input, &path.display().to_string(), partial, &mut |_, _| {})
+                    }
+                    Backend::Remote(client) => client.import(ns, std::fs::read(&path).map_err(io)?, partial),
+                }
+            })
+            .map_err(|e| error(py, &e))?;
+        Ok(pythonize::pythonize(py, &report)?.unbind())
+    }
+
+    /// Make every acknowledged write durable (those of a handle opened with
+    /// `durability="eventual"`). Nothing to do for a server: its writes are durable.
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        match self.backend(py)? {
+            Backend::Local(db) => py.detach(|| db.sync()).map_err(|e| error(py, &e)),
+            Backend::Remote(_) => Ok(()),
+        }
+    }
+
+    /// Close the handle: later calls fail; the file is synced and released once the calls
+    /// under way have finished. Closing twice does nothing.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let taken = self
+            .backend
+            .write()
+            .map_err(|_| raise(py, Code::Damaged, "a thread failed holding the handle".into()))?
+            .take();
+        match taken {
+            Some(Backend::Local(db)) if !db.is_read_only() => {
+                py.detach(move || db.sync()).map_err(|e| error(py, &e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether it was closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.backend.read().map(|b| b.is_none()).unwrap_or(true)
+    }
+
+    /// Whether it talks to a server.
+    #[getter]
+    fn remote(&self) -> bool {
+        matches!(self.backend.read().as_deref(), Ok(Some(Backend::Remote(_))))
+    }
+
+    /// The file's path or the server's URL.
+    #[getter]
+    fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The model the database embeds with (`None` through a server).
+    #[getter]
+    fn embedder(&self) -> Option<String> {
+        match self.backend.read().as_deref() {
+            Ok(Some(Backend::Local(db))) => Some(db.embedder().model_id().to_string()),
+            _ => None,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<mnemon handle on {}{}>", self.target, if self.closed() { " (closed)" } else { "" })
+    }
+}
+
+/// Counts the lines it passes on.
+struct Lines<W: Write> {
+    inner: W,
+    lines: u64,
+}
+
+impl<W: Write> Write for Lines<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Open (or create) the database file at `path`.
+// Python's keyword arguments, one to one.
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (path, *, embedder=None, durability="immediate", read_only=false, create=true, shared=false, reembed=false))]
+fn open(
+    py: Python<'_>,
+    path: PathBuf,
+    embedder: Option<&str>,
+    durability: &str,
+    read_only: bool,
+    create: bool,
+    shared: bool,
+    reembed: bool,
+) -> PyResult<Handle> {
+    let durability = match durability {
+        "immediate" => Durability::Immediate,
+        "eventual" => Durability::Eventual,
+        other => {
+            return Err(raise(
+                py,
+                Code::InvalidInput,
+                format!("durability must be \"immediate\" or \"eventual\", not {other:?}"),
+            ));
+        }
+    };
+    let mut builder = Db::builder(&path)
+        .create(create && !read_only)
+        .read_only(read_only)
+        .shared(shared)
+        .reembed(reembed)
+        .durability(durability);
+    if let Some(spec) = embedder {
+        let spec: mnemon::embed::EmbedderSpec = spec
+            .parse()
+            .map_err(|e: mnemon::embed::EmbedError| raise(py, Code::InvalidInput, e.to_string()))?;
+        let built = py.detach(|| spec.build()).map_err(|e| {
+            let code = match e {
+                mnemon::embed::EmbedError::Config(_) => Code::InvalidInput,
+                _ => Code::Unavailable,
+            };
+            raise(py, code, e.to_string())
+        })?;
+        builder = builder.embedder(built);
+    }
+    let db = py.detach(|| builder.open()).map_err(|e| error(py, &e))?;
+    Ok(Handle { backend: RwLock::new(Some(Backend::Local(db))), target: path.display().to_string() })
+}
+
+/// A handle on the `mnemon serve` at `url`, calling with `token`; `ca_cert`, a PEM file, is
+/// trusted besides the system's roots (a server with a private certificate).
+#[pyfunction]
+#[pyo3(signature = (url, *, token=None, ca_cert=None))]
+fn connect(py: Python<'_>, url: &str, token: Option<String>, ca_cert: Option<PathBuf>) -> PyResult<Handle> {
+    let ca = match ca_cert {
+        Some(p) => Some(std::fs::read(&p).map_err(|e| error(py, &mnemon::Error::Io { path: p, source: e }))?),
+        None => None,
+    };
+    let client = Client::with_options(url, token, ca.as_deref()).map_err(|e| error(py, &e))?;
+    Ok(Handle { backend: RwLock::new(Some(Backend::Remote(client))), target: url.to_string() })
+}
+
+/// The names of every operation `Handle.call` takes.
+#[pyfunction]
+fn operations() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = table().keys().copied().collect();
+    names.sort_unstable();
+    names
+}
+
+/// The extension module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Handle>()?;
+    m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(connect, m)?)?;
+    m.add_function(wrap_pyfunction!(operations, m)?)?;
+    m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
