@@ -150,22 +150,25 @@ impl Handle {
     #[pyo3(signature = (path, ns=None))]
     fn export(&self, py: Python<'_>, path: PathBuf, ns: Option<String>) -> PyResult<u64> {
         let backend = self.backend(py)?;
-        py.detach(move || -> mnemon::Result<u64> {
-            let file =
-                File::create(&path).map_err(|e| mnemon::Error::Io { path: path.clone(), source: e })?;
-            let mut out = Lines { inner: BufWriter::new(file), lines: 0 };
-            let written = match &backend {
-                Backend::Local(db) => {
-                    let session = Session::new(db.clone(), ns.as_deref().unwrap_or("default"))?.allow("*");
-                    session.export(ns.as_deref(), &mut out)?
-                }
-                Backend::Remote(client) => {
-                    client.export(ns.as_deref(), &mut out)?;
-                    out.lines
-                }
-            };
-            out.inner.flush().map_err(|e| mnemon::Error::Io { path: path.clone(), source: e })?;
-            Ok(written)
+        py.detach(move || {
+            mnemon::guard("export", || {
+                let file =
+                    File::create(&path).map_err(|e| mnemon::Error::Io { path: path.clone(), source: e })?;
+                let mut out = Lines { inner: BufWriter::new(file), lines: 0 };
+                let written = match &backend {
+                    Backend::Local(db) => {
+                        let session =
+                            Session::new(db.clone(), ns.as_deref().unwrap_or("default"))?.allow("*");
+                        session.export(ns.as_deref(), &mut out)?
+                    }
+                    Backend::Remote(client) => {
+                        client.export(ns.as_deref(), &mut out)?;
+                        out.lines
+                    }
+                };
+                out.inner.flush().map_err(|e| mnemon::Error::Io { path: path.clone(), source: e })?;
+                Ok(written)
+            })
         })
         .map_err(|e| error(py, &e))
     }
@@ -177,16 +180,20 @@ impl Handle {
     fn import_(&self, py: Python<'_>, path: PathBuf, ns: &str, partial: bool) -> PyResult<Py<PyAny>> {
         let backend = self.backend(py)?;
         let report = py
-            .detach(|| -> mnemon::Result<mnemon::transfer::ImportReport> {
-                let io = |e| mnemon::Error::Io { path: path.clone(), source: e };
-                match &backend {
-                    Backend::Local(db) => {
-                        let session = Session::new(db.clone(), ns)?.allow("*");
-                        let mut input = BufReader::new(File::open(&path).map_err(io)?);
-                        session.import(&mut input, &path.display().to_string(), partial, &mut |_, _| {})
+            .detach(|| {
+                mnemon::guard("import", || {
+                    let io = |e| mnemon::Error::Io { path: path.clone(), source: e };
+                    match &backend {
+                        Backend::Local(db) => {
+                            let session = Session::new(db.clone(), ns)?.allow("*");
+                            let mut input = BufReader::new(File::open(&path).map_err(io)?);
+                            session.import(&mut input, &path.display().to_string(), partial, &mut |_, _| {})
+                        }
+                        Backend::Remote(client) => {
+                            client.import(ns, std::fs::read(&path).map_err(io)?, partial)
+                        }
                     }
-                    Backend::Remote(client) => client.import(ns, std::fs::read(&path).map_err(io)?, partial),
-                }
+                })
             })
             .map_err(|e| error(py, &e))?;
         Ok(pythonize::pythonize(py, &report)?.unbind())
@@ -196,7 +203,9 @@ impl Handle {
     /// `durability="eventual"`). Nothing to do for a server: its writes are durable.
     fn sync(&self, py: Python<'_>) -> PyResult<()> {
         match self.backend(py)? {
-            Backend::Local(db) => py.detach(|| db.sync()).map_err(|e| error(py, &e)),
+            Backend::Local(db) => {
+                py.detach(|| mnemon::guard("sync", || db.sync())).map_err(|e| error(py, &e))
+            }
             Backend::Remote(_) => Ok(()),
         }
     }

@@ -131,8 +131,13 @@ impl DbBuilder {
         self
     }
 
-    /// Open it.
+    /// Open it. A damaged file is an error, never a panic: a dependency's panic on a page it
+    /// cannot read comes back as [`Error::Panicked`] (code `damaged`).
     pub fn open(self) -> Result<Db> {
+        crate::error::guard("opening the database", || self.open_unguarded())
+    }
+
+    fn open_unguarded(self) -> Result<Db> {
         if self.options.create
             && let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty())
         {

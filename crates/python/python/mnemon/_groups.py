@@ -208,9 +208,10 @@ class Episodes(_Group):
         summary: Optional[str] = None,
         type: Optional[str] = None,
         files: Sequence[str] = (),
-        importance: Optional[float] = None,
+        importance: Optional[int] = None,
     ) -> Any:
-        """Store an episode (``episode_store``)."""
+        """Store an episode (``episode_store``): ``type`` is code_generation, error_fix,
+        review_feedback, decision, research...; ``importance`` 1 to 5 keeps it for good."""
         return self._call(
             "episode_store",
             content=content,
@@ -399,10 +400,25 @@ class Agent(_Group):
         """The preferences, over ``defaults`` (``agent_preferences``)."""
         return self._call("agent_preferences", defaults=None if defaults is None else dict(defaults))
 
-    def completed(self, task: str, **fields: Any) -> Any:
-        """Record a completed task (``agent_completed``: ``duration_ms``, ``iterations``,
-        ``errors``, ``quality_gate_passed``)."""
-        return self._call("agent_completed", task=task, **fields)
+    def completed(
+        self,
+        task: str,
+        *,
+        iterations: int = 1,
+        quality_gate_passed: bool = True,
+        duration_ms: Optional[int] = None,
+        errors: Sequence[str] = (),
+    ) -> Any:
+        """Record a completed task: how many iterations, whether it passed its quality gate,
+        how long it took, the errors met (``agent_completed``)."""
+        return self._call(
+            "agent_completed",
+            task=task,
+            iterations=iterations,
+            quality_gate_passed=quality_gate_passed,
+            duration_ms=duration_ms,
+            errors=strings("errors", errors),
+        )
 
     def error(self, pattern: str, resolution: Optional[str] = None) -> Any:
         """Record an error pattern and its resolution (``agent_error``)."""
