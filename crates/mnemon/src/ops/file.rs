@@ -86,6 +86,43 @@ impl Operation for DbStats {
     }
 }
 
+/// The namespaces written to.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Namespaces {
+    /// Only those whose name starts with this.
+    pub prefix: Option<String>,
+}
+
+/// The namespaces.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct NamespaceNames {
+    /// Their names, in order.
+    pub namespaces: Vec<String>,
+}
+
+impl Operation for Namespaces {
+    const NAME: &'static str = "namespaces";
+    const TITLE: &'static str = "Namespaces";
+    const DESCRIPTION: &'static str = "The names of the namespaces ever written to that the session reaches (optionally only those starting with `prefix`), in order. A namespace whose records were all retired or forgotten is still listed.";
+    const READ_ONLY: bool = true;
+    const MCP: bool = false;
+    type Output = NamespaceNames;
+
+    fn run(self, session: &Session) -> Result<NamespaceNames> {
+        let prefix = self.prefix.unwrap_or_default();
+        let namespaces = session
+            .db()
+            .snapshot()?
+            .namespaces()?
+            .into_iter()
+            .map(|n| n.as_str().to_string())
+            .filter(|n| n.starts_with(&prefix) && session.reaches(n))
+            .collect();
+        Ok(NamespaceNames { namespaces })
+    }
+}
+
 /// Import a knowledge graph in the reference memory server's JSON lines.
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -182,6 +219,17 @@ impl Session {
 mod tests {
     use super::*;
     use crate::Code;
+
+    #[test]
+    fn namespaces_lists_what_the_session_reaches() -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let (_dir, db, all, _) = crate::ops::testing::two_namespaces()?;
+        assert_eq!(all.call(Namespaces::default())?.namespaces, ["p", "q"]);
+        assert_eq!(all.call(Namespaces { prefix: Some("q".into()) })?.namespaces, ["q"]);
+        assert!(all.call(Namespaces { prefix: Some("z".into()) })?.namespaces.is_empty());
+        let own = Session::new(db, "p")?;
+        assert_eq!(own.call(Namespaces::default())?.namespaces, ["p"]);
+        Ok(())
+    }
 
     #[test]
     fn whole_database_operations_stay_within_reach() -> std::result::Result<(), Box<dyn std::error::Error>> {

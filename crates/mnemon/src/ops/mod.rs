@@ -53,7 +53,7 @@ pub use domain::{
     DecisionActive, DecisionStatusSet, Ensured, EntityByType, EntityEnsure, EntityFind, EntityLink,
     EntityMention, EntityMerge, EntitySet, Link, Linked, Transcript,
 };
-pub use file::{DbStats, GraphExport, GraphImport, GraphLines, Prune};
+pub use file::{DbStats, GraphExport, GraphImport, GraphLines, NamespaceNames, Namespaces, Prune};
 pub use index::{IndexBuild, IndexStatus, Indexes, Reindex, Reindexed};
 pub use memory::{
     Block, EpisodeHit, EpisodeQuery, EpisodeStore, Episodes, KnowledgeLearn, KnowledgeList,
@@ -193,6 +193,7 @@ pub fn each(visitor: &mut impl Visitor) {
     visitor.visit::<MemoryImportGraph>();
     visitor.visit::<Prune>();
     visitor.visit::<DbStats>();
+    visitor.visit::<Namespaces>();
     visitor.visit::<VectorPut>();
     visitor.visit::<VectorSearch>();
     visitor.visit::<Reindex>();
