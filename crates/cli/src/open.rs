@@ -147,7 +147,7 @@ pub(crate) type Embedder = std::sync::Arc<dyn mnemon::embed::Embedder>;
 #[cfg(feature = "local-minilm")]
 pub(crate) fn default_local() -> Result<std::result::Result<Embedder, String>> {
     let dir = mnemon::embed::LocalMiniLm::default_dir();
-    if !dir.join("model.safetensors").is_file() {
+    if mnemon::embed::EmbedderSpec::default_for_new_database().is_none() {
         return Ok(Err(format!(
             "no local embedding model in {}: using the offline hashing embedder (words, not \
              meaning); install the model with scripts/fetch-minilm.sh, then run `mnemon --embedder \

@@ -308,10 +308,19 @@ fn open(
         .shared(shared)
         .reembed(reembed)
         .durability(durability);
-    if let Some(spec) = embedder {
-        let spec: mnemon::embed::EmbedderSpec = spec
-            .parse()
-            .map_err(|e: mnemon::embed::EmbedError| raise(py, Code::InvalidInput, e.to_string()))?;
+    let spec = match embedder {
+        Some(spec) => Some(
+            spec.parse::<mnemon::embed::EmbedderSpec>()
+                .map_err(|e| raise(py, Code::InvalidInput, e.to_string()))?,
+        ),
+        // A new file gets the local model when it is installed, as `mnemon init` does; an
+        // existing one the embedder it was written with.
+        None if create && !read_only && !path.exists() => {
+            mnemon::embed::EmbedderSpec::default_for_new_database()
+        }
+        None => None,
+    };
+    if let Some(spec) = spec {
         let built = py.detach(|| spec.build()).map_err(|e| {
             let code = match e {
                 mnemon::embed::EmbedError::Config(_) => Code::InvalidInput,

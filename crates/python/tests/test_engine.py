@@ -224,3 +224,31 @@ def test_help_is_useful() -> None:
     for name in ("add", "get", "list", "search", "context", "supersede", "history", "chain"):
         assert getattr(mnemon.Namespace, name).__doc__, name
     assert (Path(mnemon.__file__).parent / "py.typed").exists()
+
+
+DEFAULT_EMBEDDER = r"""
+import sys, mnemon
+with mnemon.open(sys.argv[1]) as db:
+    print(db.embedder)
+"""
+
+
+def test_a_new_file_gets_the_local_model_when_installed(tmp_path: Path) -> None:
+    env = dict(os.environ, MNEMON_MINILM_DIR=str(tmp_path / "no-model"))
+    without = subprocess.run(
+        [sys.executable, "-c", DEFAULT_EMBEDDER, str(tmp_path / "a.redb")], env=env, capture_output=True, text=True
+    )
+    assert without.stdout.strip() == "mnemon-hash-v1-384", without.stderr
+    model = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mnemon/models/all-minilm-l6-v2"
+    if not (model / "model.safetensors").is_file():
+        pytest.skip("the local model is not installed (scripts/fetch-minilm.sh)")
+    env = {k: v for k, v in os.environ.items() if k != "MNEMON_MINILM_DIR"}
+    made = subprocess.run(
+        [sys.executable, "-c", DEFAULT_EMBEDDER, str(tmp_path / "b.redb")], env=env, capture_output=True, text=True
+    )
+    assert made.stdout.strip() == "all-MiniLM-L6-v2", made.stderr
+    # An existing file keeps the embedder it was written with.
+    again = subprocess.run(
+        [sys.executable, "-c", DEFAULT_EMBEDDER, str(tmp_path / "a.redb")], env=env, capture_output=True, text=True
+    )
+    assert again.stdout.strip() == "mnemon-hash-v1-384", again.stderr

@@ -21,6 +21,7 @@ use clap::{Parser, Subcommand};
 use mnemon::embed::EmbedderSpec;
 
 mod ann;
+mod calls;
 mod chroma;
 mod fvecs;
 mod mcp;
@@ -143,6 +144,23 @@ enum Bench {
         /// benches/embed_baseline.py).
         #[arg(long)]
         write_texts: Option<PathBuf>,
+    },
+    /// The time of single in-process operation calls (add, get as of, list as of, search)
+    /// on an existing file: the Rust side of crates/python/bench/overhead.py.
+    Calls {
+        /// The database file (opened with eventual durability: the add's fsync would hide
+        /// what the call costs).
+        #[arg(long)]
+        db: PathBuf,
+        /// The namespace.
+        #[arg(long)]
+        ns: String,
+        /// A file of record ids, one per line, to get.
+        #[arg(long)]
+        ids: PathBuf,
+        /// Calls of each operation.
+        #[arg(long, default_value_t = 2000)]
+        n: usize,
     },
     /// Latency (p50/p95/p99) of each knowledge-graph tool call of `mnemon mcp`, from request
     /// to response over stdio, at several graph sizes (entities with 5 observations each).
@@ -270,6 +288,7 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
         Bench::AnnData { out: dir, n, dim, queries, clusters, gt_k, seed } => {
             ann::ann_data(out, dir, *n, *dim, *queries, *clusters, *gt_k, *seed)
         }
+        Bench::Calls { db, ns, ids, n } => calls::run(out, db, ns, ids, *n),
         Bench::Mcp { mnemon, sizes, samples, think_ms, reference } => mcp::run(
             out,
             mnemon.as_deref(),

@@ -382,7 +382,8 @@ def open(
     ``embedder``: ``"hash"`` (offline, words), ``"local"`` (all-MiniLM-L6-v2 run locally;
     model from scripts/fetch-minilm.sh), ``"minilm:DIR"`` or ``"http"`` (an
     OpenAI-compatible server from ``MNEMON_EMBED_URL``/``MODEL``/``KEY``); default: the one
-    the file was first written with, else ``hash``. ``durability``: ``"immediate"`` (every
+    the file was first written with; for a new file the local model when it is installed (as
+    ``mnemon init`` picks it), else ``hash``. ``durability``: ``"immediate"`` (every
     acknowledged write is fsync'ed) or ``"eventual"`` (bulk loads: durable at :meth:`Db.sync`
     or close). ``read_only``: share the file with other readers; ``shared``: share it with
     other processes that also open it shared. ``reembed``: accept an embedder other than the
