@@ -1,6 +1,7 @@
 //! `mnemon-bench calls`: the time of single operation-layer calls in-process (add, get as of,
 //! list as of, search) on a given file, for a side-by-side comparison with the same calls made
 //! from another language's bindings (crates/python/bench/overhead.py runs both in one run).
+//! Adds go to the namespace `NS-writes`, so that the reads of every run see the same records.
 
 use std::path::Path;
 use std::time::Instant;
@@ -28,7 +29,9 @@ pub fn run(out: &mut Out, db: &Path, ns: &str, ids: &Path, n: usize) -> Result<(
         return Err(crate::report::usage("--n must be at least 1"));
     }
     let handle = Db::builder(db).durability(mnemon::Durability::Eventual).open()?;
-    let session = Session::new(handle.clone(), ns)?;
+    // Adds go to a namespace of their own, so that every run reads the same records.
+    let writes = format!("{ns}-writes");
+    let session = Session::new(handle.clone(), ns)?.allow(writes.clone());
     let mut rows = Vec::new();
     let mut report = Map::new();
     for call in CALLS {
@@ -40,7 +43,7 @@ pub fn run(out: &mut Out, db: &Path, ns: &str, ids: &Path, n: usize) -> Result<(
                     let mut record = Map::new();
                     record.insert("text".into(), json!(format!("a new fact number {i} about retries")));
                     record.insert("valid_from".into(), json!("2024-01-01"));
-                    session.call(Add { kind: "learning".into(), record, namespace: None })?;
+                    session.call(Add { kind: "learning".into(), record, namespace: Some(writes.clone()) })?;
                 }
                 "get_as_of" => {
                     let id = ids[i % ids.len()].clone();

@@ -96,7 +96,8 @@ class Record:
     __slots__ = ("_d",)
 
     def __init__(self, data: Mapping[str, Any]):
-        object.__setattr__(self, "_d", dict(data))
+        # Answers are fresh dicts, never shared: kept as they are, without a copy.
+        object.__setattr__(self, "_d", data if type(data) is dict else dict(data))
 
     # Envelope.
     @property
