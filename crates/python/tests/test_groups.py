@@ -82,6 +82,8 @@ def test_memory_knowledge_conversations(db: mnemon.Db) -> None:
     assert ns.memory.projects()
     ns.memory.import_markdown("- use ruff\n- use mypy\n", section="learnings", scope="global")
     assert ns.memory.prune() is not None
+    graph = '{"type":"entity","name":"redb","entityType":"library","observations":["embedded"]}\n'
+    assert db.ns("kg").memory.import_graph(graph)["imported"] == 1
     ns.memory.delete(added["id"], scope="global")
     ns.memory.clear(scope="project:/tmp/app")
 

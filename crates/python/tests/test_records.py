@@ -41,6 +41,8 @@ def test_add_get_list(ns: mnemon.Namespace) -> None:
     assert [x.id for x in ns.list("decision")] == [rid]
     assert [x.id for x in ns.list(tags="storage")] == [rid]
     assert list(ns.list("task")) == []
+    assert [r.id for r in ns.tagged("storage")] == [rid]
+    assert ns.tagged("nothing") == []
 
 
 def test_records_are_immutable(ns: mnemon.Namespace) -> None:

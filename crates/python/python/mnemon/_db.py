@@ -293,8 +293,9 @@ class Namespace:
         return [Record(r) for r in self._raw("chain", {"id": id_arg(id)})["chain"]]
 
     def tagged(self, tag: str) -> List[Record]:
-        """The live records with ``tag``."""
-        return wrap(self._raw("tagged", {"tag": tag}))["records"]
+        """The live records with ``tag``, grouped by kind in the answer and flattened here."""
+        groups = self._raw("tagged", {"tag": tag})["groups"]
+        return [Record(r) for g in groups for r in g["records"]]
 
     def stats(self) -> Dict[str, Any]:
         """Figures of this namespace: records by kind, tags."""
