@@ -403,18 +403,38 @@ impl RecordOut {
 }
 
 impl Serialize for RecordOut {
+    /// The `--json` view of the record ([`crate::json::RecordView`]: its fields in
+    /// alphabetical order, as a JSON object's keys sort) and its `text` last, written field by
+    /// field: no intermediate JSON tree, so that a server's answers and the Python package's
+    /// records are made in one pass. The test `record_out_is_the_json_view` holds it to the
+    /// view.
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let view = serde_json::to_value(crate::json::RecordView::new(&self.record, self.at))
-            .map_err(serde::ser::Error::custom)?;
-        let serde_json::Value::Object(fields) = view else {
-            return Err(serde::ser::Error::custom("a record's view is not an object"));
-        };
-        let mut m = s.serialize_map(Some(fields.len() + 1))?;
-        for (k, v) in &fields {
-            m.serialize_entry(k, v)?;
-        }
-        m.serialize_entry("text", &self.record.body.text())?;
+        let r = &self.record;
+        let e = crate::json::EnvelopeJson::from(&r.envelope);
+        let mut m = s.serialize_map(Some(22))?;
+        m.serialize_entry("body", &r.body.to_json())?;
+        m.serialize_entry("confidence", &e.confidence.map(f64::from))?;
+        m.serialize_entry("expires_at", &r.expires_at)?;
+        m.serialize_entry("id", &r.id)?;
+        m.serialize_entry("importance", &e.importance)?;
+        m.serialize_entry("key", &e.key)?;
+        m.serialize_entry("kind", &r.kind())?;
+        m.serialize_entry("metadata", &e.metadata)?;
+        m.serialize_entry("namespace", &r.namespace)?;
+        m.serialize_entry("op", &r.op)?;
+        m.serialize_entry("recorded_at", &r.recorded_at)?;
+        m.serialize_entry("replaced_at", &r.replaced_at)?;
+        m.serialize_entry("rev", &r.rev)?;
+        m.serialize_entry("source", &e.source)?;
+        m.serialize_entry("status", &r.status_at(self.at))?;
+        m.serialize_entry("superseded_by", &r.superseded_by)?;
+        m.serialize_entry("supersedes", &r.supersedes)?;
+        m.serialize_entry("tags", &e.tags)?;
+        m.serialize_entry("task", &e.task)?;
+        m.serialize_entry("valid_from", &r.valid_from)?;
+        m.serialize_entry("valid_until", &r.valid_until)?;
+        m.serialize_entry("text", &r.body.text())?;
         m.end()
     }
 }
@@ -664,6 +684,50 @@ mod guard_tests {
         assert!(session.db().store().damage().is_some_and(|d| d.contains("unreachable")));
         let write = super::Remember { kind: "learning".into(), text: Some("x".into()), ..Default::default() };
         assert_eq!(session.call(write).err().map(|e| e.code()), Some(Code::Damaged));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod record_out_tests {
+    use super::{Add, History, RecordOut, Session, Supersede};
+    use crate::Db;
+
+    /// `RecordOut` writes exactly the `--json` view ([`crate::json::RecordView`], keys sorted
+    /// as a JSON object's) with `text` last, for records with every field set and unset.
+    #[test]
+    fn record_out_is_the_json_view() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let db = Db::create(dir.path().join("m.redb"))?;
+        let s = Session::new(db, "p")?;
+        let full = serde_json::json!({
+            "title": "Use redb", "rationale": "embedded", "tags": ["storage", "db"], "importance": 4,
+            "confidence": 0.8, "source": "dev-1", "task": "t-1", "key": "the-key",
+            "metadata": {"pr": 7, "nested": {"z": 1, "a": [1, 2]}}, "valid_from": "2024-01-01",
+            "valid_until": "2030-01-01", "expires_at": "2031-01-01"
+        });
+        let serde_json::Value::Object(record) = full else { return Err("not an object".into()) };
+        let id = s.call(Add { kind: "decision".into(), record, namespace: None })?.id;
+        s.call(Supersede { id: id.to_string(), text: Some("Use redb 4".into()), ..Default::default() })?;
+        let bare = serde_json::json!({"text": "a plain learning"});
+        let serde_json::Value::Object(bare) = bare else { return Err("not an object".into()) };
+        let plain = s.call(Add { kind: "learning".into(), record: bare, namespace: None })?.id;
+        let mut revisions = s.call(History { id: id.to_string(), namespace: None })?.revisions;
+        revisions.extend(s.call(History { id: plain.to_string(), namespace: None })?.revisions);
+        assert!(revisions.len() >= 3);
+        for out in &revisions {
+            for at in [out.at, crate::Timestamp::parse("2023-01-01")?, crate::Timestamp::parse("2035-01-01")?]
+            {
+                let view = RecordOut::new(out.record.clone(), at);
+                let mut want = serde_json::to_value(crate::json::RecordView::new(&view.record, at))?;
+                let text = view.record.body.text();
+                let serde_json::Value::Object(fields) = &mut want else { return Err("not an object".into()) };
+                let mut expected = serde_json::to_string(fields)?;
+                expected.pop();
+                expected.push_str(&format!(",\"text\":{}}}", serde_json::to_string(&text)?));
+                assert_eq!(serde_json::to_string(&view)?, expected);
+            }
+        }
         Ok(())
     }
 }
