@@ -5,12 +5,19 @@ back as :class:`mnemon.Record` objects."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Union
 
 from ._values import Id, Time, id_arg, strings, time_arg, wrap
 
-if TYPE_CHECKING:
-    from ._db import Namespace
+
+class _Namespace(Protocol):
+    """What a group needs of its namespace (:class:`mnemon.Namespace`)."""
+
+    def _raw(self, operation: str, args: Dict[str, Any]) -> Any: ...
+
+    def add(self, kind: str, data: Any = None, **envelope: Any) -> str: ...
+
+    def supersede(self, old: Id, data: Any = None, **fields: Any) -> str: ...
 
 __all__ = [
     "Tasks",
@@ -34,7 +41,7 @@ def _args(**kw: Any) -> Dict[str, Any]:
 class _Group:
     __slots__ = ("_ns",)
 
-    def __init__(self, ns: "Namespace"):
+    def __init__(self, ns: _Namespace):
         self._ns = ns
 
     def _call(self, operation: str, **kw: Any) -> Any:
