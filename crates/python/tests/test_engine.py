@@ -140,26 +140,40 @@ def test_threads_write_and_search_at_once(transport) -> None:
     assert len(ns.search("thread 3 fact", mode="lexical", limit=50)) >= 25
 
 
-def test_the_gil_is_released_during_calls(tmp_path: Path) -> None:
-    """A Python thread keeps running while others are inside the engine."""
-    with mnemon.open(tmp_path / "m.redb", embedder="hash") as db:
-        ns = db.ns("p")
-        stop = threading.Event()
-        ticks = [0]
+def test_the_gil_is_released_during_calls() -> None:
+    """A call blocks until a Python thread of this process answers it: it can only return if
+    the extension let go of the GIL while it waited (every operation goes through the same
+    call, for a file too). Should it not, faulthandler ends the process after a minute,
+    failing the run instead of hanging it."""
+    import faulthandler
+    import json
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-        def spin() -> None:
-            while not stop.is_set():
-                ticks[0] += 1
+    answered = "01a22051-2e95-7407-8b25-20fbd09334ef"
 
-        spinner = threading.Thread(target=spin)
-        spinner.start()
-        try:
-            for i in range(50):
-                ns.add("learning", f"fact {i}")
-        finally:
-            stop.set()
-            spinner.join()
-        assert ticks[0] > 0
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the http.server interface
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"id": answered, "rev": 0, "existing": False}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    faulthandler.dump_traceback_later(60, exit=True)
+    try:
+        db = mnemon.connect(f"http://127.0.0.1:{server.server_address[1]}")
+        assert db.ns("p").add("learning", "answered by a Python thread") == answered
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        server.shutdown()
 
 
 KILLED = r"""
