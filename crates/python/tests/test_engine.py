@@ -100,6 +100,10 @@ def test_forbidden_and_unavailable_through_a_server(server: Server, tmp_path: Pa
     )["token"]
     db = server.connect(scoped)
     db.ns("project:a").add("learning", "mine")
+    server.connect().ns("project:b").add("learning", "theirs")
+    with pytest.raises(mnemon.Forbidden):
+        db.stats()
+    assert [n["namespace"] for n in db.stats(namespace="project:a")["namespaces"]] == ["project:a"]
     with pytest.raises(mnemon.Forbidden):
         db.ns("project:b").add("learning", "theirs")
     with pytest.raises(mnemon.Forbidden):

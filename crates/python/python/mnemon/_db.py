@@ -49,9 +49,11 @@ class Db:
         ``restored``, ``unchanged``, ``failed`` (``"SOURCE:LINE: REASON"``), ``embedded``."""
         return self._h.import_(os.fspath(path), namespace, partial)
 
-    def stats(self) -> Dict[str, Any]:
-        """Figures of the whole database: its namespaces, records, revisions, tables."""
-        return self._h.call("default", "db_stats", {})
+    def stats(self, *, namespace: str = "default") -> Dict[str, Any]:
+        """Figures of the whole database: the file, its tables, and the namespaces this handle
+        reaches with their records and revisions. Through a server the call is made in
+        ``namespace``, which the token must reach."""
+        return self._h.call(namespace, "db_stats", {})
 
     def sync(self) -> None:
         """Make every acknowledged write durable (matters with ``durability="eventual"``)."""
