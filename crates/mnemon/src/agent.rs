@@ -339,6 +339,9 @@ pub(crate) fn confident(r: &Record) -> bool {
 #[derive(Debug)]
 pub(crate) struct AccessLog {
     store: Store,
+    /// The log the database is a replica of, which the counts are appended to (exports carry
+    /// them, so every replica must hold the same).
+    log: Option<std::sync::Arc<dyn crate::db::WriteLog>>,
     read_only: bool,
     pending: Mutex<HashMap<(Namespace, RecordId), (u64, Timestamp)>>,
 }
@@ -360,8 +363,12 @@ fn access_key(ns: &Namespace, id: RecordId) -> String {
 }
 
 impl AccessLog {
-    pub(crate) fn new(store: Store, read_only: bool) -> Self {
-        AccessLog { store, read_only, pending: Mutex::new(HashMap::new()) }
+    pub(crate) fn new(
+        store: Store,
+        log: Option<std::sync::Arc<dyn crate::db::WriteLog>>,
+        read_only: bool,
+    ) -> Self {
+        AccessLog { store, log, read_only, pending: Mutex::new(HashMap::new()) }
     }
 
     fn note(&self, ns: &Namespace, ids: &[RecordId], at: Timestamp) -> Result<()> {
@@ -412,7 +419,18 @@ impl AccessLog {
             let value = serde_json::to_vec(&new).map_err(|e| crate::error::invalid(e.to_string()))?;
             ops.push(WriteOp::PutAux { key, value: Some(value) });
         }
-        self.store.write_with(ops, Durability::Immediate)?;
+        match &self.log {
+            // (A count read from this replica may miss another node's increment that its log
+            // has not brought yet: counts are statistics.)
+            Some(log) => {
+                for r in log.append(vec![ops], Durability::Immediate) {
+                    r?;
+                }
+            }
+            None => {
+                self.store.write_with(ops, Durability::Immediate)?;
+            }
+        }
         Ok(())
     }
 }
@@ -433,7 +451,7 @@ impl crate::db::Db {
 
 /// The database's access log (made on first use; flushed when the database closes).
 fn access_log(db: &crate::db::Db) -> std::sync::Arc<AccessLog> {
-    db.extension(|db| AccessLog::new(db.store().clone(), db.is_read_only()))
+    db.extension(|db| AccessLog::new(db.store().clone(), db.write_log(), db.is_read_only()))
 }
 
 /// Episodes of one namespace; see [`Ns::episodes`].

@@ -263,7 +263,8 @@ fn storage_code(e: &mnemon_storage::Error) -> Code {
         | S::ChainedValidTime { .. }
         | S::IdentityConflict { .. }
         | S::RevisionConflict { .. }
-        | S::RestoreMismatch { .. } => Code::Conflict,
+        | S::RestoreMismatch { .. }
+        | S::TimeOrder { .. } => Code::Conflict,
         _ => Code::Unavailable,
     }
 }

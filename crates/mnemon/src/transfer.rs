@@ -238,17 +238,17 @@ pub fn import(
             .map(|(l, op)| (*l, matches!(op, WriteOp::Restore(_) | WriteOp::PutAux { .. })))
             .collect();
         let jobs: Vec<Vec<WriteOp>> = batch.into_iter().map(|(_, op)| vec![op]).collect();
-        let results = db.store().write_many(jobs, Durability::Immediate);
+        let results = db.write_jobs(jobs, Durability::Immediate);
         let written = done;
         for ((line, restore), result) in lines.into_iter().zip(results) {
             match result {
                 // The commit itself failed (every job of the batch gets this): stop, with the
                 // cause, rather than fail each later batch with "previous I/O error".
-                Err(
+                Err(Error::Storage(
                     cause @ (mnemon_storage::Error::CommitFailed { .. }
                     | mnemon_storage::Error::CommitUncertain { .. }
                     | mnemon_storage::Error::Closed { .. }),
-                ) => {
+                )) => {
                     return Err(Error::ImportStopped {
                         file: source.to_string(),
                         line,

@@ -329,6 +329,15 @@ pub enum Error {
         /// The latest revision.
         found: u32,
     },
+    /// A write asked to be committed at a transaction time (a replicated log's entry, see
+    /// `Store::write_at`) that does not come after the latest revision already recorded.
+    #[error("cannot commit at {at}: the database has recorded revisions up to {last}")]
+    TimeOrder {
+        /// The transaction time asked for.
+        at: Timestamp,
+        /// The latest transaction time of a recorded revision.
+        last: Timestamp,
+    },
     /// A restored (imported) revision that does not continue the stored history.
     #[error("cannot restore revision {rev} of {id}: {reason}")]
     RestoreMismatch {

@@ -84,4 +84,6 @@ pub use store::{CommitStats, Durability, Histogram, Receipt, Store, StoreOptions
 pub use text::{Text, TextList};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use vector::{MAX_DIMENSION, VectorSpace, check_space_name, normalise};
-pub use write::{Expiry, NamespaceCounters, NewRecord, OnConflict, Outcome, Revise, WriteOp};
+pub use write::{
+    Expiry, NamespaceCounters, NewRecord, OnConflict, Outcome, Revise, WriteOp, decode_job, encode_job,
+};

@@ -19,6 +19,7 @@ pub struct DbBuilder {
     pub(super) embedder: Option<Arc<dyn Embedder>>,
     pub(super) reembed: bool,
     pub(super) max_record_bytes: usize,
+    pub(super) log: Option<Arc<dyn WriteLog>>,
 }
 
 /// The most bytes a record may hold by default (its body and envelope as JSON): see
@@ -131,6 +132,13 @@ impl DbBuilder {
         self
     }
 
+    /// Make the database a replica of a replicated log: its writes are appended to `log`,
+    /// which applies them here (see [`WriteLog`]).
+    pub fn write_log(mut self, log: Arc<dyn WriteLog>) -> Self {
+        self.log = Some(log);
+        self
+    }
+
     /// Open it. A damaged file is an error, never a panic: a dependency's panic on a page it
     /// cannot read comes back as [`Error::Panicked`] (code `damaged`).
     pub fn open(self) -> Result<Db> {
@@ -182,6 +190,7 @@ impl DbBuilder {
             read_only,
             extensions: Arc::default(),
             max_record_bytes: self.max_record_bytes,
+            log: self.log,
         })
     }
 }

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use mnemon_storage::{
-    Durability, Namespace, Receipt, Record, RecordId, Snapshot, Store, StoreOptions, Timestamp, WriteOp,
+    Durability, Namespace, Record, RecordId, Snapshot, Store, StoreOptions, Timestamp, WriteOp,
 };
 
 use mnemon_embed::{Embedder, HashEmbedder};
@@ -16,9 +16,11 @@ use crate::error::Result;
 
 mod builder;
 mod intent;
+mod log;
 mod ns;
 pub use builder::*;
 pub(crate) use intent::Intent;
+pub use log::WriteLog;
 pub use ns::*;
 
 /// An open mnemon database: cheap to clone, `Send + Sync`. Any number of threads read at once;
@@ -31,6 +33,8 @@ pub struct Db {
     read_only: bool,
     extensions: Arc<Extensions>,
     max_record_bytes: usize,
+    /// The log this database is a replica of, if any (see `log.rs`).
+    log: Option<Arc<dyn WriteLog>>,
 }
 
 /// The state that modules above [`Db`] keep per database (the buffered access counts of
@@ -75,6 +79,7 @@ impl Db {
             embedder: None,
             reembed: false,
             max_record_bytes: MAX_RECORD_BYTES,
+            log: None,
         }
     }
 
@@ -126,14 +131,6 @@ impl Db {
     /// A consistent read-only view.
     pub fn snapshot(&self) -> Result<Snapshot> {
         Ok(self.store.snapshot()?)
-    }
-
-    /// Commit operations atomically and durably, as they are: no domain rule checked, no text
-    /// embedded. The facade's writes go through here once they have done both; users write
-    /// through [`Ns`] (or the operation layer), and a bulk load that embeds afterwards
-    /// ([`Db::reindex`]) through [`Db::store`].
-    pub(crate) fn write(&self, ops: Vec<WriteOp>) -> Result<Receipt> {
-        Ok(self.store.write(ops)?)
     }
 
     /// Make every earlier commit durable.
@@ -236,11 +233,11 @@ impl Db {
                     jobs.push(ops);
                 }
             }
-            for r in self.store.write_many(jobs, Durability::Eventual) {
+            for r in self.write_jobs(jobs, Durability::Eventual) {
                 // A record forgotten meanwhile is not an error for a backfill.
                 match r {
-                    Ok(_) | Err(mnemon_storage::Error::NotFound { .. }) => {}
-                    Err(e) => return Err(e.into()),
+                    Ok(_) | Err(crate::Error::Storage(mnemon_storage::Error::NotFound { .. })) => {}
+                    Err(e) => return Err(e),
                 }
             }
             done += chunk.len();

@@ -8,7 +8,7 @@
 //! | `format_version` | `u32` little-endian, raw (readable by any future build)       |
 //! | `created_by`     | `[1][bincode string]`: the mnemon version that created it     |
 //! | `created_at`     | `[1][bincode i64]`: creation time, microseconds               |
-//! | `last_tx`        | `[1][bincode i64]`: the latest transaction time committed     |
+//! | `last_tx`        | `[1][bincode i64]`: the latest transaction time of a revision |
 //! | `commit_seq`     | `[1][bincode u64]`: the number of commits                     |
 //! | `swept_through`  | `[1][bincode i64]`: `CURRENT` holds every row visible after it |
 //!
@@ -149,7 +149,8 @@ pub(crate) mod keys {
 /// The clocks and counters kept in the meta table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MetaState {
-    /// The latest transaction time committed.
+    /// The latest transaction time at which a revision was recorded (a commit that records
+    /// none, such as an auxiliary row's, leaves it as it was).
     pub last_tx: Timestamp,
     /// The number of commits.
     pub commit_seq: u64,

@@ -46,8 +46,15 @@ pub(super) fn commit(
     let mut durable = shared;
     let mut wants_commit = false;
     let mut meta = format::read_state(&meta_t)?;
-    let mut tx = clock.now().max(meta.last_tx.plus_micros(1));
-    let mut last_tx = tx;
+    // The latest transaction time of a revision recorded so far: a commit that records none
+    // (an auxiliary row, a merge of texts) leaves it where it was, so that a replica's own
+    // maintenance never moves the time its log's next entry must come after.
+    let mut last_tx = meta.last_tx;
+    // The time the jobs of the current batch are planned at (a job with its own time, `at`,
+    // is planned at that).
+    let mut tx = clock.now().max(last_tx.plus_micros(1));
+    // The latest time a job of this commit was planned at.
+    let mut commit_tx: Option<Timestamp> = None;
     {
         let mut tables = WriteTables {
             revisions: txn.open_table(tables::REVISIONS)?,
@@ -71,38 +78,54 @@ pub(super) fn commit(
             known_namespaces: std::collections::HashSet::new(),
             max_ids: Default::default(),
             counts: crate::counts::Counts::new(&txn),
+            swept_through: meta.swept_through.as_micros(),
         };
         let mut batch = first;
         while !batch.is_empty() {
-            for Work { ops, durability, prepared } in batch {
+            for Work { ops, durability, prepared, at } in batch {
                 tables.lexical.prepared = prepared;
+                // A job at its own time must not record a revision at or before the latest
+                // one (checked once it is planned: one that records none may come at any time).
+                let late = at.filter(|&at| at <= last_tx).map(|at| Error::TimeOrder { at, last: last_tx });
+                let job_tx = match at {
+                    Some(at) => {
+                        // The jobs after it in this batch come after it.
+                        tx = tx.max(at.plus_micros(1));
+                        at
+                    }
+                    None => tx,
+                };
+                commit_tx = commit_tx.max(Some(job_tx));
                 durable |= durability == Durability::Immediate;
                 wants_commit |= ops.is_empty() && durability == Durability::Immediate;
-                let mut planner = Planner::new(&tables, tx, ops.len());
+                let mut planner = Planner::new(&tables, job_tx, ops.len());
                 let planned = ops.into_iter().try_for_each(|op| planner.plan(op));
                 let (changes, outcomes) =
                     (std::mem::take(&mut planner.changes), std::mem::take(&mut planner.outcomes));
                 drop(planner);
+                let planned = match (planned, late) {
+                    (Ok(()), Some(e)) if changes.iter().any(|c| matches!(c, Change::Write { .. })) => Err(e),
+                    (planned, _) => planned,
+                };
                 match planned {
-                    Err(e) => per_job.push((Err(e), tx)),
+                    Err(e) => per_job.push((Err(e), job_tx)),
                     Ok(()) => {
                         wrote |= !changes.is_empty();
                         for change in changes {
                             if let Change::Write { new, .. } = &change {
                                 last_tx = last_tx.max(new.recorded_at);
                             }
-                            if let Some(c) = tables.apply(change, tx.as_micros())? {
+                            if let Some(c) = tables.apply(change, job_tx.as_micros())? {
                                 changed.push(c);
                             }
                         }
-                        per_job.push((Ok(outcomes), tx));
+                        per_job.push((Ok(outcomes), job_tx));
                     }
                 }
             }
             batch = more(per_job.len());
             if !batch.is_empty() {
-                tx = clock.now().max(last_tx.plus_micros(1));
-                last_tx = tx;
+                tx = clock.now().max(last_tx.plus_micros(1)).max(tx);
             }
         }
         if !wrote && !wants_commit {
@@ -117,8 +140,9 @@ pub(super) fn commit(
                     .collect(),
             ));
         }
-        tables.finish(tx.as_micros())?;
+        tables.finish(commit_tx.unwrap_or(tx).as_micros())?;
     }
+    let tx = commit_tx.unwrap_or(tx).max(meta.swept_through);
     meta.commit_seq += 1;
     meta.last_tx = last_tx;
     meta.swept_through = tx;

@@ -427,6 +427,11 @@ impl Store {
         self.write_with(ops, self.inner.durability)
     }
 
+    /// The durability of [`Store::write`] ([`StoreOptions::durability`]).
+    pub fn durability(&self) -> Durability {
+        self.inner.durability
+    }
+
     /// Commit a batch with the given durability.
     pub fn write_with(&self, ops: Vec<WriteOp>, durability: Durability) -> Result<Receipt, Error> {
         let Handle::Writable(w) = &self.inner.db else {
@@ -448,6 +453,51 @@ impl Store {
             return jobs.iter().map(|_| Err(e.clone_reason(&self.inner.path))).collect();
         }
         w.submit(jobs.into_iter().map(|ops| (ops, durability)).collect())
+    }
+
+    /// Commit jobs at transaction time `at`, as a replica applies a replicated log's entry:
+    /// each job is planned at `at` (its new revisions are recorded at `at`, defaults such as
+    /// `valid_from` and the expiry of scoped memory count from it) instead of at the store
+    /// clock's time, so that every replica applying the same entries in the same order records
+    /// the same history. A job fails with [`Error::TimeOrder`] unless `at` comes after every
+    /// revision recorded before it (commits that record no revision, such as auxiliary rows,
+    /// do not count). The jobs are committed as [`Store::write_many`] commits them.
+    ///
+    /// ```
+    /// use mnemon_storage::body::Decision;
+    /// use mnemon_storage::*;
+    ///
+    /// # fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let store = Store::open(dir.path().join("db.mnemon"), StoreOptions { create: true, ..Default::default() })?;
+    /// let ns = Namespace::new("default")?;
+    /// let decision = |title: &str| Decision { title: title.into(), ..Default::default() };
+    /// let at = Timestamp::parse("2026-01-02T03:04:05Z")?;
+    /// let op = WriteOp::Insert(NewRecord::new(ns.clone(), decision("replicated")));
+    /// let receipt = store.write_at(vec![vec![op]], at, Durability::Eventual).remove(0)?;
+    /// assert_eq!(receipt.tx, at);
+    /// let id = receipt.outcomes[0].id();
+    /// assert_eq!(store.snapshot()?.get(&ns, id, AsOf::now())?.map(|r| r.recorded_at), Some(at));
+    /// // The past cannot be written again.
+    /// let late = WriteOp::Insert(NewRecord::new(ns, decision("late")));
+    /// let refused = store.write_at(vec![vec![late]], at, Durability::Eventual).remove(0);
+    /// assert!(matches!(refused, Err(Error::TimeOrder { .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn write_at(
+        &self,
+        jobs: Vec<Vec<WriteOp>>,
+        at: Timestamp,
+        durability: Durability,
+    ) -> Vec<Result<Receipt, Error>> {
+        let Handle::Writable(w) = &self.inner.db else {
+            return jobs.iter().map(|_| Err(Error::ReadOnly { path: self.inner.path.clone() })).collect();
+        };
+        if let Err(e) = self.refuse_if_damaged() {
+            return jobs.iter().map(|_| Err(e.clone_reason(&self.inner.path))).collect();
+        }
+        w.submit_at(jobs.into_iter().map(|ops| (ops, durability)).collect(), Some(at))
     }
 
     /// Make every earlier commit durable (an empty immediate commit).

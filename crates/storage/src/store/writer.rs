@@ -3,7 +3,7 @@
 use crate::error::Error;
 use crate::format::{self};
 use crate::tables;
-use crate::time::Clock;
+use crate::time::{Clock, Timestamp};
 use crate::timeline::GapHints;
 use crate::write::WriteOp;
 use redb::{Database, ReadableDatabase};
@@ -29,6 +29,9 @@ pub(super) struct Work {
     pub(super) ops: Vec<WriteOp>,
     pub(super) durability: Durability,
     pub(super) prepared: Vec<crate::lexical::PreparedText>,
+    /// The transaction time the job must be committed at (a replicated log's entry), if not
+    /// the commit's own.
+    pub(super) at: Option<Timestamp>,
 }
 
 /// Where a caller waits: its jobs' results arrive here, and so does the turn to commit when
@@ -321,6 +324,16 @@ impl Writer {
 
     /// Queue jobs and wait for their results (in order).
     pub(super) fn submit(&self, jobs: Vec<(Vec<WriteOp>, Durability)>) -> Vec<Result<Receipt, Error>> {
+        self.submit_at(jobs, None)
+    }
+
+    /// [`Self::submit`], the jobs committed at transaction time `at` if given (see
+    /// [`crate::Store::write_at`]).
+    pub(super) fn submit_at(
+        &self,
+        jobs: Vec<(Vec<WriteOp>, Durability)>,
+        at: Option<Timestamp>,
+    ) -> Vec<Result<Receipt, Error>> {
         if jobs.is_empty() {
             return Vec::new();
         }
@@ -334,7 +347,7 @@ impl Writer {
             .map(|(ops, durability)| {
                 let prepared = crate::lexical::prepare(crate::write::new_texts(&ops), budget);
                 budget -= prepared.len();
-                Work { ops, durability, prepared }
+                Work { ops, durability, prepared, at }
             })
             .collect();
         let mut q = self.lock();

@@ -31,7 +31,7 @@ impl WriteTables<'_> {
     pub(crate) fn finish(&mut self, now: i64) -> Result<(), Error> {
         self.lexical.flush()?;
         self.timeline.finish(now)?;
-        self.sweep(now)?;
+        self.sweep(now.max(self.swept_through))?;
         // The waiting inserts (see `Deferred`): the commit must not go without them.
         self.current.flush()?;
         self.current_ends.flush()?;
@@ -80,9 +80,12 @@ impl WriteTables<'_> {
         Ok(())
     }
 
-    /// Apply one planned change. `commit_tx` is the commit's transaction time (restored
-    /// revisions carry older ones).
+    /// Apply one planned change. `commit_tx` is the transaction time its job was planned at
+    /// (restored revisions carry older ones). Where a row goes (`CURRENT` or `ENDED`) is
+    /// decided at the later of it and the time `CURRENT` has been swept through, which a job
+    /// committed at a replicated log's time may precede (see `Store::write_at`).
     pub(crate) fn apply(&mut self, change: Change, commit_tx: i64) -> Result<Option<(String, u128)>, Error> {
+        let placed_at = commit_tx.max(self.swept_through);
         match change {
             Change::Write { old, new, old_key, new_key } => {
                 let ns = new.namespace.as_str();
@@ -113,10 +116,10 @@ impl WriteTables<'_> {
                 if let Some(o) = &old {
                     self.remove_current(o)?;
                     self.release_identity(o, old_key.as_deref())?;
-                    self.remove_ended(o, commit_tx)?;
+                    self.remove_ended(o, placed_at)?;
                 }
                 if let Some(v) = new_vis
-                    && v.until.as_micros() > commit_tx
+                    && v.until.as_micros() > placed_at
                 {
                     let row = record::current_row(&new, v, &bytes);
                     self.current
@@ -248,8 +251,8 @@ impl WriteTables<'_> {
 /// Auxiliary keys belong to named owners above storage.
 pub(super) fn check_aux_key(key: &str) -> Result<(), InputError> {
     let bad = |reason| InputError::BadAuxKey { key: key.to_string(), reason };
-    if !["index/", "embed/", "app/", "auth/"].iter().any(|p| key.starts_with(p)) {
-        return Err(bad("keys start with index/, embed/, app/ or auth/"));
+    if !["index/", "embed/", "app/", "auth/", "replica/"].iter().any(|p| key.starts_with(p)) {
+        return Err(bad("keys start with index/, embed/, app/, auth/ or replica/"));
     }
     if key.len() > 1024 {
         return Err(bad("it is longer than 1024 bytes"));

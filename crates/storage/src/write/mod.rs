@@ -23,8 +23,10 @@ use crate::timeline::TimelineWriter;
 
 mod apply;
 mod plan;
+mod wire;
 pub(crate) use apply::*;
 pub(crate) use plan::*;
+pub use wire::{decode_job, encode_job};
 
 /// How long a new record lives.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -55,7 +57,7 @@ pub enum OnConflict {
 }
 
 /// A record to create.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct NewRecord {
     /// The namespace.
     pub namespace: Namespace,
@@ -100,7 +102,7 @@ impl NewRecord {
 }
 
 /// A correction: a new revision of an existing record. Fields left `None` keep their value.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Revise {
     /// The namespace.
     pub namespace: Namespace,
@@ -137,7 +139,7 @@ impl Revise {
 }
 
 /// One operation of a write batch.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum WriteOp {
     /// Create a record.
@@ -207,8 +209,9 @@ pub enum WriteOp {
         vector: Vec<f32>,
     },
     /// Set (`Some`) or delete (`None`) an auxiliary row (for the layers above storage: index
-    /// manifests, the embedder record, a server's tokens). Keys must start with `index/`,
-    /// `embed/`, `app/` or `auth/` (kept in a table of their own).
+    /// manifests, the embedder record, a server's tokens, a replica's place in its log). Keys
+    /// must start with `index/`, `embed/`, `app/`, `auth/` (kept in a table of their own) or
+    /// `replica/`.
     PutAux {
         /// The key.
         key: String,
@@ -382,6 +385,8 @@ pub(crate) struct WriteTables<'txn> {
     pub(crate) max_ids: std::cell::RefCell<HashMap<String, u128>>,
     /// `mnemon.counts`, and this commit's changes to it (see [`crate::counts`]).
     pub(crate) counts: crate::counts::Counts<'txn>,
+    /// The time `CURRENT` was swept through before this commit (see `format/mod.rs`).
+    pub(crate) swept_through: i64,
 }
 
 impl WriteTables<'_> {

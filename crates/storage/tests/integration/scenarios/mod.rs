@@ -6,6 +6,7 @@ use mnemon_storage::*;
 
 mod history;
 mod listings;
+mod replicas;
 use history::*;
 
 fn open(dir: &tempfile::TempDir) -> Store {

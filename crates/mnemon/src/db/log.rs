@@ -1,0 +1,65 @@
+//! A database that is a replica of a replicated log: its writes go to the log.
+//!
+//! Every write of the facade (records, vectors, the application rows under `app/` that
+//! exports carry) reaches the store through [`Db::write`] or [`Db::write_jobs`] once its
+//! domain rules were checked and its texts embedded. A database opened with a [`WriteLog`]
+//! hands those jobs to the log instead of committing them, and answers when the log has
+//! taken them and this node has applied them (the log's applier commits them with
+//! [`mnemon_storage::Store::write_at`], at the log's times, on every node alike). The jobs
+//! carry everything decided on the way (record ids, embeddings, expected revisions), so
+//! applying them needs no clock and no randomness. Maintenance that changes no record (the
+//! merge of texts, index manifests, the embedder row) stays local.
+
+use mnemon_storage::{Durability, Receipt, WriteOp};
+
+use super::Db;
+use crate::error::Result;
+
+/// Where a replica's writes go (see the module documentation): implemented by the cluster's
+/// node (crate `mnemon-cluster`).
+pub trait WriteLog: Send + Sync + std::fmt::Debug {
+    /// Append `jobs` (each atomic) to the log, and wait until this node has applied them:
+    /// each job's result as the store gave it, or why the log did not take it (code
+    /// `unavailable`). `durability` is the caller's wish; the log's own durability (a quorum
+    /// of its servers) applies.
+    fn append(&self, jobs: Vec<Vec<WriteOp>>, durability: Durability) -> Vec<Result<Receipt>>;
+}
+
+impl Db {
+    /// Commit operations atomically and durably, as they are: no domain rule checked, no text
+    /// embedded. The facade's writes go through here once they have done both; users write
+    /// through [`super::Ns`] (or the operation layer), and a bulk load that embeds afterwards
+    /// ([`Db::reindex`]) through [`Db::store`]. On a replica, appended to its log.
+    pub(crate) fn write(&self, ops: Vec<WriteOp>) -> Result<Receipt> {
+        match &self.log {
+            Some(log) => log.append(vec![ops], self.store.durability()).pop().unwrap_or_else(|| {
+                Err(crate::error::Error::Storage(mnemon_storage::Error::CommitFailed {
+                    path: self.path().to_path_buf(),
+                    reason: "the log returned no result".into(),
+                }))
+            }),
+            None => Ok(self.store.write(ops)?),
+        }
+    }
+
+    /// Commit several jobs (each atomic on its own) with the given durability: each one's
+    /// result. On a replica, appended to its log.
+    pub(crate) fn write_jobs(&self, jobs: Vec<Vec<WriteOp>>, durability: Durability) -> Vec<Result<Receipt>> {
+        match &self.log {
+            Some(log) => log.append(jobs, durability),
+            None => {
+                self.store.write_many(jobs, durability).into_iter().map(|r| r.map_err(Into::into)).collect()
+            }
+        }
+    }
+
+    /// The log this database is a replica of, if any.
+    pub(crate) fn write_log(&self) -> Option<std::sync::Arc<dyn WriteLog>> {
+        self.log.clone()
+    }
+
+    /// Whether this database is a replica of a log ([`DbBuilder::write_log`](super::DbBuilder::write_log)).
+    pub fn is_replica(&self) -> bool {
+        self.log.is_some()
+    }
+}
