@@ -161,6 +161,13 @@ pub enum Error {
         /// What the server said (or why it could not be reached).
         message: String,
     },
+    /// The replicated log this database is a replica of (see [`crate::WriteLog`]) did not
+    /// take a write, or this node did not apply it in time: it may still be applied later.
+    #[error("replicated log: {message}")]
+    Log {
+        /// What failed.
+        message: String,
+    },
     /// An operation's answer could not be written as JSON.
     #[error("cannot write the answer of {what}: {message}")]
     Encode {
@@ -287,6 +294,7 @@ impl Error {
             | Error::ImportStopped { .. }
             | Error::CreateDir { .. }
             | Error::Io { .. }
+            | Error::Log { .. }
             | Error::Encode { .. }
             | Error::Embed(_) => Code::Unavailable,
         }

@@ -87,7 +87,8 @@ pub use mnemon_storage::{
     AsOf, Body, Clock, CommitStats, Durability, Envelope, Expiry, FORMAT_VERSION, IdError, InputError,
     JsonText, Kind, KindBody, ListPath, ListQuery, ManualClock, Namespace, NamespaceCounters, NewRecord,
     OnConflict, Op, OpenError, Outcome, Receipt, Record, RecordId, Revise, Snapshot, Status, SystemClock,
-    Text, TextList, TimeError, Timestamp, UnknownKind, VectorSpace, Visible, WriteOp, normalise,
+    Text, TextList, TimeError, Timestamp, UnknownKind, VectorSpace, Visible, WriteOp, decode_job, encode_job,
+    normalise,
 };
 pub use project::{ORDERED_RELATIONS, Project};
 pub use search::{SearchHit, TextMode, TextSearch, Weights, default_lexical_share};

@@ -1,0 +1,335 @@
+//! A node: the partitions it hosts, each a database file kept as a replica of its partition's
+//! stream by an applier task, and whose writes go to that stream.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig, stream};
+use futures_util::StreamExt;
+use mnemon::{Db, DbBuilder};
+use tokio::sync::watch;
+
+use crate::apply::{Applied, Step, apply};
+use crate::error::ClusterError;
+use crate::log::{PartitionLog, Waiters};
+use crate::partition::{partition_of, stream_name, subject};
+
+/// How a partition's database is opened, given its path (the embedder, cache size ...): the
+/// node then makes it a replica and creates it if needed.
+pub type OpenDb = Arc<dyn Fn(&Path) -> DbBuilder + Send + Sync>;
+
+/// A node's configuration.
+#[derive(Clone)]
+pub struct NodeConfig {
+    /// The NATS servers, as URLs separated by commas (`nats://127.0.0.1:4222,...`).
+    pub servers: String,
+    /// This node's name, unique in the cluster.
+    pub name: String,
+    /// The folder of the partitions' files (`p000.mnemon`, ...).
+    pub dir: PathBuf,
+    /// How many partitions the cluster has (fixed for its life; see [`partition_of`]).
+    pub partitions: u32,
+    /// The partitions this node hosts.
+    pub hosted: Vec<u32>,
+    /// Replicas of each partition's stream (3 with three NATS servers; at most their number).
+    pub replicas: usize,
+    /// The prefix of the streams' names and subjects.
+    pub prefix: String,
+    /// How long a write may take, from its publish to its apply on this node.
+    pub timeout: Duration,
+    /// How often a partition's applied entries are made durable in its file (they are durable
+    /// in the log at once).
+    pub sync_every: Duration,
+    /// How a partition's database is opened.
+    pub open: OpenDb,
+}
+
+impl NodeConfig {
+    /// A node named `name` hosting every one of the default number of partitions, with streams
+    /// of one replica: the configuration of a single node (tests, a first step).
+    pub fn new(servers: &str, name: &str, dir: impl Into<PathBuf>) -> Self {
+        let partitions = crate::DEFAULT_PARTITIONS;
+        NodeConfig {
+            servers: servers.to_string(),
+            name: name.to_string(),
+            dir: dir.into(),
+            partitions,
+            hosted: (0..partitions).collect(),
+            replicas: 1,
+            prefix: "MNEMON".to_string(),
+            timeout: Duration::from_secs(10),
+            sync_every: Duration::from_millis(200),
+            open: Arc::new(|p: &Path| Db::builder(p)),
+        }
+    }
+}
+
+impl std::fmt::Debug for NodeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeConfig")
+            .field("name", &self.name)
+            .field("dir", &self.dir)
+            .field("partitions", &self.partitions)
+            .field("hosted", &self.hosted)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One hosted partition.
+struct Hosted {
+    db: Db,
+    applied: watch::Receiver<Applied>,
+}
+
+/// A running node (see the crate documentation). Dropping it stops its appliers.
+pub struct Node {
+    config: NodeConfig,
+    js: jetstream::Context,
+    partitions: BTreeMap<u32, Hosted>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+/// A hosted partition's state, as `mnemon cluster status` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionStatus {
+    /// The partition.
+    pub partition: u32,
+    /// The last entry this node applied.
+    pub applied: u64,
+    /// The last entry of its stream.
+    pub last: u64,
+}
+
+impl Node {
+    /// Connect to NATS, make sure every partition's stream exists, open the hosted
+    /// partitions' files and start applying their logs. Runs its tasks on the current Tokio
+    /// runtime (multi-threaded); the databases' writes block, so call them from blocking
+    /// threads (`spawn_blocking`), as `mnemon serve` runs every operation.
+    pub async fn start(config: NodeConfig) -> Result<Node, ClusterError> {
+        if config.partitions == 0 || config.hosted.iter().any(|&p| p >= config.partitions) {
+            return Err(ClusterError::Config(format!(
+                "hosted partitions {:?} are not all below the cluster's {}",
+                config.hosted, config.partitions
+            )));
+        }
+        let client = async_nats::connect(config.servers.as_str()).await.map_err(ClusterError::nats)?;
+        let js = jetstream::new(client);
+        for p in 0..config.partitions {
+            let cfg = stream::Config {
+                name: stream_name(&config.prefix, p),
+                subjects: vec![subject(&config.prefix, p)],
+                storage: stream::StorageType::File,
+                num_replicas: config.replicas.max(1),
+                duplicate_window: Duration::from_secs(120),
+                ..Default::default()
+            };
+            js.get_or_create_stream(cfg).await.map_err(ClusterError::nats)?;
+        }
+        std::fs::create_dir_all(&config.dir)
+            .map_err(|e| ClusterError::Config(format!("cannot create {}: {e}", config.dir.display())))?;
+        let (stop, _) = watch::channel(false);
+        let mut node = Node { config, js, partitions: BTreeMap::new(), stop, tasks: Vec::new() };
+        for p in node.config.hosted.clone() {
+            node.host(p).await?;
+        }
+        Ok(node)
+    }
+
+    /// Open partition `p`'s file as a replica and start its applier.
+    async fn host(&mut self, p: u32) -> Result<(), ClusterError> {
+        let path = self.config.dir.join(format!("p{p:03}.mnemon"));
+        let waiters: Arc<Waiters> = Arc::default();
+        let log = PartitionLog {
+            partition: p,
+            subject: subject(&self.config.prefix, p),
+            js: self.js.clone(),
+            runtime: tokio::runtime::Handle::current(),
+            waiters: Arc::clone(&waiters),
+            timeout: self.config.timeout,
+            node: self.config.name.clone(),
+        };
+        let builder = (self.config.open)(&path).create(true).write_log(Arc::new(log));
+        let db = tokio::task::spawn_blocking(move || builder.open())
+            .await
+            .map_err(|e| ClusterError::Config(e.to_string()))??;
+        let start = Applied::read(&db)?;
+        let (applied_tx, applied) = watch::channel(start);
+        let applier = Applier {
+            partition: p,
+            db: db.clone(),
+            js: self.js.clone(),
+            stream: stream_name(&self.config.prefix, p),
+            subject: subject(&self.config.prefix, p),
+            waiters,
+            applied: applied_tx,
+            stop: self.stop.subscribe(),
+            sync_every: self.config.sync_every,
+        };
+        self.tasks.push(tokio::spawn(applier.run()));
+        self.partitions.insert(p, Hosted { db, applied });
+        Ok(())
+    }
+
+    /// The node's configuration.
+    pub fn config(&self) -> &NodeConfig {
+        &self.config
+    }
+
+    /// The partition of namespace `ns`.
+    pub fn partition_of(&self, ns: &str) -> u32 {
+        partition_of(ns, self.config.partitions)
+    }
+
+    /// The database of partition `p`, if this node hosts it.
+    pub fn db(&self, p: u32) -> Option<&Db> {
+        self.partitions.get(&p).map(|h| &h.db)
+    }
+
+    /// The database holding namespace `ns`, if this node hosts its partition.
+    pub fn db_for(&self, ns: &str) -> Option<&Db> {
+        self.db(self.partition_of(ns))
+    }
+
+    /// The partitions this node hosts.
+    pub fn hosted(&self) -> impl Iterator<Item = u32> + '_ {
+        self.partitions.keys().copied()
+    }
+
+    /// The last entry of partition `p` this node applied (`None` if it does not host it).
+    pub fn applied(&self, p: u32) -> Option<Applied> {
+        self.partitions.get(&p).map(|h| *h.applied.borrow())
+    }
+
+    /// Wait until this node has applied entry `seq` of partition `p` (a consistency token, see
+    /// [`crate::take_tokens`]), at most `timeout`: whether it has.
+    pub async fn wait_applied(&self, p: u32, seq: u64, timeout: Duration) -> bool {
+        let Some(h) = self.partitions.get(&p) else { return false };
+        let mut rx = h.applied.clone();
+        tokio::time::timeout(timeout, rx.wait_for(|a| a.seq >= seq)).await.is_ok_and(|r| r.is_ok())
+    }
+
+    /// Each hosted partition's place in its log.
+    pub async fn status(&self) -> Result<Vec<PartitionStatus>, ClusterError> {
+        let mut out = Vec::new();
+        for (&p, h) in &self.partitions {
+            let mut s =
+                self.js.get_stream(stream_name(&self.config.prefix, p)).await.map_err(ClusterError::nats)?;
+            let last = s.info().await.map_err(ClusterError::nats)?.state.last_sequence;
+            out.push(PartitionStatus { partition: p, applied: h.applied.borrow().seq, last });
+        }
+        Ok(out)
+    }
+
+    /// Stop the appliers and make every applied entry durable in the files.
+    pub async fn shutdown(mut self) -> Result<(), ClusterError> {
+        let _ = self.stop.send(true);
+        for t in std::mem::take(&mut self.tasks) {
+            let _ = t.await;
+        }
+        for h in self.partitions.values() {
+            let db = h.db.clone();
+            tokio::task::spawn_blocking(move || db.sync())
+                .await
+                .map_err(|e| ClusterError::Config(e.to_string()))??;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// The task applying one partition's log.
+struct Applier {
+    partition: u32,
+    db: Db,
+    js: jetstream::Context,
+    stream: String,
+    subject: String,
+    waiters: Arc<Waiters>,
+    applied: watch::Sender<Applied>,
+    stop: watch::Receiver<bool>,
+    sync_every: Duration,
+}
+
+impl Applier {
+    /// Follow the log until stopped, starting again (after a pause that grows to 2 s) when the
+    /// connection or the consumer fails.
+    async fn run(mut self) {
+        let mut pause = Duration::from_millis(50);
+        loop {
+            if *self.stop.borrow() {
+                return;
+            }
+            match self.follow().await {
+                Ok(()) => return,
+                Err(e) => {
+                    tracing::warn!(partition = self.partition, error = %e, "applier restarts");
+                    tokio::select! {
+                        _ = tokio::time::sleep(pause) => {}
+                        _ = self.stop.changed() => return,
+                    }
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
+    }
+
+    /// Apply entries from the one after the last applied, until stopped (`Ok`) or failed.
+    async fn follow(&mut self) -> Result<(), ClusterError> {
+        let start = *self.applied.borrow();
+        let stream = self.js.get_stream(&self.stream).await.map_err(ClusterError::nats)?;
+        let consumer = stream
+            .create_consumer(OrderedConfig {
+                filter_subject: self.subject.clone(),
+                deliver_policy: DeliverPolicy::ByStartSequence { start_sequence: start.seq + 1 },
+                ..Default::default()
+            })
+            .await
+            .map_err(ClusterError::nats)?;
+        let mut messages = consumer.messages().await.map_err(ClusterError::nats)?;
+        let mut sync = tokio::time::interval(self.sync_every);
+        let mut synced = start.seq;
+        loop {
+            tokio::select! {
+                _ = self.stop.changed() => return Ok(()),
+                _ = sync.tick() => {
+                    let now = self.applied.borrow().seq;
+                    if now > synced {
+                        let db = self.db.clone();
+                        tokio::task::block_in_place(|| db.sync())?;
+                        synced = now;
+                    }
+                }
+                m = messages.next() => {
+                    let message = match m {
+                        None => return Err(ClusterError::Nats("the consumer ended".into())),
+                        Some(m) => m.map_err(ClusterError::nats)?,
+                    };
+                    let last = *self.applied.borrow();
+                    let step = tokio::task::block_in_place(|| {
+                        apply(&self.db, self.partition, last, &message, &self.waiters)
+                    })?;
+                    if let Step::Applied(a) = step {
+                        self.applied.send_replace(a);
+                    }
+                }
+            }
+        }
+    }
+}

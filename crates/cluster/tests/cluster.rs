@@ -1,0 +1,177 @@
+//! Nodes as replicas of a real JetStream log (a nats-server on loopback).
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use mnemon::body::{Decision, Learning, Task};
+use mnemon::{Db, RecordId};
+use mnemon_cluster::{Node, NodeConfig, take_tokens};
+use support::Nats;
+
+/// A node of `partitions` partitions, all hosted, its files in `dir`, streams named `prefix`.
+fn config(nats: &Nats, name: &str, dir: &Path, partitions: u32) -> NodeConfig {
+    let mut c = NodeConfig::new(&nats.url(), name, dir);
+    c.partitions = partitions;
+    c.hosted = (0..partitions).collect();
+    c
+}
+
+/// Every partition's export, in partition order.
+fn exports(node: &Node) -> Vec<String> {
+    node.hosted()
+        .map(|p| {
+            let mut out = Vec::new();
+            mnemon::transfer::export(node.db(p).unwrap(), None, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        })
+        .collect()
+}
+
+/// Run `f` on a blocking thread (a database's writes block on the log).
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+/// A mix of writes in several namespaces through `node`'s databases: adds, a revision, a
+/// supersession, a retirement, a forget, a refused duplicate and a refused revision.
+fn write_mix(dbs: Vec<(String, Db)>, round: u32) -> Vec<RecordId> {
+    let mut ids = Vec::new();
+    for (name, db) in dbs {
+        let ns = db.ns(&name).unwrap();
+        let a = ns
+            .add(Learning { text: format!("redb pages are 4 KiB ({name}, {round})"), ..Default::default() })
+            .unwrap();
+        let b = ns.add(Decision { title: format!("use JetStream {round}"), ..Default::default() }).unwrap();
+        let t = ns.add(Task { title: format!("ship {round}"), ..Default::default() }).unwrap();
+        ns.revise_json(a, &serde_json::json!({"text": format!("redb pages are 4 KiB, revised {round}")}))
+            .unwrap();
+        let c = ns
+            .supersede(b, Decision { title: format!("use JetStream R3 {round}"), ..Default::default() })
+            .unwrap();
+        ns.retire(t, None).unwrap();
+        let gone = ns.add(Learning { text: "to forget".into(), ..Default::default() }).unwrap();
+        assert_eq!(ns.forget(gone).unwrap(), 1);
+        // Refused where it is applied, on every node alike.
+        assert!(ns.retire(t, None).is_err());
+        ids.extend([a, c]);
+    }
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_nodes_applying_one_log_export_the_same_lines() {
+    let nats = Nats::start();
+    let (da, db_) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Node::start(config(&nats, "a", da.path(), 4)).await.unwrap();
+    let b = Node::start(config(&nats, "b", db_.path(), 4)).await.unwrap();
+    let names = ["default", "project:a", "project:b", "agent:dev-1", "agent:dev-2", "team"];
+    // Writes through both nodes, concurrently.
+    let on_a: Vec<(String, Db)> =
+        names.iter().map(|n| (n.to_string(), a.db_for(n).unwrap().clone())).collect();
+    let on_b: Vec<(String, Db)> =
+        names.iter().map(|n| (n.to_string(), b.db_for(n).unwrap().clone())).collect();
+    let (wa, wb) = tokio::join!(
+        blocking(move || (write_mix(on_a, 1), take_tokens())),
+        blocking(move || (write_mix(on_b, 2), take_tokens()))
+    );
+    // Each node waits for the other's writes by their tokens.
+    for (p, seq) in wa.1.iter().chain(&wb.1) {
+        assert!(a.wait_applied(*p, *seq, Duration::from_secs(10)).await);
+        assert!(b.wait_applied(*p, *seq, Duration::from_secs(10)).await);
+    }
+    let (ea, eb) = (exports(&a), exports(&b));
+    assert_eq!(ea, eb);
+    let lines: usize = ea.iter().map(|e| e.lines().count()).sum();
+    // Per namespace and round: 2 + 2 + 2 revisions (learning, decision + successor, task + retirement), forgotten one gone.
+    assert!(lines >= names.len() * 2 * 7, "{lines}");
+    // A write on one node is read on the other once its token is applied.
+    let id = wa.0[0];
+    let (ns, dbb) = (names[0], b.db_for(names[0]).unwrap().clone());
+    let got = blocking(move || dbb.ns(ns).unwrap().get(id).unwrap()).await;
+    assert!(got.is_some());
+    let status = a.status().await.unwrap();
+    assert_eq!(status.len(), 4);
+    assert!(status.iter().all(|s| s.applied == s.last), "{status:?}");
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_restarted_resumes_where_its_file_left_off() {
+    let nats = Nats::start();
+    let (da, db_) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Node::start(config(&nats, "a", da.path(), 2)).await.unwrap();
+    let b = Node::start(config(&nats, "b", db_.path(), 2)).await.unwrap();
+    let dbs: Vec<(String, Db)> =
+        ["x", "y", "z"].iter().map(|n| (n.to_string(), a.db_for(n).unwrap().clone())).collect();
+    let dbs2 = dbs.clone();
+    blocking(move || write_mix(dbs, 1)).await;
+    // b stops; a writes on; b starts again from its file and catches up.
+    b.shutdown().await.unwrap();
+    let tokens = blocking(move || {
+        write_mix(dbs2, 2);
+        take_tokens()
+    })
+    .await;
+    let b = Node::start(config(&nats, "b", db_.path(), 2)).await.unwrap();
+    for (p, seq) in &tokens {
+        assert!(b.wait_applied(*p, *seq, Duration::from_secs(10)).await);
+        assert_eq!(b.applied(*p).unwrap().seq, *seq);
+    }
+    assert_eq!(exports(&a), exports(&b));
+    // Applied once: the revisions counted equal a's.
+    for p in a.hosted() {
+        let (ra, rb) = (a.db(p).unwrap().snapshot().unwrap(), b.db(p).unwrap().snapshot().unwrap());
+        assert_eq!(ra.meta().last_tx, rb.meta().last_tx);
+    }
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_wait_for_the_log_and_fail_cleanly_when_it_is_gone() {
+    let mut nats = Nats::start();
+    let d = tempfile::tempdir().unwrap();
+    let mut c = config(&nats, "a", d.path(), 1);
+    c.timeout = Duration::from_secs(2);
+    let a = Node::start(c).await.unwrap();
+    let db = a.db(0).unwrap().clone();
+    let db2 = db.clone();
+    let id = blocking(move || {
+        db.ns("default").unwrap().add(Learning { text: "before".into(), ..Default::default() })
+    })
+    .await
+    .unwrap();
+    nats.kill();
+    let err = blocking(move || {
+        db2.ns("default").unwrap().add(Learning { text: "during".into(), ..Default::default() })
+    })
+    .await
+    .unwrap_err();
+    assert_eq!(err.code(), mnemon::Code::Unavailable, "{err}");
+    // Reads go on from the file.
+    let db3 = a.db(0).unwrap().clone();
+    assert!(blocking(move || db3.ns("default").unwrap().get(id).unwrap()).await.is_some());
+    // The log comes back: writes go through again.
+    nats.restart();
+    let db4 = a.db(0).unwrap().clone();
+    let mut done = false;
+    for _ in 0..50 {
+        let db = db4.clone();
+        if blocking(move || {
+            db.ns("default").unwrap().add(Learning { text: "after".into(), ..Default::default() })
+        })
+        .await
+        .is_ok()
+        {
+            done = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(done, "writes did not resume after the server came back");
+    a.shutdown().await.unwrap();
+}

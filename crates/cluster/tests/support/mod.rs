@@ -1,0 +1,99 @@
+//! A real nats-server with JetStream on a loopback port, killed (SIGKILL) when dropped.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The nats-server binary: `MNEMON_NATS_SERVER`, else where scripts/fetch-nats-server.sh puts it.
+pub fn binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("MNEMON_NATS_SERVER") {
+        return PathBuf::from(p);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    let dir =
+        std::env::var_os("MNEMON_NATS_DIR").map(PathBuf::from).unwrap_or_else(|| cache.join("mnemon/bin"));
+    dir.join("nats-server")
+}
+
+/// A free loopback port (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running server.
+pub struct Nats {
+    child: Option<Child>,
+    pub port: u16,
+    pub config: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Nats {
+    /// One server with JetStream, its store in a new temporary folder.
+    pub fn start() -> Nats {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let config = dir.path().join("nats.conf");
+        let store = dir.path().join("js");
+        std::fs::write(
+            &config,
+            format!(
+                "listen: 127.0.0.1:{port}\nmax_payload: 8MB\njetstream {{ store_dir: {:?} }}\n",
+                store.display().to_string()
+            ),
+        )
+        .unwrap();
+        let mut nats = Nats { child: None, port, config, _dir: dir };
+        nats.run();
+        nats
+    }
+
+    fn run(&mut self) {
+        let bin = binary();
+        assert!(
+            bin.exists(),
+            "{} not found: run scripts/fetch-nats-server.sh (or set MNEMON_NATS_SERVER)",
+            bin.display()
+        );
+        let child = Command::new(bin)
+            .arg("-c")
+            .arg(&self.config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not listen on {}", self.port);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// SIGKILL it.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Start it again on the same port and store.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.run();
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
