@@ -18,9 +18,11 @@ mod error;
 mod log;
 mod node;
 pub mod partition;
+mod status;
 
 pub use apply::Applied;
 pub use error::ClusterError;
-pub use log::take_tokens;
+pub use log::{format_tokens, parse_tokens, take_tokens};
 pub use node::{Node, NodeConfig, OpenDb, PartitionStatus};
 pub use partition::{DEFAULT_PARTITIONS, partition_of};
+pub use status::{NodeStatus, PartitionLine, cluster_status};

@@ -48,6 +48,24 @@ pub fn take_tokens() -> std::collections::BTreeMap<u32, u64> {
     TOKENS.with(|t| std::mem::take(&mut *t.borrow_mut()))
 }
 
+/// Tokens as a request header carries them: `partition:sequence` pairs joined by commas
+/// (`3:120,7:5`).
+pub fn format_tokens(tokens: &std::collections::BTreeMap<u32, u64>) -> String {
+    tokens.iter().map(|(p, s)| format!("{p}:{s}")).collect::<Vec<_>>().join(",")
+}
+
+/// Tokens from [`format_tokens`]'s form (`None` if malformed).
+pub fn parse_tokens(s: &str) -> Option<std::collections::BTreeMap<u32, u64>> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            let (p, seq) = t.split_once(':')?;
+            Some((p.parse().ok()?, seq.parse().ok()?))
+        })
+        .collect()
+}
+
 fn log_error(message: impl Into<String>) -> mnemon::Error {
     mnemon::Error::Log { message: message.into() }
 }
@@ -153,6 +171,22 @@ impl PartitionLog {
                     Err(log_error(format!("the log did not acknowledge the write within {:?}", self.timeout)))
                 })
                 .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_read_as_written() {
+        let t: std::collections::BTreeMap<u32, u64> = [(3, 120), (7, 5)].into_iter().collect();
+        assert_eq!(format_tokens(&t), "3:120,7:5");
+        assert_eq!(parse_tokens("3:120, 7:5"), Some(t));
+        assert_eq!(parse_tokens(""), Some(Default::default()));
+        for bad in ["3", "a:1", "1:b", "1:2:3", "-1:2"] {
+            assert_eq!(parse_tokens(bad), None, "{bad}");
         }
     }
 }

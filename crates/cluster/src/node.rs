@@ -141,6 +141,14 @@ impl Node {
         for p in node.config.hosted.clone() {
             node.host(p).await?;
         }
+        let bucket = crate::status::bucket(&node.js, &node.config.prefix, node.config.replicas).await?;
+        let publisher = StatusPublisher {
+            bucket,
+            node: node.config.name.clone(),
+            applied: node.partitions.iter().map(|(&p, h)| (p, h.applied.clone())).collect(),
+            stop: node.stop.subscribe(),
+        };
+        node.tasks.push(tokio::spawn(publisher.run()));
         Ok(node)
     }
 
@@ -199,6 +207,19 @@ impl Node {
         self.db(self.partition_of(ns))
     }
 
+    /// The node's databases as one handle that routes each namespace to its partition's
+    /// ([`mnemon::Db::partitioned`]): what `mnemon serve --cluster` serves. A namespace of a
+    /// partition this node does not host is an error of code `unavailable` naming the
+    /// partition.
+    pub fn handle(&self) -> Result<Db, ClusterError> {
+        let hosting = Hosting {
+            count: self.config.partitions,
+            node: self.config.name.clone(),
+            dbs: self.partitions.iter().map(|(&p, h)| (p, h.db.clone())).collect(),
+        };
+        Ok(Db::partitioned(Arc::new(hosting))?)
+    }
+
     /// The partitions this node hosts.
     pub fn hosted(&self) -> impl Iterator<Item = u32> + '_ {
         self.partitions.keys().copied()
@@ -251,6 +272,61 @@ impl Drop for Node {
         for t in &self.tasks {
             t.abort();
         }
+    }
+}
+
+/// The task publishing a node's status (see `status.rs`).
+struct StatusPublisher {
+    bucket: async_nats::jetstream::kv::Store,
+    node: String,
+    applied: Vec<(u32, watch::Receiver<Applied>)>,
+    stop: watch::Receiver<bool>,
+}
+
+impl StatusPublisher {
+    async fn run(mut self) {
+        let mut tick = tokio::time::interval(crate::status::EVERY);
+        loop {
+            tokio::select! {
+                _ = self.stop.changed() => return,
+                _ = tick.tick() => {
+                    let status = crate::status::NodeStatus {
+                        node: self.node.clone(),
+                        applied: self.applied.iter().map(|(p, a)| (*p, a.borrow().seq)).collect(),
+                        at: mnemon::Timestamp::now().as_micros(),
+                    };
+                    if let Ok(bytes) = serde_json::to_vec(&status) {
+                        // A status lost while NATS is away is published again next second.
+                        let _ = self.bucket.put(&self.node, bytes.into()).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The partitions a node hosts, as [`mnemon::Partitions`].
+#[derive(Debug)]
+struct Hosting {
+    count: u32,
+    node: String,
+    dbs: BTreeMap<u32, Db>,
+}
+
+impl mnemon::Partitions for Hosting {
+    fn db_for(&self, ns: &str) -> mnemon::Result<Db> {
+        let p = partition_of(ns, self.count);
+        self.dbs.get(&p).cloned().ok_or_else(|| mnemon::Error::Log {
+            message: format!(
+                "namespace {ns:?} is in partition {p}, which node {:?} does not host (it hosts {:?}): ask a node that does",
+                self.node,
+                self.dbs.keys().collect::<Vec<_>>()
+            ),
+        })
+    }
+
+    fn all(&self) -> Vec<Db> {
+        self.dbs.values().cloned().collect()
     }
 }
 

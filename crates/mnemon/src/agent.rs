@@ -445,7 +445,7 @@ impl Drop for AccessLog {
 impl crate::db::Db {
     /// Write the buffered access counts of episode queries now.
     pub fn flush_access(&self) -> Result<()> {
-        access_log(self).flush()
+        self.partitions().iter().try_for_each(|db| access_log(db).flush())
     }
 }
 

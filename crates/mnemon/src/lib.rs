@@ -62,7 +62,7 @@ pub mod when;
 
 pub use agent::{Access, Agent, EpisodeContext, Episodes, Performance};
 pub use db::{
-    Db, DbBuilder, MAX_RECORD_BYTES, Ns, RecordBuilder, VectorSearch, WriteLog, check_id_form,
+    Db, DbBuilder, MAX_RECORD_BYTES, Ns, Partitions, RecordBuilder, VectorSearch, WriteLog, check_id_form,
     check_integrity, clear_damage_mark, compact, embedder_for, mark_damaged,
 };
 pub use domain::{

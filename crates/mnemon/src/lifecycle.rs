@@ -80,7 +80,7 @@ impl Db {
         if o.episode_max_age_days.is_none() && o.episode_cap.is_none() {
             return Ok(report);
         }
-        for n in self.snapshot()?.namespaces()? {
+        for n in self.namespaces()? {
             if !wanted(n.as_str()) {
                 continue;
             }

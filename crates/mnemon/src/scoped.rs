@@ -352,17 +352,20 @@ impl Memory<'_> {
 
     /// Every project with current entries or a brief.
     pub fn projects(&self) -> Result<Vec<ProjectSummary>> {
-        let snap = self.db.snapshot()?;
         let mut out = Vec::new();
-        for n in snap.namespaces()? {
-            let Some(id) = n.as_str().strip_prefix("project:") else { continue };
-            let recs = snap.list(&n, &ListQuery::new())?;
-            if recs.is_empty() {
-                continue;
+        for part in self.db.partitions() {
+            let snap = part.snapshot()?;
+            for n in snap.namespaces()? {
+                let Some(id) = n.as_str().strip_prefix("project:") else { continue };
+                let recs = snap.list(&n, &ListQuery::new())?;
+                if recs.is_empty() {
+                    continue;
+                }
+                let has_brief = recs.iter().any(|r| r.kind() == Kind::Brief);
+                out.push(ProjectSummary { id: id.to_string(), entries: recs.len(), has_brief });
             }
-            let has_brief = recs.iter().any(|r| r.kind() == Kind::Brief);
-            out.push(ProjectSummary { id: id.to_string(), entries: recs.len(), has_brief });
         }
+        out.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(out)
     }
 
@@ -388,9 +391,18 @@ impl Memory<'_> {
     /// Records of every namespace whose expiry has passed and whose validity is still open:
     /// (namespace, [(id, expiry)]).
     pub fn expired(&self) -> Result<Vec<Expired>> {
-        let snap = self.db.snapshot()?;
-        let now = snap.now();
         let mut out = Vec::new();
+        for part in self.db.partitions() {
+            self.expired_in(&part, &mut out)?;
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    /// [`Self::expired`] in one database.
+    fn expired_in(&self, db: &crate::Db, out: &mut Vec<Expired>) -> Result<()> {
+        let snap = db.snapshot()?;
+        let now = snap.now();
         for n in snap.namespaces()? {
             let mut found = Vec::new();
             snap.for_each_revision(Some(&n), |r| {
@@ -407,7 +419,7 @@ impl Memory<'_> {
                 out.push((n.as_str().to_string(), found));
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Retire every current entry of a scope (and its brief); returns how many.
@@ -435,7 +447,7 @@ impl Memory<'_> {
         let entries = parse_markdown(text)?;
         let ns = self.ns(scope)?;
         let mut known: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
-        let snap = self.db.snapshot()?;
+        let snap = ns.db().snapshot()?;
         snap.for_each_revision(Some(ns.name()), |r| {
             known.insert(r.id.to_string());
             if let Some(m) = r.envelope.metadata.value()["md_id"].as_str() {

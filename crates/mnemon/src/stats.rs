@@ -47,8 +47,29 @@ pub struct Stats {
     pub vector_spaces: Vec<(String, u32)>,
 }
 
-/// Compute the statistics.
+/// Compute the statistics (of every partition together, for a partitioned handle: sizes,
+/// commits and rows summed, namespaces and vector spaces gathered, the latest commit; the path
+/// is the partitions' paths joined by `;`).
 pub fn stats(db: &Db) -> Result<Stats> {
+    if db.is_partitioned() {
+        let mut parts = db.partitions().iter().map(stats).collect::<Result<Vec<_>>>()?.into_iter();
+        let Some(mut all) = parts.next() else { return Err(crate::error::invalid("no partitions")) };
+        for s in parts {
+            all.path = format!("{};{}", all.path, s.path);
+            all.file_bytes += s.file_bytes;
+            all.commits += s.commits;
+            all.last_commit = all.last_commit.max(s.last_commit);
+            all.namespaces.extend(s.namespaces);
+            for (t, n) in s.tables {
+                *all.tables.entry(t).or_insert(0) += n;
+            }
+            all.vector_spaces.extend(s.vector_spaces);
+        }
+        all.namespaces.sort_by(|a, b| a.namespace.cmp(&b.namespace));
+        all.vector_spaces.sort();
+        all.vector_spaces.dedup();
+        return Ok(all);
+    }
     let snap = db.snapshot()?;
     let meta = snap.meta();
     let mut namespaces = Vec::new();

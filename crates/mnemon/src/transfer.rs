@@ -25,6 +25,13 @@ const APP_PREFIX: &str = "app/";
 /// auxiliary rows under `app/`: episodes' access counts, names of merged entities); returns
 /// how many lines were written.
 pub fn export(db: &Db, ns: Option<&Namespace>, out: &mut dyn Write) -> Result<u64> {
+    // A partitioned handle: the namespace's partition, or each partition in turn.
+    if db.is_partitioned() {
+        return match ns {
+            Some(n) => export(&db.db_for(n.as_str())?, ns, out),
+            None => db.partitions().iter().try_fold(0, |n, part| Ok(n + export(part, None, out)?)),
+        };
+    }
     let snap = db.snapshot()?;
     let mut n = 0u64;
     let mut io_err: Option<std::io::Error> = None;

@@ -191,6 +191,8 @@ impl DbBuilder {
             extensions: Arc::default(),
             max_record_bytes: self.max_record_bytes,
             log: self.log,
+            router: None,
+            front: false,
         })
     }
 }

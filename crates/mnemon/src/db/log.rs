@@ -31,6 +31,9 @@ impl Db {
     /// through [`super::Ns`] (or the operation layer), and a bulk load that embeds afterwards
     /// ([`Db::reindex`]) through [`Db::store`]. On a replica, appended to its log.
     pub(crate) fn write(&self, ops: Vec<WriteOp>) -> Result<Receipt> {
+        if self.is_partitioned() {
+            return self.partition_of_ops(&ops)?.write(ops);
+        }
         match &self.log {
             Some(log) => log.append(vec![ops], self.store.durability()).pop().unwrap_or_else(|| {
                 Err(crate::error::Error::Storage(mnemon_storage::Error::CommitFailed {
@@ -45,10 +48,63 @@ impl Db {
     /// Commit several jobs (each atomic on its own) with the given durability: each one's
     /// result. On a replica, appended to its log.
     pub(crate) fn write_jobs(&self, jobs: Vec<Vec<WriteOp>>, durability: Durability) -> Vec<Result<Receipt>> {
+        if self.is_partitioned() {
+            // Each job to its partition, the jobs of a partition together, the results in order.
+            let mut out: Vec<Option<Result<Receipt>>> = (0..jobs.len()).map(|_| None).collect();
+            let mut groups: Vec<(Db, Vec<usize>, Vec<Vec<WriteOp>>)> = Vec::new();
+            for (i, job) in jobs.into_iter().enumerate() {
+                match self.partition_of_ops(&job) {
+                    Err(e) => out[i] = Some(Err(e)),
+                    Ok(db) => match groups.iter_mut().find(|g| g.0.path() == db.path()) {
+                        Some(g) => {
+                            g.1.push(i);
+                            g.2.push(job);
+                        }
+                        None => groups.push((db, vec![i], vec![job])),
+                    },
+                }
+            }
+            for (db, places, jobs) in groups {
+                for (i, r) in places.into_iter().zip(db.write_jobs(jobs, durability)) {
+                    out[i] = Some(r);
+                }
+            }
+            return out
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|| Err(crate::error::invalid("a job got no result"))))
+                .collect();
+        }
         match &self.log {
             Some(log) => log.append(jobs, durability),
             None => {
                 self.store.write_many(jobs, durability).into_iter().map(|r| r.map_err(Into::into)).collect()
+            }
+        }
+    }
+
+    /// The partition's database that `ops` write to (the first partition's if they name no
+    /// namespace): they must all lie in one, as one commit.
+    fn partition_of_ops(&self, ops: &[WriteOp]) -> Result<Db> {
+        let mut found: Option<Db> = None;
+        for op in ops {
+            let Some(ns) = namespace_of(op) else { continue };
+            let db = self.db_for(ns)?;
+            match &found {
+                Some(f) if f.path() != db.path() => {
+                    return Err(crate::error::invalid(format!(
+                        "one commit cannot write to namespaces of different partitions ({ns:?} is in {}, an earlier one in {})",
+                        db.path().display(),
+                        f.path().display()
+                    )));
+                }
+                Some(_) => {}
+                None => found = Some(db),
+            }
+        }
+        match found {
+            Some(db) => Ok(db),
+            None => {
+                self.partitions().into_iter().next().ok_or_else(|| crate::error::invalid("no partitions"))
             }
         }
     }
@@ -62,4 +118,27 @@ impl Db {
     pub fn is_replica(&self) -> bool {
         self.log.is_some()
     }
+}
+
+/// The namespace an operation writes to (for an application row `app/<what>/<namespace>/<leaf>`,
+/// the one it names; none for other auxiliary rows).
+fn namespace_of(op: &WriteOp) -> Option<&str> {
+    Some(match op {
+        WriteOp::Insert(r) => r.namespace.as_str(),
+        WriteOp::Supersede { new, .. } => new.namespace.as_str(),
+        WriteOp::Revise(r) => r.namespace.as_str(),
+        WriteOp::Restore(r) => r.namespace.as_str(),
+        WriteOp::Retire { namespace, .. }
+        | WriteOp::Expire { namespace, .. }
+        | WriteOp::MergeInto { namespace, .. }
+        | WriteOp::Forget { namespace, .. }
+        | WriteOp::PutVector { namespace, .. }
+        | WriteOp::MergeTexts { namespace } => namespace.as_str(),
+        WriteOp::PutAux { key, .. } => {
+            let rest = key.strip_prefix("app/")?;
+            let (_, rest) = rest.split_once('/')?;
+            rest.rsplit_once('/')?.0
+        }
+        _ => return None,
+    })
 }

@@ -18,10 +18,12 @@ mod builder;
 mod intent;
 mod log;
 mod ns;
+mod partitioned;
 pub use builder::*;
 pub(crate) use intent::Intent;
 pub use log::WriteLog;
 pub use ns::*;
+pub use partitioned::Partitions;
 
 /// An open mnemon database: cheap to clone, `Send + Sync`. Any number of threads read at once;
 /// writes from all threads are group-committed.
@@ -35,6 +37,13 @@ pub struct Db {
     max_record_bytes: usize,
     /// The log this database is a replica of, if any (see `log.rs`).
     log: Option<Arc<dyn WriteLog>>,
+    /// The partitions namespaces are routed to, if any (see `partitioned.rs`): a partitioned
+    /// handle's, and that of each partition's database reached through it, so that a
+    /// namespace handle reaches the others (a project's context reads `global`).
+    router: Option<Arc<dyn Partitions>>,
+    /// Whether this is the partitioned handle itself, which spreads what spans namespaces
+    /// over the partitions (a partition's database reached through it is not).
+    front: bool,
 }
 
 /// The state that modules above [`Db`] keep per database (the buffered access counts of
@@ -123,9 +132,10 @@ impl Db {
         self.store.clock().now()
     }
 
-    /// A handle on one namespace.
+    /// A handle on one namespace (on its partition's database, for a partitioned handle).
     pub fn ns(&self, name: &str) -> Result<Ns> {
-        Ok(Ns { db: self.clone(), ns: Namespace::new(name)? })
+        let ns = Namespace::new(name)?;
+        Ok(Ns { db: self.db_for(name)?, ns })
     }
 
     /// A consistent read-only view.
@@ -133,8 +143,11 @@ impl Db {
         Ok(self.store.snapshot()?)
     }
 
-    /// Make every earlier commit durable.
+    /// Make every earlier commit durable (in every partition).
     pub fn sync(&self) -> Result<()> {
+        if self.is_partitioned() {
+            return self.partitions().iter().try_for_each(Db::sync);
+        }
         Ok(self.store.sync()?)
     }
 
@@ -144,6 +157,9 @@ impl Db {
     /// its own (see docs/search.md); a server calls this when it is idle, so that searches
     /// read one place. Durable, and changes no query's answer.
     pub fn merge_texts(&self, ns: &Namespace, min: u64) -> Result<u64> {
+        if self.is_partitioned() {
+            return self.db_for(ns.as_str())?.merge_texts(ns, min);
+        }
         let fresh = self.store.snapshot()?.fresh_texts(ns)?;
         if fresh == 0 || fresh < min {
             return Ok(0);
@@ -188,6 +204,24 @@ impl Db {
         batch: usize,
         mut progress: impl FnMut(usize, usize),
     ) -> Result<EmbedStats> {
+        if self.is_partitioned() {
+            let parts = match ns {
+                Some(n) => vec![self.db_for(n)?],
+                None => self.partitions(),
+            };
+            let mut total = EmbedStats::default();
+            for db in parts {
+                // (One instantiation for every partition: `dyn`, not a new closure type each.)
+                let p: &mut dyn FnMut(usize, usize) = &mut progress;
+                let s = db.reindex(ns, batch, p)?;
+                total = EmbedStats {
+                    hits: total.hits + s.hits,
+                    misses: total.misses + s.misses,
+                    failures: total.failures + s.failures,
+                };
+            }
+            return Ok(total);
+        }
         let before = self.embedding.stats();
         let snap = self.snapshot()?;
         let namespaces = match ns {
@@ -277,11 +311,21 @@ impl Db {
 
     /// Build (or rebuild) and publish the graph of one vector space in one namespace now.
     pub fn build_index(&self, space: &str, ns: &str) -> Result<BuildReport> {
+        if self.is_partitioned() {
+            return self.db_for(ns)?.build_index(space, ns);
+        }
         Ok(self.index.build(space, &Namespace::new(ns)?)?)
     }
 
     /// The state of every (space, namespace) index, loading each one.
     pub fn index_status(&self) -> Result<Vec<SegmentStatus>> {
+        if self.is_partitioned() {
+            let mut out = Vec::new();
+            for db in self.partitions() {
+                out.extend(db.index_status()?);
+            }
+            return Ok(out);
+        }
         let snap = self.snapshot()?;
         for space in snap.vector_spaces()? {
             for ns in snap.namespaces()? {

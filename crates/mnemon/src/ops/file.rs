@@ -113,7 +113,6 @@ impl Operation for Namespaces {
         let prefix = self.prefix.unwrap_or_default();
         let namespaces = session
             .db()
-            .snapshot()?
             .namespaces()?
             .into_iter()
             .map(|n| n.as_str().to_string())

@@ -127,7 +127,7 @@ impl Operation for Get {
             return Ok(GotRecord { record: RecordOut::new(r, at) });
         }
         // Why not: unknown, not yet known at that time, or not valid at that valid time.
-        let snap = session.db().snapshot()?;
+        let snap = ns.db().snapshot()?;
         let known = snap.revision_at(ns.name(), id, as_of.known.unwrap_or(crate::Timestamp::MAX))?;
         Err(match known {
             None if as_of.known.is_some() && ns.latest(id)?.is_some() => {

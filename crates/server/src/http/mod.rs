@@ -47,6 +47,26 @@ pub struct Config {
     pub queue: usize,
     /// The largest reply an MCP tool call may give, in bytes.
     pub mcp_max_reply: usize,
+    /// Read-your-writes across the nodes of a cluster (see [`Consistency`]); none for a
+    /// single file.
+    pub consistency: Option<Arc<dyn Consistency>>,
+}
+
+/// The header a write's answer carries its consistency token in, and a read sends it back
+/// in to see that write on any node (see [`Consistency`]).
+pub const CONSISTENCY_HEADER: &str = "mnemon-consistency";
+
+/// Read-your-writes across the nodes of a cluster (`mnemon serve --cluster`): a write's answer
+/// carries a token (the header [`CONSISTENCY_HEADER`]) naming where it is in the log, and a
+/// request carrying one waits, a bounded time, until this node has applied that far.
+pub trait Consistency: Send + Sync + std::fmt::Debug {
+    /// Wait until this node has applied `token`; `Err(reason)` if it is malformed (400) or
+    /// not applied in time (503). Called on a blocking thread.
+    fn wait(&self, token: &str) -> Result<(), (bool, String)>;
+    /// The token of the writes the current thread made since the last call, if any. Called
+    /// on the blocking thread that ran the operation (and before, to forget what an earlier
+    /// request on that thread left).
+    fn take(&self) -> Option<String>;
 }
 
 impl Default for Config {
@@ -58,6 +78,7 @@ impl Default for Config {
             body_timeout: Duration::from_secs(30),
             queue: 256,
             mcp_max_reply: crate::mcp::MAX_REPLY as usize,
+            consistency: None,
         }
     }
 }
@@ -378,19 +399,45 @@ async fn call(
         .cloned()
         .or_else(|| header_ns(&parts.headers))
         .or_else(|| pairs.iter().find(|(k, _)| k == "ns").map(|(_, v)| v.clone()));
+    let wait_for = match parts.headers.get(CONSISTENCY_HEADER) {
+        Some(v) => {
+            Some(v.to_str().map_err(|_| Problem::invalid("the consistency token is not text"))?.to_string())
+        }
+        None => None,
+    };
     let slot = app.slot()?;
     let run = {
         let app = app.clone();
-        move || -> Result<Value, Problem> {
+        move || -> Result<(Value, Option<String>), Problem> {
             let _slot = slot;
+            let consistency = app.0.config.consistency.as_deref();
+            if let Some(c) = consistency {
+                // What an earlier request on this thread left.
+                c.take();
+                if let Some(t) = &wait_for {
+                    c.wait(t).map_err(|(malformed, reason)| {
+                        if malformed {
+                            Problem::invalid(reason)
+                        } else {
+                            Problem::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", &reason)
+                        }
+                    })?;
+                }
+            }
             let session = app.session(token.as_deref(), named.as_deref(), Scope::needed_for(&entry))?;
-            Ok(entry.call(&session, Value::Object(args))?)
+            let out = entry.call(&session, Value::Object(args));
+            let written = consistency.and_then(|c| c.take());
+            Ok((out?, written))
         }
     };
-    let out = blocking(run).await.map_err(|_| {
+    let (out, written) = blocking(run).await.map_err(|_| {
         Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "unavailable", "the operation stopped unexpectedly")
     })??;
-    Ok(axum::Json(out).into_response())
+    let mut response = axum::Json(out).into_response();
+    if let Some(t) = written.and_then(|t| axum::http::HeaderValue::from_str(&t).ok()) {
+        response.headers_mut().insert(CONSISTENCY_HEADER, t);
+    }
+    Ok(response)
 }
 
 impl App {
