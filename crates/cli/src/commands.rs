@@ -144,6 +144,7 @@ pub fn run(cli: Cli) -> Result<()> {
             };
             crate::groups::upkeep::prune(&cli, &mut out, o)?
         }
+        Command::Cluster(cmd) => crate::serve::cluster(&mut out, cmd)?,
         Command::Mcp { .. } | Command::Serve(_) | Command::Token(_) if cli.server.is_some() => {
             file_only(&cli, "this command")?
         }

@@ -19,6 +19,8 @@ mod log;
 mod node;
 pub mod partition;
 mod status;
+#[doc(hidden)]
+pub mod testing;
 
 pub use apply::Applied;
 pub use error::ClusterError;

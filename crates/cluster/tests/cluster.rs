@@ -1,15 +1,13 @@
 //! Nodes as replicas of a real JetStream log (a nats-server on loopback).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 
-mod support;
-
 use std::path::Path;
 use std::time::Duration;
 
 use mnemon::body::{Decision, Learning, Task};
 use mnemon::{Db, RecordId};
+use mnemon_cluster::testing::Nats;
 use mnemon_cluster::{Node, NodeConfig, take_tokens};
-use support::Nats;
 
 /// A node of `partitions` partitions, all hosted, its files in `dir`, streams named `prefix`.
 fn config(nats: &Nats, name: &str, dir: &Path, partitions: u32) -> NodeConfig {

@@ -405,6 +405,9 @@ pub enum Command {
     /// admin). Only a hash of each is stored.
     #[command(subcommand)]
     Token(TokenCmd),
+    /// A cluster of `mnemon serve --cluster` nodes (docs/cluster.md).
+    #[command(subcommand)]
+    Cluster(ClusterCmd),
     /// Current records of every kind carrying TAG.
     Tagged {
         /// The tag.
@@ -565,6 +568,43 @@ pub struct ServeArgs {
     /// The certificate's private key (PEM). With --tls-cert.
     #[arg(long = "tls-key", value_name = "PEM", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Serve as a node of a cluster whose log is on these NATS JetStream servers (URLs
+    /// separated by commas): --db is then the folder of this node's partition files
+    /// (docs/cluster.md).
+    #[arg(long, value_name = "URLS")]
+    pub cluster: Option<String>,
+    /// This node's name, unique in the cluster (default: the host name).
+    #[arg(long, value_name = "NAME", requires = "cluster")]
+    pub node: Option<String>,
+    /// The partitions this node hosts: `all`, or numbers and ranges (`0-7,12`).
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    pub partitions: String,
+    /// How many partitions the cluster has: the same on every node, for the cluster's life.
+    #[arg(long = "partition-count", value_name = "N", default_value_t = mnemon_cluster::DEFAULT_PARTITIONS, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub partition_count: u32,
+    /// Replicas of each partition's stream (at most the number of NATS servers; 3 for a
+    /// cluster that survives the loss of one).
+    #[arg(long, value_name = "R", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=5))]
+    pub replicas: u64,
+    /// Seconds a write may wait for the log and this node's apply (and a read for a
+    /// consistency token) before it is answered 503.
+    #[arg(long = "cluster-timeout", value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub cluster_timeout: u64,
+}
+
+/// `mnemon cluster ...`.
+#[derive(Debug, Subcommand)]
+pub enum ClusterCmd {
+    /// Every partition as each live node holds it: the last entry applied, the stream's last
+    /// entry, the lag.
+    Status {
+        /// The NATS servers (URLs separated by commas).
+        #[arg(long, value_name = "URLS", env = "MNEMON_CLUSTER")]
+        cluster: String,
+        /// How many partitions the cluster has.
+        #[arg(long = "partition-count", value_name = "N", default_value_t = mnemon_cluster::DEFAULT_PARTITIONS)]
+        partition_count: u32,
+    },
 }
 
 /// `mnemon token ...`.

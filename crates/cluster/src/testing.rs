@@ -1,4 +1,6 @@
-//! A real nats-server with JetStream on a loopback port, killed (SIGKILL) when dropped.
+//! For tests (here and in the CLI's): a real nats-server with JetStream on a loopback port,
+//! killed (SIGKILL) when dropped. Not part of the API.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs, reason = "test support")]
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -28,16 +30,20 @@ pub struct Nats {
     child: Option<Child>,
     pub port: u16,
     pub config: PathBuf,
-    _dir: tempfile::TempDir,
+    dir: PathBuf,
 }
 
 impl Nats {
     /// One server with JetStream, its store in a new temporary folder.
     pub fn start() -> Nats {
-        let dir = tempfile::tempdir().unwrap();
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("mnemon-nats-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
         let port = free_port();
-        let config = dir.path().join("nats.conf");
-        let store = dir.path().join("js");
+        let config = dir.join("nats.conf");
+        let store = dir.join("js");
         std::fs::write(
             &config,
             format!(
@@ -46,7 +52,7 @@ impl Nats {
             ),
         )
         .unwrap();
-        let mut nats = Nats { child: None, port, config, _dir: dir };
+        let mut nats = Nats { child: None, port, config, dir };
         nats.run();
         nats
     }
@@ -95,5 +101,6 @@ impl Nats {
 impl Drop for Nats {
     fn drop(&mut self) {
         self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
