@@ -126,10 +126,206 @@ fn two_nodes_serve_one_log_and_a_killed_node_catches_up() {
         let _ = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
         assert!(child.wait().unwrap().success());
     }
-    // The same lines in every partition's file on both nodes.
+    // The same lines in every partition's file on both nodes, every write among them.
+    let mut lines = 0;
     for p in 0..4 {
         let file = |d: &std::path::Path| d.join(format!("p{p:03}.mnemon"));
-        let export = |d: &std::path::Path| run_at(dir.path(), &file(d), &["export"], None).ok().to_string();
-        assert_eq!(export(&fa), export(&fb), "partition {p}");
+        let export =
+            |d: &std::path::Path| run_at(dir.path(), &file(d), &["export", "--all"], None).ok().to_string();
+        let (ea, eb) = (export(&fa), export(&fb));
+        assert_eq!(ea, eb, "partition {p}");
+        lines += ea.lines().count();
     }
+    assert_eq!(lines, 4 + 20);
+}
+
+/// Signal `sig` (`-STOP`, `-CONT`, `-TERM`) to a child.
+fn signal(child: &std::process::Child, sig: &str) {
+    assert!(
+        std::process::Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap().success()
+    );
+}
+
+/// What the agents saw: acknowledged writes `(namespace, text, token)`, reads that missed an
+/// acknowledged write, and how many requests failed (a node or a server away).
+#[derive(Default)]
+struct Seen {
+    acknowledged: Vec<(String, String, String)>,
+    missed: Vec<String>,
+    failed: usize,
+}
+
+#[test]
+fn three_nodes_on_three_servers_lose_no_acknowledged_write_through_kills_and_stops() {
+    use std::sync::{Arc, Mutex, RwLock};
+    let mut servers = Nats::cluster();
+    let urls = Nats::urls(&servers);
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<std::path::PathBuf> = (0..3).map(|i| dir.path().join(format!("n{i}"))).collect();
+    let start = |i: usize| {
+        let args = [
+            "--no-auth",
+            "--cluster",
+            urls.as_str(),
+            "--node",
+            ["a", "b", "c"][i],
+            "--partition-count",
+            "4",
+            "--replicas",
+            "3",
+        ];
+        let (child, addr, stderr) = spawn_serve(dir.path(), &files[i], &args);
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for _ in stderr.lines() {}
+        });
+        (child, addr)
+    };
+    let mut nodes: Vec<(std::process::Child, String)> = (0..3).map(start).collect();
+    let addrs: Arc<RwLock<Vec<String>>> = Arc::new(RwLock::new(nodes.iter().map(|n| n.1.clone()).collect()));
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let agents: Vec<_> = (0..32)
+        .map(|k| {
+            let (addrs, seen, stop) = (addrs.clone(), seen.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let c = reqwest::blocking::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
+                let ns = format!("agent:{}", k % 8);
+                let mut i = 0usize;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    i += 1;
+                    let all = addrs.read().unwrap().clone();
+                    let (w, r) = (&all[(k + i) % 3], &all[(k + i + 1) % 3]);
+                    let text = format!("agent {k} write {i}");
+                    let sent = c
+                        .post(format!("http://{w}/v1/ns/{ns}/memories"))
+                        .json(&json!({"kind": "learning", "text": text}))
+                        .send();
+                    let token = match sent {
+                        Ok(resp) if resp.status().is_success() => resp
+                            .headers()
+                            .get(CONSISTENCY)
+                            .and_then(|t| t.to_str().ok())
+                            .unwrap_or_default()
+                            .to_string(),
+                        other => {
+                            if std::env::var_os("MNEMON_TEST_VERBOSE").is_some() {
+                                match other {
+                                    Ok(resp) => eprintln!(
+                                        "write: {} {}",
+                                        resp.status(),
+                                        resp.text().unwrap_or_default()
+                                    ),
+                                    Err(e) => eprintln!("write: {e}"),
+                                }
+                            }
+                            seen.lock().unwrap().failed += 1;
+                            std::thread::sleep(Duration::from_millis(50));
+                            continue;
+                        }
+                    };
+                    seen.lock().unwrap().acknowledged.push((ns.clone(), text.clone(), token.clone()));
+                    // Read it back on another node with its token.
+                    let read = c
+                        .get(format!("http://{r}/v1/ns/{ns}/records?limit=1000"))
+                        .header(CONSISTENCY, &token)
+                        .send();
+                    match read {
+                        Ok(resp) if resp.status().is_success() => {
+                            let v: Value = resp.json().unwrap();
+                            let found =
+                                v["records"].as_array().unwrap().iter().any(|x| x["text"] == text.as_str());
+                            if !found {
+                                seen.lock().unwrap().missed.push(format!("{text} on {r} with {token}"));
+                            }
+                        }
+                        _ => seen.lock().unwrap().failed += 1,
+                    }
+                }
+            })
+        })
+        .collect();
+    let pause = |ms| std::thread::sleep(Duration::from_millis(ms));
+    pause(1500);
+    // A NATS server and a node die; another node stops (and lags).
+    servers[0].kill();
+    nodes[2].0.kill().unwrap();
+    nodes[2].0.wait().unwrap();
+    signal(&nodes[1].0, "-STOP");
+    pause(1500);
+    servers[0].restart();
+    let (child, addr) = start(2);
+    nodes[2] = (child, addr.clone());
+    addrs.write().unwrap()[2] = addr;
+    pause(1000);
+    signal(&nodes[1].0, "-CONT");
+    pause(2000);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for a in agents {
+        a.join().unwrap();
+    }
+    let seen = seen.lock().unwrap();
+    assert!(seen.missed.is_empty(), "reads with tokens missed acknowledged writes: {:?}", seen.missed);
+    assert!(
+        seen.acknowledged.len() > 100,
+        "{} acknowledged, {} failed",
+        seen.acknowledged.len(),
+        seen.failed
+    );
+    // Every node applies every partition to its end.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let lines = run_at(
+            dir.path(),
+            &files[0],
+            &["--json", "cluster", "status", "--cluster", urls.as_str(), "--partition-count", "4"],
+            None,
+        )
+        .json_lines();
+        let nodes_up: std::collections::BTreeSet<&str> =
+            lines.iter().filter_map(|l| l["node"].as_str()).collect();
+        if nodes_up.len() == 3 && lines.len() == 12 && lines.iter().all(|l| l["lag"] == 0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{lines:?}");
+        pause(300);
+    }
+    for (child, _) in &mut nodes {
+        signal(child, "-TERM");
+        assert!(child.wait().unwrap().success());
+    }
+    // The same lines everywhere; every acknowledged write there once.
+    let mut all_texts: Vec<String> = Vec::new();
+    for p in 0..4 {
+        let export = |d: &std::path::Path| {
+            run_at(dir.path(), &d.join(format!("p{p:03}.mnemon")), &["--json", "export", "--all"], None)
+                .ok()
+                .to_string()
+        };
+        let first = export(&files[0]);
+        for f in &files[1..] {
+            assert!(export(f) == first, "partition {p} differs between nodes");
+        }
+        all_texts.extend(first.lines().filter_map(|l| {
+            serde_json::from_str::<Value>(l).ok().and_then(|v| v["body"]["text"].as_str().map(str::to_string))
+        }));
+    }
+    let wrong: Vec<(&String, &String, usize)> = seen
+        .acknowledged
+        .iter()
+        .map(|(_, text, token)| (text, token, all_texts.iter().filter(|t| *t == text).count()))
+        .filter(|x| x.2 != 1)
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{} of {} acknowledged writes not there once: {:?}",
+        wrong.len(),
+        seen.acknowledged.len(),
+        &wrong[..wrong.len().min(10)]
+    );
+    eprintln!(
+        "{} acknowledged writes, {} requests failed while servers and nodes were away",
+        seen.acknowledged.len(),
+        seen.failed
+    );
 }

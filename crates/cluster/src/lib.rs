@@ -28,3 +28,21 @@ pub use log::{format_tokens, parse_tokens, take_tokens};
 pub use node::{Node, NodeConfig, OpenDb, PartitionStatus};
 pub use partition::{DEFAULT_PARTITIONS, partition_of};
 pub use status::{NodeStatus, PartitionLine, cluster_status};
+
+/// A client of the NATS servers at `servers` (URLs separated by commas): it connects to one
+/// and moves to another when that one goes away.
+pub(crate) async fn connect(servers: &str) -> Result<async_nats::Client, ClusterError> {
+    let addrs = servers
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<async_nats::ServerAddr>()
+                .map_err(|e| ClusterError::Config(format!("NATS server {s:?}: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if addrs.is_empty() {
+        return Err(ClusterError::Config("no NATS server given".into()));
+    }
+    async_nats::ConnectOptions::new().max_reconnects(None).connect(addrs).await.map_err(ClusterError::nats)
+}

@@ -16,6 +16,9 @@ use crate::error::ClusterError;
 use crate::log::{PartitionLog, Waiters};
 use crate::partition::{partition_of, stream_name, subject};
 
+/// How long a starting node waits for JetStream (a new cluster elects its leader first).
+const STARTUP: Duration = Duration::from_secs(60);
+
 /// How a partition's database is opened, given its path (the embedder, cache size ...): the
 /// node then makes it a replica and creates it if needed.
 pub type OpenDb = Arc<dyn Fn(&Path) -> DbBuilder + Send + Sync>;
@@ -121,8 +124,10 @@ impl Node {
                 config.hosted, config.partitions
             )));
         }
-        let client = async_nats::connect(config.servers.as_str()).await.map_err(ClusterError::nats)?;
+        let client = crate::connect(&config.servers).await?;
         let js = jetstream::new(client);
+        // A JetStream cluster whose servers just started elects its leader first: wait for it.
+        let deadline = tokio::time::Instant::now() + STARTUP;
         for p in 0..config.partitions {
             let cfg = stream::Config {
                 name: stream_name(&config.prefix, p),
@@ -132,7 +137,16 @@ impl Node {
                 duplicate_window: Duration::from_secs(120),
                 ..Default::default()
             };
-            js.get_or_create_stream(cfg).await.map_err(ClusterError::nats)?;
+            loop {
+                match js.get_or_create_stream(cfg.clone()).await {
+                    Ok(_) => break,
+                    Err(e) if tokio::time::Instant::now() >= deadline => return Err(ClusterError::nats(e)),
+                    Err(e) => {
+                        tracing::debug!(partition = p, error = %e, "JetStream not ready");
+                        tokio::time::sleep(Duration::from_millis(250)).await;
+                    }
+                }
+            }
         }
         std::fs::create_dir_all(&config.dir)
             .map_err(|e| ClusterError::Config(format!("cannot create {}: {e}", config.dir.display())))?;

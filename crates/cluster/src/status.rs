@@ -74,7 +74,7 @@ pub async fn cluster_status(
     prefix: &str,
     partitions: u32,
 ) -> Result<Vec<PartitionLine>, ClusterError> {
-    let client = async_nats::connect(servers).await.map_err(ClusterError::nats)?;
+    let client = crate::connect(servers).await?;
     let js = jetstream::new(client);
     let mut nodes: Vec<NodeStatus> = Vec::new();
     if let Ok(b) = js.get_key_value(bucket_name(prefix)).await {

@@ -20,6 +20,12 @@ pub fn binary() -> PathBuf {
     dir.join("nats-server")
 }
 
+/// What every test server's configuration holds: JetStream, its store in `dir`, room for a
+/// record as large as a record may be.
+fn common(dir: &std::path::Path) -> String {
+    format!("max_payload: 8MB\njetstream {{ store_dir: {:?} }}\n", dir.join("js").display().to_string())
+}
+
 /// A free loopback port (bound, then released).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -33,28 +39,64 @@ pub struct Nats {
     dir: PathBuf,
 }
 
+/// A new, empty folder for a server's files.
+fn new_dir() -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("mnemon-nats-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 impl Nats {
     /// One server with JetStream, its store in a new temporary folder.
     pub fn start() -> Nats {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("mnemon-nats-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = new_dir();
         let port = free_port();
         let config = dir.join("nats.conf");
-        let store = dir.join("js");
-        std::fs::write(
-            &config,
-            format!(
-                "listen: 127.0.0.1:{port}\nmax_payload: 8MB\njetstream {{ store_dir: {:?} }}\n",
-                store.display().to_string()
-            ),
-        )
-        .unwrap();
+        std::fs::write(&config, format!("listen: 127.0.0.1:{port}\n{}", common(&dir))).unwrap();
         let mut nats = Nats { child: None, port, config, dir };
         nats.run();
         nats
+    }
+
+    /// Three servers forming one JetStream cluster (streams of three replicas survive the loss
+    /// of one), all on loopback.
+    pub fn cluster() -> Vec<Nats> {
+        let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
+        let mut out: Vec<Nats> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, &(port, route))| {
+                let dir = new_dir();
+                let routes: Vec<String> = ports
+                    .iter()
+                    .filter(|&&(_, r)| r != route)
+                    .map(|(_, r)| format!("nats-route://127.0.0.1:{r}"))
+                    .collect();
+                let config = dir.join("nats.conf");
+                std::fs::write(
+                    &config,
+                    format!(
+                        "listen: 127.0.0.1:{port}\nserver_name: n{i}\n{}cluster {{ name: mnemon, listen: 127.0.0.1:{route}, routes: [{}] }}\n",
+                        common(&dir),
+                        routes.join(", ")
+                    ),
+                )
+                .unwrap();
+                Nats { child: None, port, config, dir }
+            })
+            .collect();
+        for n in &mut out {
+            n.run();
+        }
+        out
+    }
+
+    /// The URLs of `servers`, joined by commas (what a node is given).
+    pub fn urls(servers: &[Nats]) -> String {
+        servers.iter().map(Nats::url).collect::<Vec<_>>().join(",")
     }
 
     fn run(&mut self) {

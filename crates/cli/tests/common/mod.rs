@@ -104,8 +104,14 @@ pub fn spawn_serve_env(
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    // The first line saying where it listens (a cluster node may log its connections first).
     let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
+    let mut before = String::new();
+    while !line.contains("listening on") {
+        before.push_str(&line);
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "the server stopped: {before}");
+    }
     let addr = line
         .split("://")
         .nth(1)
