@@ -125,6 +125,8 @@ async fn start_node(
     config.hosted = hosted;
     config.replicas = usize::try_from(args.replicas).unwrap_or(1);
     config.timeout = std::time::Duration::from_secs(args.cluster_timeout);
+    config.snapshot_every =
+        (args.snapshot_every > 0).then(|| std::time::Duration::from_secs(args.snapshot_every));
     config.open = std::sync::Arc::new(move |p: &std::path::Path| {
         let b = Db::builder(p).shared(shared);
         match &embedder {

@@ -18,6 +18,7 @@ mod error;
 mod log;
 mod node;
 pub mod partition;
+mod snapshot;
 mod status;
 #[doc(hidden)]
 pub mod testing;
@@ -27,6 +28,7 @@ pub use error::ClusterError;
 pub use log::{format_tokens, parse_tokens, take_tokens};
 pub use node::{Node, NodeConfig, OpenDb, PartitionStatus};
 pub use partition::{DEFAULT_PARTITIONS, partition_of};
+pub use snapshot::DEFAULT_EVERY as DEFAULT_SNAPSHOT_EVERY;
 pub use status::{NodeStatus, PartitionLine, cluster_status};
 
 /// A client of the NATS servers at `servers` (URLs separated by commas): it connects to one

@@ -45,6 +45,10 @@ pub struct NodeConfig {
     /// How often a partition's applied entries are made durable in its file (they are durable
     /// in the log at once).
     pub sync_every: Duration,
+    /// How often each hosted partition's file is published as a snapshot (when it applied
+    /// anything since the last one), after which the stream's entries it holds are purged
+    /// once every live node has applied them; `None`: never (the streams keep everything).
+    pub snapshot_every: Option<Duration>,
     /// How a partition's database is opened.
     pub open: OpenDb,
 }
@@ -64,6 +68,7 @@ impl NodeConfig {
             prefix: "MNEMON".to_string(),
             timeout: Duration::from_secs(10),
             sync_every: Duration::from_millis(200),
+            snapshot_every: Some(crate::snapshot::DEFAULT_EVERY),
             open: Arc::new(|p: &Path| Db::builder(p)),
         }
     }
@@ -86,10 +91,18 @@ struct Hosted {
     applied: watch::Receiver<Applied>,
 }
 
+/// What a node's tasks share besides the log: the cluster's buckets.
+#[derive(Clone)]
+struct Buckets {
+    status: async_nats::jetstream::kv::Store,
+    snapshots: async_nats::jetstream::object_store::ObjectStore,
+}
+
 /// A running node (see the crate documentation). Dropping it stops its appliers.
 pub struct Node {
     config: NodeConfig,
     js: jetstream::Context,
+    buckets: Buckets,
     partitions: BTreeMap<u32, Hosted>,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -151,13 +164,16 @@ impl Node {
         std::fs::create_dir_all(&config.dir)
             .map_err(|e| ClusterError::Config(format!("cannot create {}: {e}", config.dir.display())))?;
         let (stop, _) = watch::channel(false);
-        let mut node = Node { config, js, partitions: BTreeMap::new(), stop, tasks: Vec::new() };
+        let buckets = Buckets {
+            status: crate::status::bucket(&js, &config.prefix, config.replicas).await?,
+            snapshots: crate::snapshot::bucket(&js, &config.prefix, config.replicas).await?,
+        };
+        let mut node = Node { config, js, buckets, partitions: BTreeMap::new(), stop, tasks: Vec::new() };
         for p in node.config.hosted.clone() {
             node.host(p).await?;
         }
-        let bucket = crate::status::bucket(&node.js, &node.config.prefix, node.config.replicas).await?;
         let publisher = StatusPublisher {
-            bucket,
+            bucket: node.buckets.status.clone(),
             node: node.config.name.clone(),
             applied: node.partitions.iter().map(|(&p, h)| (p, h.applied.clone())).collect(),
             stop: node.stop.subscribe(),
@@ -166,9 +182,31 @@ impl Node {
         Ok(node)
     }
 
-    /// Open partition `p`'s file as a replica and start its applier.
+    /// Open partition `p`'s file as a replica and start its applier: from the latest snapshot
+    /// when there is no file, or when the file is older than the stream's first entry.
     async fn host(&mut self, p: u32) -> Result<(), ClusterError> {
         let path = self.config.dir.join(format!("p{p:03}.mnemon"));
+        let mut stream =
+            self.js.get_stream(stream_name(&self.config.prefix, p)).await.map_err(ClusterError::nats)?;
+        let first = stream.info().await.map_err(ClusterError::nats)?.state.first_sequence;
+        let behind = if path.exists() {
+            let builder = (self.config.open)(&path);
+            let applied = tokio::task::spawn_blocking(move || -> Result<Applied, ClusterError> {
+                Applied::read(&builder.open()?)
+            })
+            .await
+            .map_err(|e| ClusterError::Config(e.to_string()))??;
+            applied.seq + 1 < first
+        } else {
+            true
+        };
+        if behind {
+            match crate::snapshot::fetch(&self.buckets.snapshots, p, &path).await? {
+                Some(at) => tracing::info!(partition = p, entry = at, "started from the latest snapshot"),
+                None if first > 1 => return Err(ClusterError::Gap { partition: p, applied: 0 }),
+                None => {}
+            }
+        }
         let waiters: Arc<Waiters> = Arc::default();
         let log = PartitionLog {
             partition: p,
@@ -195,6 +233,14 @@ impl Node {
             applied: applied_tx,
             stop: self.stop.subscribe(),
             sync_every: self.config.sync_every,
+            snapshots: self.config.snapshot_every.map(|every| Snapshots {
+                every,
+                buckets: self.buckets.clone(),
+                prefix: self.config.prefix.clone(),
+                last: start.seq,
+                trimmed: Arc::new(std::sync::atomic::AtomicU64::new(start.seq)),
+                node: self.config.name.clone(),
+            }),
         };
         self.tasks.push(tokio::spawn(applier.run()));
         self.partitions.insert(p, Hosted { db, applied });
@@ -264,12 +310,15 @@ impl Node {
         Ok(out)
     }
 
-    /// Stop the appliers and make every applied entry durable in the files.
+    /// Stop the appliers, make every applied entry durable in the files, and leave the list
+    /// of live nodes (so that the streams' entries this node had yet to apply may be purged
+    /// once snapshots hold them).
     pub async fn shutdown(mut self) -> Result<(), ClusterError> {
         let _ = self.stop.send(true);
         for t in std::mem::take(&mut self.tasks) {
             let _ = t.await;
         }
+        let _ = self.buckets.status.delete(&self.config.name).await;
         for h in self.partitions.values() {
             let db = h.db.clone();
             tokio::task::spawn_blocking(move || db.sync())
@@ -286,6 +335,48 @@ impl Drop for Node {
         for t in &self.tasks {
             t.abort();
         }
+    }
+}
+
+impl Applier {
+    /// Copy the file between two entries and publish it (in a task of its own), if anything
+    /// was applied since the last snapshot; then trim the stream (again, if a lagging node held
+    /// the last trim back).
+    fn snapshot(&mut self) -> Result<(), ClusterError> {
+        use std::sync::atomic::Ordering;
+        let applied = self.applied.borrow().seq;
+        let p = self.partition;
+        let Some(s) = self.snapshots.as_mut() else { return Ok(()) };
+        let (buckets, prefix, js, me) =
+            (s.buckets.clone(), s.prefix.clone(), self.js.clone(), s.node.clone());
+        let trimmed = Arc::clone(&s.trimmed);
+        if applied > s.last {
+            let file = tokio::task::block_in_place(|| crate::snapshot::copy(&self.db, p))?;
+            s.last = applied;
+            tokio::spawn(async move {
+                let done = async {
+                    crate::snapshot::upload(&buckets.snapshots, p, applied, &file).await?;
+                    crate::snapshot::trim(&js, &buckets.status, &prefix, (&me, p), applied).await
+                };
+                match done.await {
+                    Ok(through) => {
+                        trimmed.fetch_max(through, Ordering::Relaxed);
+                    }
+                    Err(e) => tracing::warn!(partition = p, error = %e, "snapshot not published"),
+                }
+            });
+        } else if trimmed.load(Ordering::Relaxed) < s.last {
+            let last = s.last;
+            tokio::spawn(async move {
+                match crate::snapshot::trim(&js, &buckets.status, &prefix, (&me, p), last).await {
+                    Ok(through) => {
+                        trimmed.fetch_max(through, Ordering::Relaxed);
+                    }
+                    Err(e) => tracing::warn!(partition = p, error = %e, "stream not trimmed"),
+                }
+            });
+        }
+        Ok(())
     }
 }
 
@@ -355,6 +446,20 @@ struct Applier {
     applied: watch::Sender<Applied>,
     stop: watch::Receiver<bool>,
     sync_every: Duration,
+    snapshots: Option<Snapshots>,
+}
+
+/// An applier's snapshots (see `snapshot.rs`).
+struct Snapshots {
+    every: Duration,
+    buckets: Buckets,
+    prefix: String,
+    /// The entry the last snapshot held (or the file, at start).
+    last: u64,
+    /// The entry through which the stream was trimmed after it (shared with the task that
+    /// publishes the snapshot), below `last` while a live node lags.
+    trimmed: Arc<std::sync::atomic::AtomicU64>,
+    node: String,
 }
 
 impl Applier {
@@ -395,9 +500,12 @@ impl Applier {
         let mut messages = consumer.messages().await.map_err(ClusterError::nats)?;
         let mut sync = tokio::time::interval(self.sync_every);
         let mut synced = start.seq;
+        let every = self.snapshots.as_ref().map_or(Duration::from_secs(3600), |s| s.every);
+        let mut snap = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         loop {
             tokio::select! {
                 _ = self.stop.changed() => return Ok(()),
+                _ = snap.tick(), if self.snapshots.is_some() => self.snapshot()?,
                 _ = sync.tick() => {
                     let now = self.applied.borrow().seq;
                     if now > synced {

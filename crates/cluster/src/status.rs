@@ -66,6 +66,22 @@ pub(crate) async fn bucket(
     .map_err(ClusterError::nats)
 }
 
+/// The statuses of the live nodes (those that published within the last minute), by name.
+pub(crate) async fn live(bucket: &kv::Store) -> Result<Vec<NodeStatus>, ClusterError> {
+    let mut nodes: Vec<NodeStatus> = Vec::new();
+    let mut keys = bucket.keys().await.map_err(ClusterError::nats)?;
+    while let Some(k) = keys.next().await {
+        let k = k.map_err(ClusterError::nats)?;
+        if let Some(v) = bucket.get(&k).await.map_err(ClusterError::nats)?
+            && let Ok(s) = serde_json::from_slice::<NodeStatus>(&v)
+        {
+            nodes.push(s);
+        }
+    }
+    nodes.sort_by(|a, b| a.node.cmp(&b.node));
+    Ok(nodes)
+}
+
 /// Every partition of a cluster of `partitions` (streams named under `prefix`), as each live
 /// node holds it: its place, the stream's end, the lag. Read from the NATS servers at
 /// `servers` (URLs separated by commas).
@@ -76,19 +92,10 @@ pub async fn cluster_status(
 ) -> Result<Vec<PartitionLine>, ClusterError> {
     let client = crate::connect(servers).await?;
     let js = jetstream::new(client);
-    let mut nodes: Vec<NodeStatus> = Vec::new();
-    if let Ok(b) = js.get_key_value(bucket_name(prefix)).await {
-        let mut keys = b.keys().await.map_err(ClusterError::nats)?;
-        while let Some(k) = keys.next().await {
-            let k = k.map_err(ClusterError::nats)?;
-            if let Some(v) = b.get(&k).await.map_err(ClusterError::nats)?
-                && let Ok(s) = serde_json::from_slice::<NodeStatus>(&v)
-            {
-                nodes.push(s);
-            }
-        }
-    }
-    nodes.sort_by(|a, b| a.node.cmp(&b.node));
+    let nodes = match js.get_key_value(bucket_name(prefix)).await {
+        Ok(b) => live(&b).await?,
+        Err(_) => Vec::new(),
+    };
     let mut out = Vec::new();
     for p in 0..partitions {
         let last = match js.get_stream(stream_name(prefix, p)).await {

@@ -173,3 +173,80 @@ async fn writes_wait_for_the_log_and_fail_cleanly_when_it_is_gone() {
     assert!(done, "writes did not resume after the server came back");
     a.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn new_and_wiped_nodes_start_from_snapshots_and_the_log_is_trimmed() {
+    let _ = tracing_subscriber::fmt().with_env_filter("mnemon_cluster=debug").with_test_writer().try_init();
+    let nats = Nats::start();
+    let (da, db_, dc) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let with_snapshots = |name: &str, dir: &Path| {
+        let mut c = config(&nats, name, dir, 2);
+        c.snapshot_every = Some(Duration::from_millis(300));
+        c
+    };
+    let a = Node::start(with_snapshots("a", da.path())).await.unwrap();
+    let b = Node::start(with_snapshots("b", db_.path())).await.unwrap();
+    let dbs: Vec<(String, Db)> =
+        ["x", "y", "z", "w"].iter().map(|n| (n.to_string(), a.db_for(n).unwrap().clone())).collect();
+    let dbs2 = dbs.clone();
+    blocking(move || write_mix(dbs, 1)).await;
+    // b leaves; a writes on, snapshots, and trims the streams past what b had applied.
+    b.shutdown().await.unwrap();
+    let tokens = blocking(move || {
+        write_mix(dbs2, 2);
+        take_tokens()
+    })
+    .await;
+    let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await.unwrap());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    for (p, seq) in &tokens {
+        loop {
+            let mut s = js.get_stream(format!("MNEMON_P{p:03}")).await.unwrap();
+            let first = s.info().await.unwrap().state.first_sequence;
+            if first > *seq {
+                break;
+            }
+            if std::time::Instant::now() >= deadline {
+                let os = js.get_object_store("MNEMON_SNAPSHOTS").await;
+                let info = match &os {
+                    Ok(os) => format!("{:?}", os.info(format!("p{p:03}")).await.map(|i| i.metadata)),
+                    Err(e) => format!("no bucket: {e}"),
+                };
+                panic!("partition {p}: first entry {first}, not trimmed past {seq}; snapshot: {info}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    // b comes back behind the log's start: it starts from the snapshot. c is new: the same.
+    let b = Node::start(with_snapshots("b", db_.path())).await.unwrap();
+    let c = Node::start(with_snapshots("c", dc.path())).await.unwrap();
+    for node in [&b, &c] {
+        for (p, seq) in &tokens {
+            assert!(node.wait_applied(*p, *seq, Duration::from_secs(10)).await);
+        }
+    }
+    let (ea, eb, ec) = (exports(&a), exports(&b), exports(&c));
+    assert_eq!(ea, eb);
+    assert_eq!(ea, ec);
+    assert!(ea.iter().map(|e| e.lines().count()).sum::<usize>() > 4 * 2 * 6);
+    // And they go on with the log.
+    let dbc = c.db_for("x").unwrap().clone();
+    let more = blocking(move || {
+        dbc.ns("x")
+            .unwrap()
+            .add(Learning { text: "after the snapshot".into(), ..Default::default() })
+            .unwrap();
+        take_tokens()
+    })
+    .await;
+    for (p, seq) in &more {
+        assert!(a.wait_applied(*p, *seq, Duration::from_secs(10)).await);
+        assert!(b.wait_applied(*p, *seq, Duration::from_secs(10)).await);
+    }
+    assert_eq!(exports(&a), exports(&c));
+    assert_eq!(exports(&b), exports(&c));
+    for n in [a, b, c] {
+        n.shutdown().await.unwrap();
+    }
+}

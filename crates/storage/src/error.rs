@@ -411,6 +411,15 @@ pub enum Error {
         /// The first damage read.
         reason: String,
     },
+    /// A copy of the database file ([`crate::Store::copy_to`]) could not be written, or no
+    /// copy could be taken without a commit tearing it.
+    #[error("cannot copy the database to {path}: {reason}")]
+    Copy {
+        /// The copy's path.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// A write to a store opened read-only.
     #[error("{path} is open for reading only")]
     ReadOnly {

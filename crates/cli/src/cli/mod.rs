@@ -590,6 +590,11 @@ pub struct ServeArgs {
     /// consistency token) before it is answered 503.
     #[arg(long = "cluster-timeout", value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     pub cluster_timeout: u64,
+    /// Seconds between snapshots of each partition's file, published to JetStream's object
+    /// store for new nodes to start from; the streams' entries they hold are then purged once
+    /// every live node has applied them. 0: no snapshots, and the streams keep everything.
+    #[arg(long = "snapshot-every", value_name = "SECONDS", default_value_t = 600)]
+    pub snapshot_every: u64,
 }
 
 /// `mnemon cluster ...`.

@@ -143,6 +143,12 @@ impl Db {
         Ok(self.store.snapshot()?)
     }
 
+    /// Copy the database file, as of a commit, to `dest`: see [`Store::copy_to`] (one
+    /// partition's file for a partitioned handle: copy each of [`Db::partitions`]).
+    pub fn copy_to(&self, dest: &Path) -> Result<u64> {
+        Ok(self.store.copy_to(dest)?)
+    }
+
     /// Make every earlier commit durable (in every partition).
     pub fn sync(&self) -> Result<()> {
         if self.is_partitioned() {

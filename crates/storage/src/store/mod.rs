@@ -427,6 +427,26 @@ impl Store {
         self.write_with(ops, self.inner.durability)
     }
 
+    /// Copy the database file, as of a commit, to `dest` (created or replaced): a snapshot that
+    /// another process or machine can open as it is (a cluster's new node starts from one).
+    /// Every commit before the call is made durable first, then the file is copied and the
+    /// copy synced; a copy during which anything committed (this process's writers, or
+    /// another's on a shared file) is taken again, up to five times. Returns the commit the
+    /// copy holds (`commit_seq`).
+    pub fn copy_to(&self, dest: &Path) -> Result<u64, Error> {
+        let fail = |reason: String| Error::Copy { path: dest.to_path_buf(), reason };
+        for _ in 0..5 {
+            self.sync()?;
+            let before = self.snapshot()?.meta().commit_seq;
+            std::fs::copy(&self.inner.path, dest).map_err(|e| fail(e.to_string()))?;
+            std::fs::File::open(dest).and_then(|f| f.sync_all()).map_err(|e| fail(e.to_string()))?;
+            if self.snapshot()?.meta().commit_seq == before {
+                return Ok(before);
+            }
+        }
+        Err(fail("every copy was torn by a commit; the database is too busy".into()))
+    }
+
     /// The durability of [`Store::write`] ([`StoreOptions::durability`]).
     pub fn durability(&self) -> Durability {
         self.inner.durability
