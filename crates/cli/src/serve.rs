@@ -66,7 +66,9 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> Result<()> {
         options.tls = tls;
         tracing::info!("listening on {scheme}://{addr} (database {})", cli.db.display());
         if let Some(node) = &node {
-            options.config.consistency = Some(std::sync::Arc::new(NodeConsistency {
+            let advertised = args.advertise.clone().unwrap_or_else(|| format!("{scheme}://{addr}"));
+            node.advertise(&advertised);
+            options.config.cluster = Some(std::sync::Arc::new(NodeConsistency {
                 node: std::sync::Arc::clone(node),
                 runtime: tokio::runtime::Handle::current(),
                 timeout: std::time::Duration::from_secs(args.cluster_timeout),
@@ -169,7 +171,7 @@ fn parse_partitions(spec: &str, count: u32) -> Result<Vec<u32>> {
     Ok(out.into_iter().collect())
 }
 
-/// A node's read-your-writes (see `mnemon_server::http::Consistency`).
+/// A node's read-your-writes and redirects (see `mnemon_server::http::Cluster`).
 #[derive(Debug)]
 struct NodeConsistency {
     node: std::sync::Arc<mnemon_cluster::Node>,
@@ -177,7 +179,7 @@ struct NodeConsistency {
     timeout: std::time::Duration,
 }
 
-impl mnemon_server::http::Consistency for NodeConsistency {
+impl mnemon_server::http::Cluster for NodeConsistency {
     fn wait(&self, token: &str) -> std::result::Result<(), (bool, String)> {
         let tokens = mnemon_cluster::parse_tokens(token).ok_or_else(|| {
             (true, format!("malformed consistency token {token:?} (expected `partition:sequence,...`)"))
@@ -203,6 +205,10 @@ impl mnemon_server::http::Consistency for NodeConsistency {
     fn take(&self) -> Option<String> {
         let t = mnemon_cluster::take_tokens();
         (!t.is_empty()).then(|| mnemon_cluster::format_tokens(&t))
+    }
+
+    fn elsewhere(&self, ns: &str) -> Option<String> {
+        self.node.elsewhere(ns)
     }
 }
 

@@ -329,3 +329,62 @@ fn three_nodes_on_three_servers_lose_no_acknowledged_write_through_kills_and_sto
         seen.failed
     );
 }
+
+#[test]
+fn a_request_for_a_partition_hosted_elsewhere_is_redirected_there() {
+    let nats = Nats::start();
+    let dir = tempfile::tempdir().unwrap();
+    let url = nats.url();
+    let start = |name: &str, parts: &str| {
+        let files = dir.path().join(name);
+        let args = [
+            "--no-auth",
+            "--cluster",
+            url.as_str(),
+            "--node",
+            name,
+            "--partition-count",
+            "4",
+            "--partitions",
+            parts,
+        ];
+        let (child, addr, stderr) = spawn_serve(dir.path(), &files, &args);
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for _ in stderr.lines() {}
+        });
+        (child, addr)
+    };
+    let (mut a, addr_a) = start("a", "0-1");
+    let (mut b, addr_b) = start("b", "2,3");
+    let ns =
+        (0..100).map(|i| format!("project:{i}")).find(|n| mnemon_cluster::partition_of(n, 4) >= 2).unwrap();
+    let plain = reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    // Once b's status is published, a sends b's namespaces to b.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let location = loop {
+        let r = plain
+            .post(format!("http://{addr_a}/v1/ns/{ns}/memories?x=1"))
+            .json(&json!({"kind": "learning", "text": "t"}))
+            .send()
+            .unwrap();
+        if r.status().as_u16() == 307 {
+            break r.headers()["location"].to_str().unwrap().to_string();
+        }
+        assert_eq!(r.status().as_u16(), 503, "before b is known: {}", r.text().unwrap_or_default());
+        assert!(Instant::now() < deadline, "no redirect");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(location, format!("http://{addr_b}/v1/ns/{ns}/memories?x=1"));
+    // A client that follows redirects writes and reads through either node.
+    let (_, token) = write(&addr_a, &ns, "through a, stored by b");
+    assert_eq!(texts(&addr_a, &ns, &token), vec!["through a, stored by b".to_string()]);
+    for child in [&mut a, &mut b] {
+        let _ = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        assert!(child.wait().unwrap().success());
+    }
+}

@@ -16,6 +16,9 @@ use crate::error::ClusterError;
 use crate::log::{PartitionLog, Waiters};
 use crate::partition::{partition_of, stream_name, subject};
 
+/// How long after its last status a node still counts as live for redirects (microseconds).
+const LIVE_FOR: i64 = 5_000_000;
+
 /// How long a starting node waits for JetStream (a new cluster elects its leader first).
 const STARTUP: Duration = Duration::from_secs(60);
 
@@ -103,6 +106,10 @@ pub struct Node {
     config: NodeConfig,
     js: jetstream::Context,
     buckets: Buckets,
+    /// Where this node serves (see [`Node::advertise`]).
+    url: Arc<std::sync::RwLock<Option<String>>>,
+    /// The other nodes that published their status lately (see [`Node::elsewhere`]).
+    peers: Arc<std::sync::RwLock<Vec<crate::status::NodeStatus>>>,
     partitions: BTreeMap<u32, Hosted>,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -168,7 +175,16 @@ impl Node {
             status: crate::status::bucket(&js, &config.prefix, config.replicas).await?,
             snapshots: crate::snapshot::bucket(&js, &config.prefix, config.replicas).await?,
         };
-        let mut node = Node { config, js, buckets, partitions: BTreeMap::new(), stop, tasks: Vec::new() };
+        let mut node = Node {
+            config,
+            js,
+            buckets,
+            url: Arc::default(),
+            peers: Arc::default(),
+            partitions: BTreeMap::new(),
+            stop,
+            tasks: Vec::new(),
+        };
         for p in node.config.hosted.clone() {
             node.host(p).await?;
         }
@@ -177,6 +193,8 @@ impl Node {
             node: node.config.name.clone(),
             applied: node.partitions.iter().map(|(&p, h)| (p, h.applied.clone())).collect(),
             stop: node.stop.subscribe(),
+            url: Arc::clone(&node.url),
+            peers: Arc::clone(&node.peers),
         };
         node.tasks.push(tokio::spawn(publisher.run()));
         Ok(node)
@@ -278,6 +296,30 @@ impl Node {
             dbs: self.partitions.iter().map(|(&p, h)| (p, h.db.clone())).collect(),
         };
         Ok(Db::partitioned(Arc::new(hosting))?)
+    }
+
+    /// Say where this node serves its partitions (`http://host:port`): published with its
+    /// status, so that other nodes redirect requests for its partitions here.
+    pub fn advertise(&self, url: &str) {
+        *self.url.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(url.to_string());
+    }
+
+    /// Where namespace `ns` is served if this node does not host its partition: the URL of the
+    /// live node hosting it that has applied the most of it (`None`: hosted here, or no live
+    /// node hosting it has said where it serves). Nodes are live while their status is
+    /// refreshed (every second; one not refreshed for 5 seconds is passed over).
+    pub fn elsewhere(&self, ns: &str) -> Option<String> {
+        let p = self.partition_of(ns);
+        if self.partitions.contains_key(&p) {
+            return None;
+        }
+        let peers = self.peers.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        peers
+            .iter()
+            .filter(|n| n.node != self.config.name && n.url.is_some())
+            .filter_map(|n| n.applied.get(&p).map(|a| (*a, n)))
+            .max_by_key(|(a, _)| *a)
+            .and_then(|(_, n)| n.url.clone())
     }
 
     /// The partitions this node hosts.
@@ -386,6 +428,8 @@ struct StatusPublisher {
     node: String,
     applied: Vec<(u32, watch::Receiver<Applied>)>,
     stop: watch::Receiver<bool>,
+    url: Arc<std::sync::RwLock<Option<String>>>,
+    peers: Arc<std::sync::RwLock<Vec<crate::status::NodeStatus>>>,
 }
 
 impl StatusPublisher {
@@ -395,14 +439,20 @@ impl StatusPublisher {
             tokio::select! {
                 _ = self.stop.changed() => return,
                 _ = tick.tick() => {
+                    let now = mnemon::Timestamp::now().as_micros();
                     let status = crate::status::NodeStatus {
                         node: self.node.clone(),
                         applied: self.applied.iter().map(|(p, a)| (*p, a.borrow().seq)).collect(),
-                        at: mnemon::Timestamp::now().as_micros(),
+                        at: now,
+                        url: self.url.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone(),
                     };
                     if let Ok(bytes) = serde_json::to_vec(&status) {
                         // A status lost while NATS is away is published again next second.
                         let _ = self.bucket.put(&self.node, bytes.into()).await;
+                    }
+                    if let Ok(mut live) = crate::status::live(&self.bucket).await {
+                        live.retain(|n| now - n.at < LIVE_FOR);
+                        *self.peers.write().unwrap_or_else(std::sync::PoisonError::into_inner) = live;
                     }
                 }
             }

@@ -24,6 +24,9 @@ pub struct NodeStatus {
     pub applied: BTreeMap<u32, u64>,
     /// When it published this, microseconds since the epoch (its clock).
     pub at: i64,
+    /// Where it serves its partitions (`http://host:port`), if it said.
+    #[serde(default)]
+    pub url: Option<String>,
 }
 
 /// One line of [`cluster_status`]: a partition as one node holds it.

@@ -573,6 +573,10 @@ pub struct ServeArgs {
     /// (docs/cluster.md).
     #[arg(long, value_name = "URLS")]
     pub cluster: Option<String>,
+    /// The URL other nodes redirect requests for this node's partitions to (default: the
+    /// listen address, which a node listening on 0.0.0.0 must replace).
+    #[arg(long, value_name = "URL", requires = "cluster")]
+    pub advertise: Option<String>,
     /// This node's name, unique in the cluster (default: the host name).
     #[arg(long, value_name = "NAME", requires = "cluster")]
     pub node: Option<String>,

@@ -47,19 +47,20 @@ pub struct Config {
     pub queue: usize,
     /// The largest reply an MCP tool call may give, in bytes.
     pub mcp_max_reply: usize,
-    /// Read-your-writes across the nodes of a cluster (see [`Consistency`]); none for a
-    /// single file.
-    pub consistency: Option<Arc<dyn Consistency>>,
+    /// The node of a cluster this server is (see [`Cluster`]); none for a single file.
+    pub cluster: Option<Arc<dyn Cluster>>,
 }
 
 /// The header a write's answer carries its consistency token in, and a read sends it back
-/// in to see that write on any node (see [`Consistency`]).
+/// in to see that write on any node (see [`Cluster`]).
 pub const CONSISTENCY_HEADER: &str = "mnemon-consistency";
 
-/// Read-your-writes across the nodes of a cluster (`mnemon serve --cluster`): a write's answer
-/// carries a token (the header [`CONSISTENCY_HEADER`]) naming where it is in the log, and a
-/// request carrying one waits, a bounded time, until this node has applied that far.
-pub trait Consistency: Send + Sync + std::fmt::Debug {
+/// A server that is a node of a cluster (`mnemon serve --cluster`). Read-your-writes across
+/// nodes: a write's answer carries a token (the header [`CONSISTENCY_HEADER`]) naming where it
+/// is in the log, and a request carrying one waits, a bounded time, until this node has
+/// applied that far. And a request for a namespace this node does not host is redirected
+/// (307) to a node that does.
+pub trait Cluster: Send + Sync + std::fmt::Debug {
     /// Wait until this node has applied `token`; `Err(reason)` if it is malformed (400) or
     /// not applied in time (503). Called on a blocking thread.
     fn wait(&self, token: &str) -> Result<(), (bool, String)>;
@@ -67,6 +68,9 @@ pub trait Consistency: Send + Sync + std::fmt::Debug {
     /// on the blocking thread that ran the operation (and before, to forget what an earlier
     /// request on that thread left).
     fn take(&self) -> Option<String>;
+    /// Where namespace `ns` is served if not here: the base URL (`http://host:port`) of a live
+    /// node hosting its partition (`None`: here, or no node known).
+    fn elsewhere(&self, ns: &str) -> Option<String>;
 }
 
 impl Default for Config {
@@ -78,7 +82,7 @@ impl Default for Config {
             body_timeout: Duration::from_secs(30),
             queue: 256,
             mcp_max_reply: crate::mcp::MAX_REPLY as usize,
-            consistency: None,
+            cluster: None,
         }
     }
 }
@@ -399,6 +403,17 @@ async fn call(
         .cloned()
         .or_else(|| header_ns(&parts.headers))
         .or_else(|| pairs.iter().find(|(k, _)| k == "ns").map(|(_, v)| v.clone()));
+    // A namespace of a partition hosted elsewhere: there (307 keeps the method and body).
+    if let (Some(cluster), Some(ns)) = (app.0.config.cluster.as_deref(), named.as_deref())
+        && let Some(base) = cluster.elsewhere(ns)
+    {
+        let target = format!(
+            "{}{}",
+            base.trim_end_matches('/'),
+            parts.uri.path_and_query().map_or("", |p| p.as_str())
+        );
+        return Ok((StatusCode::TEMPORARY_REDIRECT, [(axum::http::header::LOCATION, target)]).into_response());
+    }
     let wait_for = match parts.headers.get(CONSISTENCY_HEADER) {
         Some(v) => {
             Some(v.to_str().map_err(|_| Problem::invalid("the consistency token is not text"))?.to_string())
@@ -410,7 +425,7 @@ async fn call(
         let app = app.clone();
         move || -> Result<(Value, Option<String>), Problem> {
             let _slot = slot;
-            let consistency = app.0.config.consistency.as_deref();
+            let consistency = app.0.config.cluster.as_deref();
             if let Some(c) = consistency {
                 // What an earlier request on this thread left.
                 c.take();
