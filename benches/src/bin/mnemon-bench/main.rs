@@ -23,6 +23,7 @@ use mnemon::embed::EmbedderSpec;
 mod ann;
 mod calls;
 mod chroma;
+mod cluster;
 mod fvecs;
 mod mcp;
 mod report;
@@ -219,6 +220,23 @@ enum Bench {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000))]
         batch: u64,
     },
+    /// `mnemon serve --cluster` nodes on three nats-servers (scripts/fetch-nats-server.sh):
+    /// write and search throughput with one node and with three, a lagging node's catch-up,
+    /// a client's failover when its node is killed (docs/cluster.md).
+    Cluster {
+        /// The `mnemon` executable (default: the one built beside this benchmark).
+        #[arg(long, value_name = "PATH")]
+        mnemon: Option<PathBuf>,
+        /// Concurrent agents.
+        #[arg(long, default_value_t = 32)]
+        agents: usize,
+        /// Seconds per phase.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Partitions of the cluster.
+        #[arg(long, default_value_t = 16)]
+        partitions: u32,
+    },
     /// Write a seeded clustered data set with its exact cosine ground truth (TEXMEX format).
     AnnData {
         /// The folder to write base.fvecs, queries.fvecs and gt.ivecs into.
@@ -326,6 +344,18 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
                 batch: usize::try_from(*batch).unwrap_or(1),
             };
             serve::run(out, &exe, &load)
+        }
+        Bench::Cluster { mnemon, agents, seconds, partitions } => {
+            let exe = match mnemon {
+                Some(p) => p.clone(),
+                None => mcp::beside_this().ok_or_else(|| {
+                    usage("no mnemon executable beside mnemon-bench: build it (cargo build --release -p mnemon-cli) or give --mnemon PATH")
+                })?,
+            };
+            if *agents == 0 || *seconds == 0 || *partitions == 0 {
+                return Err(usage("--agents, --seconds and --partitions must be at least 1"));
+            }
+            cluster::run(out, &exe, &cluster::Load { agents: *agents, seconds: *seconds, partitions: *partitions })
         }
         Bench::Search { records, queries, seed, lexical_share } => {
             search::run(out, built()?, *records, *queries, *seed, lexical_share)
