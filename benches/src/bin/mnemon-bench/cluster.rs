@@ -37,7 +37,16 @@ fn start(mnemon: &Path, files: &Path, name: &str, urls: &str, partitions: u32) -
         .arg("--db")
         .arg(files)
         .args(["serve", "--no-auth", "--exclusive", "--listen", "127.0.0.1:0", "--queue", "1024"])
-        .args(["--cluster", urls, "--node", name, "--replicas", "3", "--partition-count", &partitions.to_string()])
+        .args([
+            "--cluster",
+            urls,
+            "--node",
+            name,
+            "--replicas",
+            "3",
+            "--partition-count",
+            &partitions.to_string(),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -47,7 +56,12 @@ fn start(mnemon: &Path, files: &Path, name: &str, urls: &str, partitions: u32) -
     let addr = loop {
         match lines.next() {
             Some(Ok(l)) if l.contains("listening on") => {
-                break l.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or_default().to_string();
+                break l
+                    .split("http://")
+                    .nth(1)
+                    .and_then(|r| r.split_whitespace().next())
+                    .unwrap_or_default()
+                    .to_string();
             }
             Some(Ok(_)) => continue,
             _ => {
@@ -82,7 +96,8 @@ fn drive(
                 s.spawn(move || {
                     let mut lat = Vec::new();
                     let mut failed = 0;
-                    let Ok(c) = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)).build() else {
+                    let Ok(c) = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)).build()
+                    else {
                         return (lat, 1);
                     };
                     let mut i = 0;
@@ -124,9 +139,18 @@ fn search(a: usize, i: usize, c: &reqwest::blocking::Client, addr: &str) -> bool
 /// The greatest lag of `node` over every partition (`None` before it has published).
 fn lag(mnemon: &Path, urls: &str, partitions: u32, node: &str) -> Result<Option<u64>> {
     let out = Command::new(mnemon)
-        .args(["--json", "cluster", "status", "--cluster", urls, "--partition-count", &partitions.to_string()])
+        .args([
+            "--json",
+            "cluster",
+            "status",
+            "--cluster",
+            urls,
+            "--partition-count",
+            &partitions.to_string(),
+        ])
         .output()?;
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let mine: Vec<&Value> = lines.iter().filter(|l| l["node"] == node).collect();
     if mine.len() < partitions as usize {
         return Ok(None);
@@ -209,14 +233,26 @@ pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
         drop(servers);
     }
     if out.json {
-        out.json_line(&json!({"agents": agents, "seconds": seconds, "partitions": partitions, "runs": report}))?;
+        out.json_line(
+            &json!({"agents": agents, "seconds": seconds, "partitions": partitions, "runs": report}),
+        )?;
     } else {
         out.line(format!(
             "mnemon serve --cluster: 3 nats-servers (streams of 3 replicas), {partitions} partitions, {agents} agents spread over the nodes, {seconds} s per phase, all on this machine"
         ))?;
-        let (table_rows, notes): (Vec<Vec<String>>, Vec<Vec<String>>) = rows.into_iter().partition(|r| r.len() > 1);
+        let (table_rows, notes): (Vec<Vec<String>>, Vec<Vec<String>>) =
+            rows.into_iter().partition(|r| r.len() > 1);
         out.line(table(
-            &["nodes", "writes/s", "write p50 ms", "write p99 ms", "searches/s", "search p50 ms", "search p99 ms", "failed w/r"],
+            &[
+                "nodes",
+                "writes/s",
+                "write p50 ms",
+                "write p99 ms",
+                "searches/s",
+                "search p50 ms",
+                "search p99 ms",
+                "failed w/r",
+            ],
             &table_rows,
         ))?;
         for n in notes {

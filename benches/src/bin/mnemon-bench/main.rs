@@ -355,7 +355,11 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
             if *agents == 0 || *seconds == 0 || *partitions == 0 {
                 return Err(usage("--agents, --seconds and --partitions must be at least 1"));
             }
-            cluster::run(out, &exe, &cluster::Load { agents: *agents, seconds: *seconds, partitions: *partitions })
+            cluster::run(
+                out,
+                &exe,
+                &cluster::Load { agents: *agents, seconds: *seconds, partitions: *partitions },
+            )
         }
         Bench::Search { records, queries, seed, lexical_share } => {
             search::run(out, built()?, *records, *queries, *seed, lexical_share)
