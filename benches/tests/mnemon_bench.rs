@@ -163,6 +163,38 @@ fn serve_loads_a_real_server_and_checks_every_write() {
     bench(&["serve", "--seconds", "2", "--kill-at", "3"]).fails(2, "--kill-at");
 }
 
+/// The cluster bench runs end to end (a few agents, a second a phase, on three nats-servers):
+/// both configurations measured, the stopped node caught up, the client's failover timed.
+#[test]
+fn cluster_measures_one_and_three_nodes() {
+    let exe = mnemon();
+    let report = bench(&[
+        "--json",
+        "cluster",
+        "--mnemon",
+        exe.to_str().unwrap(),
+        "--agents",
+        "4",
+        "--seconds",
+        "1",
+        "--partitions",
+        "4",
+    ])
+    .json();
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.iter().map(|r| r["nodes"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 3], "{report}");
+    for r in runs {
+        assert!(
+            r["writes_per_s"].as_f64().unwrap() > 0.0 && r["reads_per_s"].as_f64().unwrap() > 0.0,
+            "{report}"
+        );
+        assert_eq!((r["failed_writes"].as_u64(), r["failed_reads"].as_u64()), (Some(0), Some(0)), "{report}");
+    }
+    assert!(runs[1]["more"]["catch_up_entries"].as_u64().unwrap() > 0, "{report}");
+    assert!(runs[1]["more"]["failover_ms"].as_f64().unwrap() > 0.0, "{report}");
+    bench(&["cluster", "--agents", "0"]).fails(2, "at least 1");
+}
+
 /// The server killed with SIGKILL mid-load and started again, its writes sent as batches of
 /// three: no acknowledged write lost.
 #[test]
