@@ -316,12 +316,7 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
             reference.as_deref(),
         ),
         Bench::Serve { mnemon, agents, namespaces, seconds, no_stdio, exclusive, kill_at, chroma, batch } => {
-            let exe = match mnemon {
-                Some(p) => p.clone(),
-                None => mcp::beside_this().ok_or_else(|| {
-                    usage("no mnemon executable beside mnemon-bench: build it (cargo build --release -p mnemon-cli) or give --mnemon PATH")
-                })?,
-            };
+            let exe = mnemon_exe(mnemon.as_ref())?;
             if *agents == 0 || *namespaces == 0 || *seconds == 0 {
                 return Err(usage("--agents, --namespaces and --seconds must be at least 1"));
             }
@@ -346,12 +341,7 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
             serve::run(out, &exe, &load)
         }
         Bench::Cluster { mnemon, agents, seconds, partitions } => {
-            let exe = match mnemon {
-                Some(p) => p.clone(),
-                None => mcp::beside_this().ok_or_else(|| {
-                    usage("no mnemon executable beside mnemon-bench: build it (cargo build --release -p mnemon-cli) or give --mnemon PATH")
-                })?,
-            };
+            let exe = mnemon_exe(mnemon.as_ref())?;
             if *agents == 0 || *seconds == 0 || *partitions == 0 {
                 return Err(usage("--agents, --seconds and --partitions must be at least 1"));
             }
@@ -390,5 +380,16 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
             };
             search::embed_speed(out, &specs, *texts, *batch, write_texts.as_deref())
         }
+    }
+}
+
+/// The `mnemon` executable a bench drives: the one given, else the one built beside this
+/// benchmark.
+fn mnemon_exe(given: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
+    match given {
+        Some(p) => Ok(p.clone()),
+        None => mcp::beside_this().ok_or_else(|| {
+            usage("no mnemon executable beside mnemon-bench: build it (cargo build --release -p mnemon-cli) or give --mnemon PATH")
+        }),
     }
 }
