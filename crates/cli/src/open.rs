@@ -129,15 +129,23 @@ pub(crate) fn open_read(cli: &Cli) -> Result<Db> {
 
 /// The embedder asked for with `--embedder` (else the database's recorded one).
 pub(crate) fn with_embedder(cli: &Cli, b: mnemon::DbBuilder) -> Result<mnemon::DbBuilder> {
-    Ok(match &cli.embedder {
-        // A configuration that cannot work (a model this build leaves out, no server URL) is
-        // a usage error; a server or a model that fails is not.
-        Some(spec) => b.embedder(spec.build().map_err(|e| match e {
-            mnemon::embed::EmbedError::Config(_) => usage(e.to_string()),
-            e => e.into(),
-        })?),
+    Ok(match asked_embedder(cli)? {
+        Some(e) => b.embedder(e),
         None => b,
     })
+}
+
+/// The embedder `--embedder` names, built (`None` without the option).
+pub(crate) fn asked_embedder(cli: &Cli) -> Result<Option<Embedder>> {
+    match &cli.embedder {
+        // A configuration that cannot work (a model this build leaves out, no server URL) is
+        // a usage error; a server or a model that fails is not.
+        Some(spec) => Ok(Some(spec.build().map_err(|e| match e {
+            mnemon::embed::EmbedError::Config(_) => usage(e.to_string()),
+            e => e.into(),
+        })?)),
+        None => Ok(None),
+    }
 }
 
 /// The embedder of a new database: the local model if it is installed, else (`Err`) the

@@ -114,13 +114,7 @@ async fn start_node(
         Some(n) => n.clone(),
         None => std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "mnemon".into()),
     };
-    let embedder = match &cli.embedder {
-        Some(spec) => Some(spec.build().map_err(|e| match e {
-            mnemon::embed::EmbedError::Config(_) => usage(e.to_string()),
-            e => e.into(),
-        })?),
-        None => None,
-    };
+    let embedder = crate::open::asked_embedder(cli)?;
     let shared = !args.exclusive;
     let mut config = mnemon_cluster::NodeConfig::new(servers, &name, &cli.db);
     config.partitions = args.partition_count;
