@@ -21,10 +21,14 @@ use rayon::prelude::*;
 
 use crate::error::IndexError;
 use crate::exact::Scored;
-use crate::graph::{HnswParams, VectorIndex};
+use crate::graph::{HnswParams, NoRows, Rows, VectorIndex};
 use crate::kernel::dot;
+use crate::quant::{Quantiser, QueryCode};
 
-const MAGIC: &[u8; 8] = b"MNHNSW01";
+/// The graph file's format: 2 holds the codes and their ranges instead of the `f32` vectors.
+const MAGIC: &[u8; 8] = b"MNHNSW02";
+/// Format 1 (vectors as `f32`): refused, so the index rebuilds it from the database.
+const MAGIC_1: &[u8; 8] = b"MNHNSW01";
 const MAX_LEVEL: usize = 16;
 
 /// A distance and a node, ordered by distance (then node, for determinism).
@@ -89,8 +93,12 @@ struct Node {
 pub struct FlatHnsw {
     params: HnswParams,
     dim: usize,
-    /// Vectors in insertion order.
+    /// Vectors in insertion order: while inserting, and always in a graph that walks on
+    /// them ([`FlatHnsw::walk_exact`]); otherwise empty, the exact vectors read from the
+    /// caller's [`Rows`].
     data: Vec<f32>,
+    /// Whether searches walk on the exact vectors (kept in `data`) instead of the codes.
+    exact_walk: bool,
     /// Insertion order to the caller's point id.
     ids: Vec<u32>,
     nodes: Vec<Node>,
@@ -101,6 +109,62 @@ pub struct FlatHnsw {
     /// insert (which takes `&mut self`, so no search runs meanwhile).
     frozen: Vec<u32>,
     stride: usize,
+    /// The codes a search walks on (see [`crate::quant`]), once a batch is inserted: one per
+    /// node, [`Quantiser::stride`] bytes each, in insertion order.
+    quant: Option<Quantiser>,
+    codes: Vec<u8>,
+}
+
+/// How a walk measures the distance from its query to a node, and starts loading what that
+/// will read.
+trait Measure {
+    fn dist(&self, i: u32) -> f32;
+    fn prefetch(&self, i: u32);
+}
+
+/// Exact distances, on the `f32` vectors (building, and graphs without codes).
+struct Exact<'a> {
+    g: &'a FlatHnsw,
+    q: &'a [f32],
+}
+
+impl Measure for Exact<'_> {
+    #[inline]
+    fn dist(&self, i: u32) -> f32 {
+        self.g.dist(self.q, i)
+    }
+
+    #[inline]
+    fn prefetch(&self, i: u32) {
+        prefetch(self.g.vector(i));
+    }
+}
+
+/// Estimated distances, on the codes (searching).
+struct Coded<'a> {
+    quant: &'a Quantiser,
+    codes: &'a [u8],
+    q: QueryCode,
+}
+
+impl Coded<'_> {
+    #[inline]
+    fn code(&self, i: u32) -> &[u8] {
+        let s = self.quant.stride();
+        self.codes.get(i as usize * s..(i as usize + 1) * s).unwrap_or(&[])
+    }
+}
+
+impl Measure for Coded<'_> {
+    #[inline]
+    fn dist(&self, i: u32) -> f32 {
+        1.0 - self.quant.estimate(&self.q, self.code(i))
+    }
+
+    #[inline]
+    fn prefetch(&self, i: u32) {
+        prefetch_bytes(self.code(i));
+    }
 }
 
 impl std::fmt::Debug for FlatHnsw {
@@ -143,19 +207,59 @@ impl FlatHnsw {
             params,
             dim,
             data: Vec::new(),
+            exact_walk: false,
             ids: Vec::new(),
             nodes: Vec::new(),
             entry: RwLock::new(None),
             frozen: Vec::new(),
             stride: params.m * 2 + 1,
+            quant: None,
+            codes: Vec::new(),
         })
     }
 
     /// Build a graph over `points` (in parallel).
     pub fn build(params: HnswParams, dim: usize, points: &[(u32, &[f32])]) -> Result<Self, IndexError> {
         let mut g = FlatHnsw::new(params, dim)?;
-        g.insert(points);
+        g.insert(points, &NoRows);
         Ok(g)
+    }
+
+    /// The exact vectors of the nodes already in the graph, back in `data` for an insert:
+    /// from `rows`, or (a point `rows` does not have) decoded from its code.
+    fn restore(&mut self, rows: &dyn Rows) {
+        // Level-0 links back behind their locks, where an insert reads and changes them.
+        for (i, node) in self.nodes.iter().enumerate() {
+            let frozen = self.frozen.get(i * self.stride..(i + 1) * self.stride);
+            if let (Some(l), Some(row)) = (node.links.first(), frozen) {
+                let n = row.first().map_or(0, |&n| n as usize);
+                *write(l) = row.get(1..=n).unwrap_or(&[]).to_vec();
+            }
+        }
+        self.frozen = Vec::new();
+        if self.data.len() == self.ids.len() * self.dim {
+            return;
+        }
+        let mut data = Vec::with_capacity(self.ids.len() * self.dim);
+        for (i, &p) in self.ids.iter().enumerate() {
+            match (rows.row(p), &self.quant) {
+                (Some(v), _) if v.len() == self.dim => data.extend_from_slice(v),
+                (_, Some(q)) => {
+                    let s = q.stride();
+                    data.extend(q.decode(self.codes.get(i * s..(i + 1) * s).unwrap_or(&[])));
+                    data.resize((i + 1) * self.dim, 0.0);
+                }
+                _ => data.resize((i + 1) * self.dim, 0.0),
+            }
+        }
+        self.data = data;
+    }
+
+    /// A graph that keeps its own `f32` copy of every vector and walks on it, as the
+    /// versions before codes did (for comparison: it holds five times the bytes per vector).
+    pub fn walk_exact(mut self) -> Self {
+        self.exact_walk = true;
+        self
     }
 
     /// Copy the level-0 links into the lock-free array.
@@ -169,6 +273,13 @@ impl FlatHnsw {
                 let n = l.len().min(stride - 1);
                 row[0] = u32::try_from(n).unwrap_or(0);
                 row[1..=n].copy_from_slice(&l[..n]);
+            }
+        }
+        // The array is now the only copy of the level-0 links: `restore` puts them back for
+        // the next insert.
+        for node in &self.nodes {
+            if let Some(l) = node.links.first() {
+                *write(l) = Vec::new();
             }
         }
         self.frozen = frozen;
@@ -199,14 +310,14 @@ impl FlatHnsw {
     }
 
     /// Greedy descent on one level.
-    fn greedy(&self, q: &[f32], mut cur: u32, level: usize) -> u32 {
-        let mut d = self.dist(q, cur);
+    fn greedy(&self, m: &impl Measure, mut cur: u32, level: usize) -> u32 {
+        let mut d = m.dist(cur);
         loop {
             let mut moved = false;
             let mut next = cur;
             if let Some(l) = self.nodes.get(cur as usize).and_then(|n| n.links.get(level)) {
                 for &n in read(l).iter() {
-                    let dn = self.dist(q, n);
+                    let dn = m.dist(n);
                     if dn < d {
                         d = dn;
                         next = n;
@@ -225,7 +336,7 @@ impl FlatHnsw {
     /// only accepted nodes enter the results (all nodes are still walked).
     fn search_level(
         &self,
-        q: &[f32],
+        m: &impl Measure,
         start: u32,
         ef: usize,
         level: usize,
@@ -237,7 +348,7 @@ impl FlatHnsw {
             let accept = |i: u32| keep.is_none_or(|f| self.ids.get(i as usize).is_some_and(|p| f(*p)));
             let mut candidates: BinaryHeap<std::cmp::Reverse<Near>> = BinaryHeap::with_capacity(ef * 2);
             let mut results: BinaryHeap<Near> = BinaryHeap::with_capacity(ef + 1);
-            let d0 = self.dist(q, start);
+            let d0 = m.dist(start);
             visited.insert(start);
             candidates.push(std::cmp::Reverse(Near(d0, start)));
             if accept(start) {
@@ -270,12 +381,12 @@ impl FlatHnsw {
                 fresh.clear();
                 for &n in links {
                     if visited.insert(n) {
-                        prefetch(self.vector(n));
+                        m.prefetch(n);
                         fresh.push(n);
                     }
                 }
                 for &n in &fresh {
-                    let dn = self.dist(q, n);
+                    let dn = m.dist(n);
                     let worst = results.peek().map_or(f32::INFINITY, |w| w.0);
                     if results.len() < ef || dn < worst {
                         candidates.push(std::cmp::Reverse(Near(dn, n)));
@@ -292,6 +403,32 @@ impl FlatHnsw {
             out.sort_unstable();
             out
         })
+    }
+
+    /// Descend from the entry point to level 0 and gather the `ef` nearest there.
+    fn walk(
+        &self,
+        m: &impl Measure,
+        ep: u32,
+        top: u8,
+        ef: usize,
+        keep: Option<&(dyn Fn(u32) -> bool + Sync)>,
+    ) -> Vec<Near> {
+        let mut cur = ep;
+        for l in (1..=top as usize).rev() {
+            cur = self.greedy(m, cur, l);
+        }
+        self.search_level(m, cur, ef, 0, keep)
+    }
+
+    /// Give every node without one its code, fitting the ranges on the vectors of the first
+    /// batch.
+    fn encode(&mut self) {
+        let quant = self.quant.get_or_insert_with(|| Quantiser::fit(&self.data, self.dim));
+        let have = self.codes.len() / quant.stride();
+        for row in self.data.chunks_exact(self.dim).skip(have) {
+            quant.encode(row, &mut self.codes);
+        }
     }
 
     /// The neighbour-selection heuristic: walk candidates nearest first and keep one only if
@@ -324,13 +461,14 @@ impl FlatHnsw {
             return self.link(i);
         };
         let q = self.vector(i).to_vec();
+        let m = Exact { g: self, q: &q };
         let mut cur = ep;
         let top = top as usize;
         for l in (level + 1..=top).rev() {
-            cur = self.greedy(&q, cur, l);
+            cur = self.greedy(&m, cur, l);
         }
         for l in (0..=level.min(top)).rev() {
-            let found = self.search_level(&q, cur, self.params.ef_construction, l, None);
+            let found = self.search_level(&m, cur, self.params.ef_construction, l, None);
             let max = self.max_links(l);
             let chosen = self.select(&found, self.params.m.min(max));
             if let Some(links) = self.nodes.get(i as usize).and_then(|n| n.links.get(l)) {
@@ -376,8 +514,12 @@ impl FlatHnsw {
             .and_then(|mut f| f.read_to_end(&mut bytes))
             .map_err(|e| IndexError::Io { path: path.clone(), source: e })?;
         let mut r = Reader { bytes: &bytes, at: 0 };
-        if r.take(8).ok_or_else(|| bad("truncated"))? != MAGIC {
-            return Err(bad("not a mnemon graph file"));
+        match r.take(8).ok_or_else(|| bad("truncated"))? {
+            m if m == MAGIC => {}
+            m if m == MAGIC_1 => {
+                return Err(bad("a graph of format 1 (f32 vectors), rebuilt in format 2 (codes)"));
+            }
+            _ => return Err(bad("not a mnemon graph file")),
         }
         let mut next = || r.u32().ok_or_else(|| bad("truncated"));
         let dim = next()? as usize;
@@ -391,6 +533,18 @@ impl FlatHnsw {
         }
         let params = HnswParams { m, ef_construction, ef_search: 64 };
         let mut g = FlatHnsw::new(params, dim)?;
+        let mut floats = |what: &str| -> Result<Vec<f32>, IndexError> {
+            let b = r.take(dim * 4).ok_or_else(|| bad("truncated"))?;
+            let v: Vec<f32> =
+                b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            if v.iter().all(|x| x.is_finite()) { Ok(v) } else { Err(bad(&format!("{what} out of range"))) }
+        };
+        let lo = floats("ranges")?;
+        let step = floats("steps")?;
+        if step.iter().any(|&s| s <= 0.0) {
+            return Err(bad("steps out of range"));
+        }
+        let quant = Quantiser::from_parts(dim, lo, step);
         g.ids.reserve(n);
         g.nodes.reserve(n);
         for _ in 0..n {
@@ -418,8 +572,8 @@ impl FlatHnsw {
             g.ids.push(id);
             g.nodes.push(Node { level, links });
         }
-        let vec_bytes = r.take(n.saturating_mul(dim).saturating_mul(4)).ok_or_else(|| bad("truncated"))?;
-        g.data = vec_bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        g.codes = r.take(n.saturating_mul(quant.stride())).ok_or_else(|| bad("truncated"))?.to_vec();
+        g.quant = Some(quant);
         if r.at != bytes.len() {
             return Err(bad("trailing bytes"));
         }
@@ -450,6 +604,24 @@ fn prefetch(v: &[f32]) {
             _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));
             _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(128));
             _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(192));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = v;
+}
+
+/// Ask the CPU to start loading a code (every cache line of it).
+#[inline(always)]
+fn prefetch_bytes(v: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        for line in v.chunks(64) {
+            // SAFETY: as in `prefetch`: SSE is baseline on x86-64 and prefetches never fault.
+            #[allow(unsafe_code)]
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast::<i8>());
+            }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -494,7 +666,8 @@ impl VectorIndex for FlatHnsw {
         self.ids.len()
     }
 
-    fn insert(&mut self, points: &[(u32, &[f32])]) {
+    fn insert(&mut self, points: &[(u32, &[f32])], rows: &dyn Rows) {
+        self.restore(rows);
         let first = self.ids.len();
         for (p, v) in points {
             if v.len() != self.dim {
@@ -515,6 +688,10 @@ impl VectorIndex for FlatHnsw {
             rest.par_iter().with_min_len(64).for_each(|&i| this.link(i));
         }
         self.freeze();
+        self.encode();
+        if !self.exact_walk {
+            self.data = Vec::new();
+        }
     }
 
     fn search(
@@ -523,17 +700,40 @@ impl VectorIndex for FlatHnsw {
         k: usize,
         ef: usize,
         keep: Option<&(dyn Fn(u32) -> bool + Sync)>,
+        rows: &dyn Rows,
     ) -> Vec<Scored> {
         let Some((ep, top)) = *read(&self.entry) else { return Vec::new() };
         if k == 0 || query.len() != self.dim {
             return Vec::new();
         }
-        let mut cur = ep;
-        for l in (1..=top as usize).rev() {
-            cur = self.greedy(query, cur, l);
-        }
-        let found = self.search_level(query, cur, ef.max(k), 0, keep);
-        found
+        let ef = ef.max(k);
+        let found = match &self.quant {
+            Some(quant) if !self.exact_walk && self.codes.len() == self.ids.len() * quant.stride() => {
+                let m = Coded { quant, codes: &self.codes, q: quant.query(query) };
+                self.walk(&m, ep, top, ef, keep)
+            }
+            _ if self.data.len() == self.ids.len() * self.dim => {
+                self.walk(&Exact { g: self, q: query }, ep, top, ef, keep)
+            }
+            _ => return Vec::new(),
+        };
+        // The walk's distances are estimates: rank its finds by the exact vectors.
+        let mut exact: Vec<Near> = found
+            .into_iter()
+            .map(|n| {
+                let row = if self.exact_walk {
+                    Some(self.vector(n.1))
+                } else {
+                    self.ids.get(n.1 as usize).and_then(|&p| rows.row(p))
+                };
+                match row {
+                    Some(v) if v.len() == self.dim => Near(1.0 - dot(query, v), n.1),
+                    _ => n,
+                }
+            })
+            .collect();
+        exact.sort_unstable();
+        exact
             .into_iter()
             .take(k)
             .filter_map(|n| self.ids.get(n.1 as usize).map(|&p| Scored { point: p, score: 1.0 - n.0 }))
@@ -558,20 +758,29 @@ impl VectorIndex for FlatHnsw {
         ] {
             w.write_all(&x).map_err(io)?;
         }
-        for (id, node) in self.ids.iter().zip(&self.nodes) {
+        let (lo, step) = match &self.quant {
+            Some(q) => q.parts(),
+            None => return Err(IndexError::Save { path, reason: "the graph has no codes".into() }),
+        };
+        for x in lo.iter().chain(step) {
+            w.write_all(&x.to_le_bytes()).map_err(io)?;
+        }
+        for (i, (id, node)) in self.ids.iter().zip(&self.nodes).enumerate() {
             w.write_all(&id.to_le_bytes()).map_err(io)?;
             w.write_all(&[node.level]).map_err(io)?;
-            for l in &node.links {
+            for (level, l) in node.links.iter().enumerate() {
                 let l = read(l);
+                let l: &[u32] = match self.frozen_links(u32::try_from(i).unwrap_or(u32::MAX)) {
+                    Some(f) if level == 0 => f,
+                    _ => &l,
+                };
                 w.write_all(&u(l.len())).map_err(io)?;
-                for x in l.iter() {
+                for x in l {
                     w.write_all(&x.to_le_bytes()).map_err(io)?;
                 }
             }
         }
-        for x in &self.data {
-            w.write_all(&x.to_le_bytes()).map_err(io)?;
-        }
+        w.write_all(&self.codes).map_err(io)?;
         let f = w.into_inner().map_err(|e| IndexError::Io { path: path.clone(), source: e.into_error() })?;
         f.sync_all().map_err(io)?;
         Ok(vec![path])
@@ -579,6 +788,25 @@ impl VectorIndex for FlatHnsw {
 
     fn name(&self) -> &'static str {
         "mnemon"
+    }
+
+    fn memory(&self) -> usize {
+        let upper: usize = self
+            .nodes
+            .iter()
+            .map(|n| {
+                std::mem::size_of::<Node>()
+                    + n.links
+                        .iter()
+                        .map(|l| std::mem::size_of::<RwLock<Vec<u32>>>() + read(l).capacity() * 4)
+                        .sum::<usize>()
+            })
+            .sum();
+        self.data.capacity() * 4
+            + self.codes.capacity()
+            + self.frozen.capacity() * 4
+            + self.ids.capacity() * 4
+            + upper
     }
 
     fn params(&self) -> HnswParams {
@@ -590,6 +818,7 @@ impl VectorIndex for FlatHnsw {
 mod tests {
     use super::*;
     use crate::exact::scan_all;
+    use crate::graph::FlatRows;
     use crate::synth::{Shape, clustered};
 
     fn unit(v: Vec<Vec<f32>>) -> Vec<f32> {
@@ -599,21 +828,29 @@ mod tests {
     #[test]
     fn recall_and_round_trip() {
         let dim = 32;
-        let data = unit(clustered(3_000, Shape { dim, clusters: 20, latent: 6, noise: 0.05 }, 1));
+        let data = unit(clustered(3_000, Shape { clusters: 20, latent: 6, ..Shape::new(dim) }, 1));
         let points: Vec<(u32, &[f32])> =
             data.chunks_exact(dim).enumerate().map(|(i, v)| (i as u32 * 3, v)).collect();
         let g =
             FlatHnsw::build(HnswParams { m: 12, ef_construction: 100, ef_search: 64 }, dim, &points).unwrap();
+        // Point p is row p / 3.
+        struct Thirds<'a>(FlatRows<'a>);
+        impl Rows for Thirds<'_> {
+            fn row(&self, p: u32) -> Option<&[f32]> {
+                if p.is_multiple_of(3) { self.0.row(p / 3) } else { None }
+            }
+        }
+        let rows = Thirds(FlatRows { data: &data, dim });
         assert_eq!(g.len(), 3_000);
-        let queries = unit(clustered(50, Shape { dim, clusters: 20, latent: 6, noise: 0.05 }, 2));
+        let queries = unit(clustered(50, Shape { clusters: 20, latent: 6, ..Shape::new(dim) }, 2));
         let mut hits = 0;
         for q in queries.chunks_exact(dim) {
             let truth: Vec<u32> =
                 scan_all(&data, dim, q, 10, &|_| true).iter().map(|s| s.point * 3).collect();
-            let got = g.search(q, 10, 64, None);
+            let got = g.search(q, 10, 64, None, &rows);
             hits += got.iter().filter(|s| truth.contains(&s.point)).count();
             // Filtered: only points divisible by 2 (ids are multiples of 3).
-            let f = g.search(q, 5, 64, Some(&|p| p % 2 == 0));
+            let f = g.search(q, 5, 64, Some(&|p| p % 2 == 0), &rows);
             assert!(f.iter().all(|s| s.point % 2 == 0));
         }
         assert!(hits >= 490, "recall {hits}/500");
@@ -621,11 +858,68 @@ mod tests {
         g.save(dir.path(), "t").unwrap();
         let h = FlatHnsw::load(dir.path(), "t").unwrap();
         let q = &queries[..dim];
-        assert_eq!(g.search(q, 10, 64, None), h.search(q, 10, 64, None));
+        assert_eq!(g.search(q, 10, 64, None, &rows), h.search(q, 10, 64, None, &rows));
         // Damage is an error, never a panic.
         let p = dir.path().join("t.mnhnsw");
         let bytes = std::fs::read(&p).unwrap();
         std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
         assert!(FlatHnsw::load(dir.path(), "t").is_err());
+        // A graph of format 1 is refused with a reason (the index then rebuilds it).
+        let mut old = bytes.clone();
+        old[..8].copy_from_slice(MAGIC_1);
+        std::fs::write(&p, &old).unwrap();
+        let e = FlatHnsw::load(dir.path(), "t").unwrap_err().to_string();
+        assert!(e.contains("format 1"), "{e}");
+    }
+
+    /// The recall@10 of `g` over `queries` against the exact top 10 of `data`.
+    fn recall(g: &FlatHnsw, data: &[f32], dim: usize, queries: &[f32], rows: &dyn Rows, ef: usize) -> f64 {
+        let mut hits = 0;
+        for q in queries.chunks_exact(dim) {
+            let truth: Vec<u32> = scan_all(data, dim, q, 10, &|_| true).iter().map(|s| s.point).collect();
+            hits += g.search(q, 10, ef, None, rows).iter().filter(|s| truth.contains(&s.point)).count();
+        }
+        hits as f64 / (queries.len() / dim * 10) as f64
+    }
+
+    #[test]
+    fn a_graph_grows_on_codes_and_keeps_no_vectors() {
+        let dim = 48;
+        let shape = Shape { clusters: 30, latent: 8, ..Shape::new(dim) };
+        let data = unit(clustered(4_000, shape, 5));
+        let queries = unit(clustered(60, shape, 6));
+        let rows = FlatRows { data: &data, dim };
+        let points: Vec<(u32, &[f32])> =
+            data.chunks_exact(dim).enumerate().map(|(i, v)| (i as u32, v)).collect();
+        let params = HnswParams { m: 12, ef_construction: 100, ef_search: 64 };
+        let (first, second) = points.split_at(2_500);
+        let mut g = FlatHnsw::build(params, dim, first).unwrap();
+        assert!(g.data.is_empty(), "the exact vectors are the caller's");
+        assert_eq!(g.codes.len(), 2_500 * 64);
+        // The second batch is linked to the first through the caller's rows.
+        g.insert(second, &rows);
+        assert!(g.data.is_empty());
+        assert_eq!(g.len(), 4_000);
+        let coded = recall(&g, &data, dim, &queries, &rows, 64);
+        assert!(coded >= 0.97, "recall {coded}");
+        // The same graph walking on exact vectors finds no more.
+        let mut exact = FlatHnsw::new(params, dim).unwrap().walk_exact();
+        exact.insert(first, &NoRows);
+        exact.insert(second, &NoRows);
+        let base = recall(&exact, &data, dim, &queries, &NoRows, 64);
+        assert!(coded >= base - 0.02, "coded {coded}, exact {base}");
+        // A code (48 bytes padded to 64) instead of each exact vector (192 bytes).
+        assert!(
+            exact.memory() >= g.memory() + 4_000 * (dim * 4 - 64),
+            "{} against {}",
+            g.memory(),
+            exact.memory()
+        );
+        // Scores are exact cosines, not estimates.
+        let q = &queries[..dim];
+        for h in g.search(q, 5, 64, None, &rows) {
+            let want = dot(q, rows.row(h.point).unwrap());
+            assert_eq!(h.score, 1.0 - (1.0 - want));
+        }
     }
 }

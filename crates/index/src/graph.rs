@@ -44,6 +44,42 @@ impl HnswParams {
     }
 }
 
+/// Where a graph reads the exact vector of a point: a graph that walks on compressed codes
+/// ([`crate::FlatHnsw`]) keeps no `f32` copy of its own once built, and reads these to rank
+/// what it found and to link new points to old ones. The database's segments hold every
+/// vector once and serve them here.
+pub trait Rows: Sync {
+    /// The vector of `point` (`None` if there is none).
+    fn row(&self, point: u32) -> Option<&[f32]>;
+}
+
+/// Rows of one flat array of `dim` components each: point `p` is row `p`.
+#[derive(Clone, Copy, Debug)]
+pub struct FlatRows<'a> {
+    /// The components, row after row.
+    pub data: &'a [f32],
+    /// Components per row.
+    pub dim: usize,
+}
+
+impl Rows for FlatRows<'_> {
+    fn row(&self, point: u32) -> Option<&[f32]> {
+        let s = (point as usize).checked_mul(self.dim)?;
+        self.data.get(s..s.checked_add(self.dim)?)
+    }
+}
+
+/// No rows: what a graph built from scratch needs (every point it links comes with its
+/// vector).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoRows;
+
+impl Rows for NoRows {
+    fn row(&self, _: u32) -> Option<&[f32]> {
+        None
+    }
+}
+
 /// An approximate nearest-neighbour index over unit vectors, identified by `u32` points.
 /// Implementations must be safe to search from many threads at once.
 pub trait VectorIndex: Send + Sync {
@@ -53,17 +89,21 @@ pub trait VectorIndex: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Add points (in parallel where the implementation can).
-    fn insert(&mut self, points: &[(u32, &[f32])]);
+    /// Add points (in parallel where the implementation can); `rows` holds the vectors of
+    /// the points already in the graph.
+    fn insert(&mut self, points: &[(u32, &[f32])], rows: &dyn Rows);
     /// The `k` nearest points to `query` among those `keep` accepts (all when `None`),
-    /// examining at least `ef` candidates. Best first.
+    /// examining at least `ef` candidates, scored by the exact vectors of `rows`. Best first.
     fn search(
         &self,
         query: &[f32],
         k: usize,
         ef: usize,
         keep: Option<&(dyn Fn(u32) -> bool + Sync)>,
+        rows: &dyn Rows,
     ) -> Vec<Scored>;
+    /// Bytes it holds in memory (an estimate: its arrays, not the allocator's overhead).
+    fn memory(&self) -> usize;
     /// Write the index into `dir` under a base name; returns the files written.
     fn save(&self, dir: &Path, basename: &str) -> Result<Vec<PathBuf>, IndexError>;
     /// A short name for reports.

@@ -19,7 +19,7 @@ use hnsw_rs::prelude::{FilterT, Hnsw};
 
 use crate::error::IndexError;
 use crate::exact::Scored;
-use crate::graph::{HnswParams, VectorIndex};
+use crate::graph::{HnswParams, Rows, VectorIndex};
 use crate::kernel::dot;
 
 /// The distance hnsw_rs uses on unit vectors: `1 - dot`, clamped at 0 (rounding can push a
@@ -86,7 +86,7 @@ impl HnswIndex {
     /// Build a graph over `points` in parallel.
     pub fn build(params: HnswParams, points: &[(u32, &[f32])]) -> Result<Self, IndexError> {
         let mut g = HnswIndex::new(params, points.len())?;
-        g.insert(points);
+        g.insert(points, &crate::graph::NoRows);
         Ok(g)
     }
 
@@ -113,7 +113,7 @@ impl VectorIndex for HnswIndex {
         self.with(|g| g.get_nb_point())
     }
 
-    fn insert(&mut self, points: &[(u32, &[f32])]) {
+    fn insert(&mut self, points: &[(u32, &[f32])], _: &dyn Rows) {
         let batch: Vec<(&[f32], usize)> = points.iter().map(|(p, v)| (*v, *p as usize)).collect();
         match &mut self.inner {
             Inner::Built(g) => g.parallel_insert_slice(&batch),
@@ -127,6 +127,7 @@ impl VectorIndex for HnswIndex {
         k: usize,
         ef: usize,
         keep: Option<&(dyn Fn(u32) -> bool + Sync)>,
+        _: &dyn Rows,
     ) -> Vec<Scored> {
         if k == 0 {
             return Vec::new();
@@ -157,6 +158,16 @@ impl VectorIndex for HnswIndex {
 
     fn name(&self) -> &'static str {
         "hnsw_rs"
+    }
+
+    fn memory(&self) -> usize {
+        // hnsw_rs keeps each vector (in a `Vec<f32>` per point) and up to 2M links of 8
+        // bytes per point at level 0: an estimate from its layout.
+        self.with(|g| {
+            let n = g.get_nb_point();
+            let dim = g.get_point_indexation().get_data_dimension();
+            n * (dim * 4 + self.params.m * 2 * 8 + 64)
+        })
     }
 
     fn params(&self) -> HnswParams {

@@ -71,6 +71,12 @@ mod x86 {
     }
 }
 
+/// Whether the CPU has AVX2 and FMA (checked once).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_avx2() -> bool {
+    x86::has_avx2()
+}
+
 /// The dot product of two slices (over the shorter length), vectorised for the CPU.
 #[inline]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {

@@ -52,6 +52,7 @@ mod graph;
 mod hnswrs;
 pub mod kernel;
 mod persist;
+pub mod quant;
 mod segment;
 #[cfg(any(test, feature = "synth"))]
 pub mod synth;
@@ -66,7 +67,7 @@ use mnemon_storage::{Namespace, Snapshot, Store};
 pub use error::IndexError;
 pub use exact::{Scored, TopK};
 pub use flat::FlatHnsw;
-pub use graph::{HnswParams, VectorIndex};
+pub use graph::{FlatRows, HnswParams, NoRows, Rows, VectorIndex};
 #[cfg(feature = "hnsw-rs")]
 pub use hnswrs::HnswIndex;
 pub use persist::{Manifest, ManifestFile};

@@ -84,8 +84,10 @@ impl VectorIndexes {
                 let tail = s.tail();
                 let rows: Vec<(u32, Vec<f32>)> = tail.iter().map(|&p| (p, s.row(p).to_vec())).collect();
                 let refs: Vec<(u32, &[f32])> = rows.iter().map(|(p, v)| (*p, v.as_slice())).collect();
-                if let Some(g) = s.graph.as_mut() {
-                    g.insert(&refs);
+                // The graph reads its older points' vectors from the segment.
+                if let Some(mut g) = s.graph.take() {
+                    g.insert(&refs, &*s);
+                    s.graph = Some(g);
                 }
                 for p in tail {
                     s.in_graph[p as usize] = true;

@@ -100,7 +100,7 @@ impl VectorIndexes {
             let ef = q.ef.unwrap_or(self.opts.params.ef_search).max(want);
             let keep = |p: u32| s.state.get(p as usize) == Some(&LIVE);
             let mut top = TopK::new(want);
-            for h in g.map(|g| g.search(query, want, ef, Some(&keep))).unwrap_or_default() {
+            for h in g.map(|g| g.search(query, want, ef, Some(&keep), s)).unwrap_or_default() {
                 top.push(h);
             }
             let tail = s.tail();
@@ -187,7 +187,7 @@ impl VectorIndexes {
                 let fetch = ((k as f64 / sel.max(1e-9)) * 1.2).ceil().min(s.graph_points as f64) as usize + k;
                 let ef = base_ef.max(fetch);
                 plan.ef = ef;
-                for h in g.map(|g| g.search(query, fetch, ef, None)).unwrap_or_default() {
+                for h in g.map(|g| g.search(query, fetch, ef, None, s)).unwrap_or_default() {
                     if keep(h.point) {
                         top.push(h);
                     }
@@ -196,7 +196,7 @@ impl VectorIndexes {
             } else {
                 let ef = base_ef.max(k);
                 plan.ef = ef;
-                for h in g.map(|g| g.search(query, k, ef, Some(&keep))).unwrap_or_default() {
+                for h in g.map(|g| g.search(query, k, ef, Some(&keep), s)).unwrap_or_default() {
                     top.push(h);
                 }
                 SearchPath::GraphFiltered

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use mnemon_storage::{AsOf, ListQuery, Namespace, Record, RecordId, Snapshot, Timestamp};
 
 use crate::error::IndexError;
-use crate::graph::VectorIndex;
+use crate::graph::{Rows, VectorIndex};
 
 /// Serves the past only.
 pub(crate) const DEAD: u8 = 0;
@@ -71,6 +71,13 @@ impl std::fmt::Debug for Segment {
 /// Whether a revision is still or will still be visible after `now`.
 pub(crate) fn not_ended(rec: &Record, now: Timestamp) -> bool {
     rec.visible().is_some_and(|v| v.until > now)
+}
+
+/// A segment serves its graph the exact vectors of its slots (the graph keeps only codes).
+impl Rows for Segment {
+    fn row(&self, slot: u32) -> Option<&[f32]> {
+        Some(Segment::row(self, slot)).filter(|r| !r.is_empty())
+    }
 }
 
 impl Segment {

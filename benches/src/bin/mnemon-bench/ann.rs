@@ -7,7 +7,8 @@ use anyhow::{Context, Result, bail};
 use mnemon::index::exact::{scan_all, scan_points};
 use mnemon::index::kernel::dot;
 use mnemon::index::synth::{self, Shape};
-use mnemon::index::{Engine, HnswParams, VectorIndex};
+use mnemon::index::{Engine, FlatHnsw, FlatRows, HnswParams, NoRows, VectorIndex};
+use rayon::prelude::*;
 use serde_json::json;
 
 use crate::fvecs::{encode_fvecs, encode_ivecs, read_fvecs, read_ivecs};
@@ -34,7 +35,6 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// Read throughput of memory: stream a buffer bigger than the caches through the same
 /// vectorised dot-product kernel, on one thread and on all.
 fn memory_bandwidth() -> (f64, f64) {
-    use rayon::prelude::*;
     let buf = vec![1.0f32; (512 << 20) / 4];
     let ones = vec![1.0f32; 1 << 14];
     let gb = (buf.len() * 4) as f64 / 1e9;
@@ -52,6 +52,41 @@ fn memory_bandwidth() -> (f64, f64) {
     (gb / best1, gb / bestn)
 }
 
+/// A graph to measure: an engine of the index, or the mnemon graph walking on its exact
+/// vectors instead of its codes (as it did before codes).
+#[derive(Clone, Copy, Debug)]
+pub enum Graph {
+    Engine(Engine),
+    MnemonExactWalk,
+}
+
+impl Graph {
+    pub fn parse(s: &str) -> Option<Graph> {
+        match s {
+            "mnemon-exact-walk" => Some(Graph::MnemonExactWalk),
+            _ => Engine::parse(s).map(Graph::Engine),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Graph::Engine(e) => e.name(),
+            Graph::MnemonExactWalk => "mnemon-exact-walk",
+        }
+    }
+
+    fn build(self, params: HnswParams, dim: usize, points: &[(u32, &[f32])]) -> Result<Box<dyn VectorIndex>> {
+        Ok(match self {
+            Graph::Engine(e) => e.build(params, dim, points)?,
+            Graph::MnemonExactWalk => {
+                let mut g = FlatHnsw::new(params, dim)?.walk_exact();
+                g.insert(points, &NoRows);
+                Box::new(g)
+            }
+        })
+    }
+}
+
 #[allow(clippy::too_many_arguments, clippy::cast_precision_loss)]
 pub fn ann(
     out: &mut Out,
@@ -62,7 +97,7 @@ pub fn ann(
     efs: &[usize],
     params: HnswParams,
     limit: Option<usize>,
-    engines: &[Engine],
+    engines: &[Graph],
 ) -> Result<()> {
     params.validate().map_err(|e| usage(e.to_string()))?;
     if k == 0 || efs.contains(&0) {
@@ -92,6 +127,9 @@ pub fn ann(
         .enumerate()
         .map(|(i, v)| (u32::try_from(i).unwrap_or(u32::MAX), v))
         .collect();
+    // The exact vectors, held once (as a database segment holds them) for the graphs that
+    // keep only codes.
+    let exact_rows = FlatRows { data: &base_flat, dim };
     let mut rows = Vec::new();
     let mut results = Vec::new();
     let mut builds = Vec::new();
@@ -103,9 +141,10 @@ pub fn ann(
         let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
         let files = graph.save(dir.path(), "bench")?;
         let bytes: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
-        builds
-            .push(json!({"engine": engine.name(), "build_secs": build.as_secs_f64(), "index_bytes": bytes}));
-        builds_text(&mut rows, engine, build, bytes, n);
+        let memory = graph.memory();
+        builds.push(json!({"engine": engine.name(), "build_secs": build.as_secs_f64(), "index_bytes": bytes,
+            "memory_bytes": memory, "memory_per_vector": memory as f64 / n.max(1) as f64}));
+        builds_text(&mut rows, engine, build, bytes, n, memory);
         for &ef in efs {
             // Best of three passes: the machine is shared, and the fastest pass is the one
             // least disturbed by others.
@@ -116,7 +155,7 @@ pub fn ann(
                 let t = Instant::now();
                 for (i, truth) in gt_v.iter().enumerate().take(nq) {
                     let s = Instant::now();
-                    let found = graph.search(query(i), k, ef, None);
+                    let found = graph.search(query(i), k, ef, None, &exact_rows);
                     pass_lat.push(s.elapsed());
                     let truth = &truth[..k];
                     pass_hits += found
@@ -242,6 +281,7 @@ fn crossover(
     nq: usize,
 ) -> Vec<Cross> {
     let n = base.len() / dim;
+    let rows = FlatRows { data: base, dim };
     let mut out = Vec::new();
     for sel in [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5] {
         // A fixed pseudo-random subset.
@@ -263,12 +303,12 @@ fn crossover(
             let truth: Vec<u32> = scan_points(base, dim, q, k, &cands).iter().map(|s| s.point).collect();
             te += t.elapsed();
             let t = Instant::now();
-            let f = g.search(q, k, 64, Some(&keep));
+            let f = g.search(q, k, 64, Some(&keep), &rows);
             tf += t.elapsed();
             hf += f.iter().filter(|s| truth.contains(&s.point)).count();
             let t = Instant::now();
             let o: Vec<u32> = g
-                .search(q, fetch, fetch.max(64), None)
+                .search(q, fetch, fetch.max(64), None, &rows)
                 .into_iter()
                 .filter(|s| keep(s.point))
                 .take(k)
@@ -292,13 +332,21 @@ fn crossover(
 }
 
 #[allow(clippy::cast_precision_loss)]
-fn builds_text(rows: &mut Vec<Vec<String>>, engine: Engine, build: Duration, bytes: u64, n: usize) {
+fn builds_text(
+    rows: &mut Vec<Vec<String>>,
+    engine: Graph,
+    build: Duration,
+    bytes: u64,
+    n: usize,
+    memory: usize,
+) {
     rows.push(vec![format!(
-        "{} build: {:.1} s ({:.0} vectors/s), index files: {:.1} MiB",
+        "{} build: {:.1} s ({:.0} vectors/s), index files: {:.1} MiB, in memory: {:.0} bytes per vector",
         engine.name(),
         build.as_secs_f64(),
         n as f64 / build.as_secs_f64(),
-        bytes as f64 / (1u64 << 20) as f64
+        bytes as f64 / (1u64 << 20) as f64,
+        memory as f64 / n.max(1) as f64
     )]);
 }
 
@@ -307,22 +355,25 @@ pub fn ann_data(
     out: &mut Out,
     dir: &Path,
     n: usize,
-    dim: usize,
+    shape: Shape,
     nq: usize,
-    clusters: usize,
+    kind: synth::QueryKind,
     gt_k: usize,
     seed: u64,
 ) -> Result<()> {
+    let Shape { dim, clusters, .. } = shape;
     if n == 0 || dim == 0 || nq == 0 || gt_k == 0 || clusters == 0 {
         bail!(usage("--n, --dim, --queries, --clusters and --gt-k must be positive"));
     }
+    if !(shape.noise.is_finite() && shape.spread.is_finite() && shape.anisotropy.is_finite()) {
+        bail!(usage("--noise, --spread and --anisotropy must be numbers"));
+    }
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let shape = Shape { clusters, ..Shape::new(dim) };
     let base = synth::clustered(n, shape, seed);
-    let queries = synth::clustered(nq, shape, seed ^ 0xABCD_EF01);
+    let queries = synth::queries(nq, shape, seed ^ 0xABCD_EF01, kind);
     let base_flat = normalised(base.clone(), "base")?;
     let gt: Vec<Vec<i32>> = queries
-        .iter()
+        .par_iter()
         .map(|q| {
             let q = mnemon::normalise(q).unwrap_or_default();
             scan_all(&base_flat, dim, &q, gt_k, &|_| true)

@@ -1,7 +1,8 @@
 //! `mnemon-bench`: the benchmark drivers, apart from the product. Each measures one thing
 //! the way a user meets it and prints a report (a table, or JSON with `--json`):
 //!
-//! * `ann-data`, `ann`: the vector graph's recall and speed on TEXMEX files (docs/index.md);
+//! * `ann-data`, `ann-text`, `ann`: the vector graph's recall and speed on TEXMEX files
+//!   (synthetic, and real text embeddings; docs/index.md);
 //! * `search`: retrieval quality and latency on a reproducible synthetic corpus, a
 //!   regression check (docs/search.md);
 //! * `retrieval`: retrieval quality on real conversations in the LoCoMo format;
@@ -21,6 +22,7 @@ use clap::{Parser, Subcommand};
 use mnemon::embed::EmbedderSpec;
 
 mod ann;
+mod ann_text;
 mod calls;
 mod chroma;
 mod cluster;
@@ -85,7 +87,9 @@ enum Bench {
         /// Queries to time (default: all).
         #[arg(long)]
         limit: Option<usize>,
-        /// Graph implementations to measure: mnemon, hnsw_rs (default both, side by side).
+        /// Graph implementations to measure: mnemon, mnemon-exact-walk (the mnemon graph
+        /// walking on its exact vectors, not its codes), hnsw_rs (default: mnemon and hnsw_rs,
+        /// side by side).
         #[arg(long, value_delimiter = ',', default_value = "mnemon,hnsw_rs")]
         engine: Vec<String>,
     },
@@ -260,6 +264,48 @@ enum Bench {
         /// The generator's seed.
         #[arg(long, default_value_t = 42)]
         seed: u64,
+        /// Directions of variation inside a cluster.
+        #[arg(long, default_value_t = 16)]
+        latent: usize,
+        /// Standard deviation of the isotropic noise.
+        #[arg(long, default_value_t = 0.05)]
+        noise: f32,
+        /// Topics the clusters gather around (0: none).
+        #[arg(long, default_value_t = 0)]
+        topics: usize,
+        /// Spread of a cluster along its latent directions.
+        #[arg(long, default_value_t = 0.8)]
+        spread: f32,
+        /// Direction l of a cluster varies with scale (l + 1)^-anisotropy.
+        #[arg(long, default_value_t = 0.0)]
+        anisotropy: f32,
+        /// Where queries come from: inside (the base's distribution) or between (between
+        /// clusters, out of it).
+        #[arg(long, default_value = "inside", value_parser = ["inside", "between"])]
+        query_kind: String,
+    },
+    /// Write a data set of real text embeddings (TEXMEX format): documentation paragraphs of
+    /// the crates a lock file names, from cargo's registry sources, embedded by `--embedder`
+    /// (default local), with held-out queries and their exact cosine ground truth.
+    AnnText {
+        /// The folder to write base.fvecs, queries.fvecs, gt.ivecs and texts.txt into.
+        #[arg(long)]
+        out: PathBuf,
+        /// Cargo's registry sources (default ~/.cargo/registry/src, or $CARGO_HOME's).
+        #[arg(long)]
+        sources: Option<PathBuf>,
+        /// The lock file naming the crates to read (default: this workspace's).
+        #[arg(long, default_value = "Cargo.lock")]
+        lock: PathBuf,
+        /// Base vectors.
+        #[arg(long, default_value_t = 100_000)]
+        n: usize,
+        /// Held-out query vectors.
+        #[arg(long, default_value_t = 1_000)]
+        queries: usize,
+        /// Neighbours per query in the ground truth.
+        #[arg(long, default_value_t = 100)]
+        gt_k: usize,
     },
 }
 
@@ -295,16 +341,61 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
             let engines = engine
                 .iter()
                 .map(|e| {
-                    mnemon::index::Engine::parse(e)
-                        .ok_or_else(|| usage(format!("unknown engine {e:?} (mnemon, hnsw_rs)")))
+                    ann::Graph::parse(e).ok_or_else(|| {
+                        usage(format!("unknown engine {e:?} (mnemon, mnemon-exact-walk, hnsw_rs)"))
+                    })
                 })
                 .collect::<Result<Vec<_>>>()?;
             let params =
                 mnemon::index::HnswParams { m: *m, ef_construction: *ef_construction, ef_search: 64 };
             ann::ann(out, base, queries, gt, *k, ef, params, *limit, &engines)
         }
-        Bench::AnnData { out: dir, n, dim, queries, clusters, gt_k, seed } => {
-            ann::ann_data(out, dir, *n, *dim, *queries, *clusters, *gt_k, *seed)
+        Bench::AnnData {
+            out: dir,
+            n,
+            dim,
+            queries,
+            clusters,
+            gt_k,
+            seed,
+            latent,
+            noise,
+            topics,
+            spread,
+            anisotropy,
+            query_kind,
+        } => {
+            let shape = mnemon::index::synth::Shape {
+                dim: *dim,
+                clusters: *clusters,
+                latent: (*latent).min(*dim),
+                noise: *noise,
+                topics: *topics,
+                spread: *spread,
+                anisotropy: *anisotropy,
+            };
+            let kind = if query_kind == "between" {
+                mnemon::index::synth::QueryKind::Between
+            } else {
+                mnemon::index::synth::QueryKind::Inside
+            };
+            ann::ann_data(out, dir, *n, shape, *queries, kind, *gt_k, *seed)
+        }
+        Bench::AnnText { out: dir, sources, lock, n, queries, gt_k } => {
+            let spec = match embedder {
+                Some(e) => e.clone(),
+                None => "local".parse().map_err(|e: mnemon::embed::EmbedError| usage(e.to_string()))?,
+            };
+            let built = spec.build().map_err(|e| usage(e.to_string()))?;
+            let sources = match sources {
+                Some(s) => s.clone(),
+                None => std::env::var_os("CARGO_HOME")
+                    .map(PathBuf::from)
+                    .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+                    .map(|c| c.join("registry").join("src"))
+                    .ok_or_else(|| usage("no --sources, and neither CARGO_HOME nor HOME is set"))?,
+            };
+            ann_text::ann_text(out, built.as_ref(), dir, &sources, lock, *n, *queries, *gt_k)
         }
         Bench::Calls { db, ns, ids, n } => calls::run(out, db, ns, ids, *n),
         Bench::Mcp { mnemon, sizes, samples, think_ms, reference } => mcp::run(

@@ -9,7 +9,7 @@ pub const SPACE: &str = "test-model";
 /// `n` clustered vectors (see `mnemon_index::synth`) with `clusters` topics and 6 latent
 /// directions each.
 pub fn clustered(n: usize, dim: usize, clusters: usize, seed: u64) -> Vec<Vec<f32>> {
-    let shape = mnemon_index::synth::Shape { dim, clusters, latent: 6, noise: 0.05 };
+    let shape = mnemon_index::synth::Shape { clusters, latent: 6, ..mnemon_index::synth::Shape::new(dim) };
     mnemon_index::synth::clustered(n, shape, seed)
 }
 

@@ -1,0 +1,218 @@
+//! Scalar quantisation: what the graph walks on.
+//!
+//! Each component of a vector is stored as a byte (`0..=255`) on a per-dimension range fitted
+//! to the data, a quarter of the bytes of its `f32`. A query is turned into one signed byte
+//! per component (`-127..=127`), scaled by that component's step, so that the dot product of
+//! the query with a stored vector is, up to rounding, an affine function of the integer dot
+//! product of the two codes:
+//!
+//! `q . x ~ sum_d q_d (lo_d + c_d step_d) = sum_d q_d lo_d + sum_d (q_d step_d) c_d
+//!        ~ offset + scale * sum_d c_d i_d`
+//!
+//! with `i_d = round((q_d step_d) / scale)`. Every product of two codes fits an `i16` (`255 *
+//! 127 < 32,767`), so the compiler turns the kernel into the CPU's multiply-add of 16-bit
+//! pairs (`vpmaddwd`: 16 products per instruction with AVX2). The estimate guides the walk
+//! only: the graph reranks what it found with the exact `f32` vectors (see
+//! [`crate::FlatHnsw`]).
+
+/// Bytes a code takes per component: codes are padded with zeros to a multiple of this, so
+/// the kernel needs no scalar tail.
+pub(crate) const CODE_ALIGN: usize = 32;
+
+/// The largest stored code.
+const TOP: f32 = 255.0;
+/// The largest query code (in magnitude).
+const QUERY_TOP: f32 = 127.0;
+
+/// A per-dimension range and the codes' layout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Quantiser {
+    dim: usize,
+    /// Bytes per code: `dim` rounded up to [`CODE_ALIGN`].
+    stride: usize,
+    lo: Vec<f32>,
+    step: Vec<f32>,
+}
+
+/// A query prepared for [`Quantiser::estimate`].
+#[derive(Clone, Debug)]
+pub struct QueryCode {
+    codes: Vec<i8>,
+    scale: f32,
+    offset: f32,
+}
+
+impl Quantiser {
+    /// A range per dimension covering `data` (rows of `dim` components; unit vectors' range,
+    /// `[-1, 1]`, for a dimension with no data or no spread).
+    pub fn fit(data: &[f32], dim: usize) -> Quantiser {
+        let mut lo = vec![f32::INFINITY; dim];
+        let mut hi = vec![f32::NEG_INFINITY; dim];
+        for row in data.chunks_exact(dim.max(1)) {
+            for ((l, h), &x) in lo.iter_mut().zip(hi.iter_mut()).zip(row) {
+                if x.is_finite() {
+                    *l = l.min(x);
+                    *h = h.max(x);
+                }
+            }
+        }
+        let (lo, step) = lo
+            .iter()
+            .zip(&hi)
+            .map(|(&l, &h)| if l.is_finite() && h > l { (l, (h - l) / TOP) } else { (-1.0, 2.0 / TOP) })
+            .unzip();
+        Quantiser::from_parts(dim, lo, step)
+    }
+
+    /// A quantiser from its ranges (as [`Quantiser::parts`] gives them).
+    pub(crate) fn from_parts(dim: usize, lo: Vec<f32>, step: Vec<f32>) -> Quantiser {
+        Quantiser { dim, stride: dim.div_ceil(CODE_ALIGN) * CODE_ALIGN, lo, step }
+    }
+
+    /// Each dimension's low end and step.
+    pub(crate) fn parts(&self) -> (&[f32], &[f32]) {
+        (&self.lo, &self.step)
+    }
+
+    /// Bytes of one code.
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// Append the code of `v` (clamped to the ranges) to `out`: [`Quantiser::stride`] bytes.
+    pub fn encode(&self, v: &[f32], out: &mut Vec<u8>) {
+        let start = out.len();
+        for ((&x, &lo), &step) in v.iter().zip(&self.lo).zip(&self.step) {
+            let c = ((x - lo) / step).round().clamp(0.0, TOP);
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            out.push(c as u8);
+        }
+        out.resize(start + self.stride, 0);
+    }
+
+    /// The query's code (see the module documentation).
+    pub fn query(&self, q: &[f32]) -> QueryCode {
+        let scaled: Vec<f32> = q.iter().zip(&self.step).map(|(x, s)| x * s).collect();
+        let offset = q.iter().zip(&self.lo).map(|(x, l)| x * l).sum();
+        let most = scaled.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let scale = if most > 0.0 { most / QUERY_TOP } else { 1.0 };
+        let mut codes: Vec<i8> = scaled
+            .iter()
+            .map(|x| {
+                #[allow(clippy::cast_possible_truncation)]
+                let c = (x / scale).round().clamp(-QUERY_TOP, QUERY_TOP) as i8;
+                c
+            })
+            .collect();
+        codes.resize(self.stride, 0);
+        QueryCode { codes, scale, offset }
+    }
+
+    /// The estimated dot product of the query and the vector of `code`.
+    #[inline]
+    pub fn estimate(&self, q: &QueryCode, code: &[u8]) -> f32 {
+        #[allow(clippy::cast_precision_loss)]
+        let dot = dot_codes(code, &q.codes) as f32;
+        q.offset + q.scale * dot
+    }
+
+    /// The vector a code stands for.
+    pub fn decode(&self, code: &[u8]) -> Vec<f32> {
+        code.iter().zip(&self.lo).zip(&self.step).map(|((&c, &lo), &step)| lo + f32::from(c) * step).collect()
+    }
+
+    /// The dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+}
+
+/// Lanes of the byte kernel: one AVX2 register of bytes.
+const BYTE_LANES: usize = 32;
+
+/// The integer dot product of stored codes and a query's codes, over the shorter length
+/// (whole chunks of [`CODE_ALIGN`] bytes: codes are padded).
+#[inline(always)]
+fn dot_bytes(a: &[u8], b: &[i8]) -> i32 {
+    let mut acc = [0i32; BYTE_LANES];
+    for (x, y) in a.chunks_exact(BYTE_LANES).zip(b.chunks_exact(BYTE_LANES)) {
+        for i in 0..BYTE_LANES {
+            acc[i] += i32::from(i16::from(x[i]) * i16::from(y[i]));
+        }
+    }
+    acc.iter().sum()
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    #[allow(unsafe_code)]
+    #[target_feature(enable = "avx2")]
+    pub(super) fn dot_bytes_avx2(a: &[u8], b: &[i8]) -> i32 {
+        super::dot_bytes(a, b)
+    }
+}
+
+/// [`dot_bytes`], with AVX2 where the CPU has it.
+#[inline]
+pub(crate) fn dot_codes(a: &[u8], b: &[i8]) -> i32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if crate::kernel::has_avx2() {
+            // SAFETY: `dot_bytes_avx2` only needs AVX2, which `has_avx2` checked at run time.
+            // The graph walk's hot loop: see docs/index.md for its measurement.
+            #[allow(unsafe_code)]
+            return unsafe { x86::dot_bytes_avx2(a, b) };
+        }
+    }
+    dot_bytes(a, b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::dot_scalar;
+    use crate::synth::{Shape, clustered};
+
+    #[test]
+    fn estimates_follow_the_exact_products() {
+        let dim = 100;
+        let data: Vec<f32> = clustered(500, Shape::new(dim), 3)
+            .into_iter()
+            .flat_map(|v| mnemon_storage::normalise(&v).unwrap())
+            .collect();
+        let qz = Quantiser::fit(&data, dim);
+        assert_eq!(qz.stride(), 128);
+        let mut codes = Vec::new();
+        for row in data.chunks_exact(dim) {
+            qz.encode(row, &mut codes);
+        }
+        assert_eq!(codes.len(), 500 * 128);
+        let mut worst = 0f32;
+        for q in data.chunks_exact(dim).take(20) {
+            let qc = qz.query(q);
+            for (row, code) in data.chunks_exact(dim).zip(codes.chunks_exact(128)) {
+                let err = (qz.estimate(&qc, code) - dot_scalar(q, row)).abs();
+                worst = worst.max(err);
+            }
+        }
+        assert!(worst < 0.02, "worst error {worst}");
+        // Decoding lands within half a step of each component.
+        let back = qz.decode(&codes[..128]);
+        for ((x, y), s) in back.iter().zip(&data[..dim]).zip(qz.parts().1) {
+            assert!((x - y).abs() <= s * 0.5 + 1e-6);
+        }
+    }
+
+    #[test]
+    fn the_kernel_matches_the_plain_sum() {
+        let a: Vec<u8> = (0..96).map(|i| (i * 37 % 256) as u8).collect();
+        let b: Vec<i8> = (0..96).map(|i| (i * 53 % 255 - 127) as i8).collect();
+        let want: i32 = a.iter().zip(&b).map(|(&x, &y)| i32::from(x) * i32::from(y)).sum();
+        assert_eq!(dot_codes(&a, &b), want);
+        assert_eq!(dot_bytes(&a, &b), want);
+        // Extremes do not saturate.
+        let a = vec![255u8; 64];
+        let b = vec![-127i8; 64];
+        assert_eq!(dot_codes(&a, &b), -255 * 127 * 64);
+    }
+}
