@@ -77,10 +77,12 @@ def main():
     idx.add_items(base, np.arange(n), num_threads=os.cpu_count())
     build = time.perf_counter() - t
     idx.set_num_threads(1)
+    # Bytes per vector in memory: hnswlib saves its memory blocks as they are.
+    mem = idx.index_file_size() / n if hasattr(idx, "index_file_size") else 0
     for ef in efs:
         idx.set_ef(max(ef, a.k))
         r = timed_queries(lambda q: idx.knn_query(q.reshape(1, -1), k=a.k)[0][0], queries, gt, a.k)
-        rows.append({"lib": "hnswlib " + hnswlib.__version__ if hasattr(hnswlib, "__version__") else "hnswlib", "ef": ef, "build_secs": build, **r})
+        rows.append({"lib": "hnswlib " + hnswlib.__version__ if hasattr(hnswlib, "__version__") else "hnswlib", "ef": ef, "build_secs": build, "bytes_per_vector": mem, **r})
 
     import faiss
 
@@ -91,10 +93,11 @@ def main():
     f.add(base)
     build = time.perf_counter() - t
     faiss.omp_set_num_threads(1)
+    mem = faiss.serialize_index(f).nbytes / n
     for ef in efs:
         f.hnsw.efSearch = max(ef, a.k)
         r = timed_queries(lambda q: f.search(q.reshape(1, -1), a.k)[1][0], queries, gt, a.k)
-        rows.append({"lib": "faiss " + faiss.__version__, "ef": ef, "build_secs": build, **r})
+        rows.append({"lib": "faiss " + faiss.__version__, "ef": ef, "build_secs": build, "bytes_per_vector": mem, **r})
 
     # What one call through the Python bindings costs on its own: a one-vector index, k=1.
     tiny = hnswlib.Index(space="ip", dim=dim)

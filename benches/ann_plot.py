@@ -2,7 +2,7 @@
 """Plot recall@k against single-thread QPS for `mnemon-bench ann --json` output and the JSON
 lines of benches/ann_baseline.py, as an SVG (standard library only).
 
-    python3 benches/ann_plot.py MNEMON.json BASELINE.txt docs/index-recall-qps.svg
+    python3 benches/ann_plot.py MNEMON.json BASELINE.txt OUT.svg [SET NAME]
 """
 import json
 import math
@@ -14,7 +14,8 @@ def load(mnemon_path, baseline_path):
     with open(mnemon_path) as f:
         doc = json.loads(f.readline())
     for r in doc["ef"]:
-        name = "mnemon graph" if r["engine"] == "mnemon" else r["engine"] + " (through mnemon)"
+        name = {"mnemon": "mnemon (codes)", "mnemon-exact-walk": "mnemon, f32 walk (before)"}.get(
+            r["engine"], r["engine"] + " (through mnemon)")
         series.setdefault(name, []).append((r["recall"], r["qps"], r["ef"]))
     with open(baseline_path) as f:
         for line in f:
@@ -29,6 +30,7 @@ def load(mnemon_path, baseline_path):
 def main():
     doc, series = load(sys.argv[1], sys.argv[2])
     out = sys.argv[3]
+    title = sys.argv[4] + ": " if len(sys.argv) > 4 else ""
     W, H, L, R, T, B = 720, 440, 70, 200, 40, 50
     pts = [p for s in series.values() for p in s]
     rmin = min(0.85, min(p[0] for p in pts))
@@ -39,7 +41,7 @@ def main():
     colours = ["#c0392b", "#8e44ad", "#2980b9", "#27ae60", "#f39c12"]
     s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
          f'<rect width="{W}" height="{H}" fill="white"/>',
-         f'<text x="{L}" y="22" font-size="14">recall@{doc["k"]} vs single-thread QPS: {doc["base"]} vectors, {doc["dim"]}-d, M={doc["m"]}, ef_construction={doc["ef_construction"]}</text>']
+         f'<text x="{L}" y="22" font-size="14">{title}recall@{doc["k"]} vs single-thread QPS: {doc["base"]} vectors, {doc["dim"]}-d, M={doc["m"]}, ef_construction={doc["ef_construction"]}</text>']
     s.append(f'<line x1="{L}" y1="{H-B}" x2="{W-R}" y2="{H-B}" stroke="black"/><line x1="{L}" y1="{T}" x2="{L}" y2="{H-B}" stroke="black"/>')
     r = rmin
     while r <= 1.0001:

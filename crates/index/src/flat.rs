@@ -21,7 +21,7 @@ use rayon::prelude::*;
 
 use crate::error::IndexError;
 use crate::exact::Scored;
-use crate::graph::{HnswParams, NoRows, Rows, VectorIndex};
+use crate::graph::{Connectivity, HnswParams, NoRows, Rows, VectorIndex};
 use crate::kernel::dot;
 use crate::quant::{Quantiser, QueryCode};
 
@@ -109,6 +109,8 @@ pub struct FlatHnsw {
     /// insert (which takes `&mut self`, so no search runs meanwhile).
     frozen: Vec<u32>,
     stride: usize,
+    /// Nodes the last insert's repair linked (see `repair`).
+    repaired: usize,
     /// The codes a search walks on (see [`crate::quant`]), once a batch is inserted: one per
     /// node, [`Quantiser::stride`] bytes each, in insertion order.
     quant: Option<Quantiser>,
@@ -213,6 +215,7 @@ impl FlatHnsw {
             entry: RwLock::new(None),
             frozen: Vec::new(),
             stride: params.m * 2 + 1,
+            repaired: 0,
             quant: None,
             codes: Vec::new(),
         })
@@ -429,6 +432,7 @@ impl FlatHnsw {
         for row in self.data.chunks_exact(self.dim).skip(have) {
             quant.encode(row, &mut self.codes);
         }
+        self.codes.shrink_to_fit();
     }
 
     /// The neighbour-selection heuristic: walk candidates nearest first and keep one only if
@@ -445,6 +449,118 @@ impl FlatHnsw {
             }
         }
         kept.into_iter().map(|n| n.1).collect()
+    }
+
+    /// The level-0 links of every node (behind their locks while inserting, else frozen).
+    fn level0(&self) -> Vec<Vec<u32>> {
+        (0..self.nodes.len())
+            .map(|i| match self.frozen_links(u32::try_from(i).unwrap_or(u32::MAX)) {
+                Some(f) => f.to_vec(),
+                None => self.nodes[i].links.first().map(|l| read(l).clone()).unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    /// Give every node at level 0 an incoming link, and make every node reachable from the
+    /// entry point. The selection heuristic prunes a node's links to keep them diverse, and a
+    /// node can lose its last incoming link that way (more so in dense clusters): a walk then
+    /// never reaches it, whatever its ef. Such a node is linked from its nearest neighbour
+    /// that has room, else replaces that neighbour's farthest link (whose own target keeps
+    /// others).
+    fn repair(&mut self) {
+        self.repaired = 0;
+        let Some((ep, _)) = *read(&self.entry) else { return };
+        let max = self.max_links(0);
+        for _round in 0..2 {
+            let links = self.level0();
+            let mut indeg = vec![0u32; links.len()];
+            for l in &links {
+                for &x in l {
+                    if let Some(d) = indeg.get_mut(x as usize) {
+                        *d += 1;
+                    }
+                }
+            }
+            let reached = reachable(&links, ep);
+            let orphans: Vec<u32> = (0..links.len())
+                .filter(|&i| i != ep as usize && (indeg[i] == 0 || !reached[i]))
+                .filter_map(|i| u32::try_from(i).ok())
+                .collect();
+            if orphans.is_empty() {
+                return;
+            }
+            self.repaired += orphans.len();
+            for x in orphans {
+                // Its own links, nearest first: the nodes a walk near it comes through.
+                let v = self.vector(x);
+                let mut near: Vec<Near> =
+                    links[x as usize].iter().map(|&y| Near(1.0 - dot(v, self.vector(y)), y)).collect();
+                near.sort_unstable();
+                let Some(lock) = near
+                    .iter()
+                    .filter(|n| reached.get(n.1 as usize).copied().unwrap_or(false))
+                    .chain(near.iter())
+                    .find_map(|n| {
+                        self.nodes.get(n.1 as usize).and_then(|node| node.links.first()).map(|l| (n.1, l))
+                    })
+                else {
+                    continue;
+                };
+                let (y, lock) = lock;
+                let mut l = write(lock);
+                if l.contains(&x) {
+                    continue;
+                }
+                if l.len() < max {
+                    l.push(x);
+                } else {
+                    // Replace y's farthest link by x.
+                    let base = self.vector(y);
+                    if let Some((far, _)) = l
+                        .iter()
+                        .enumerate()
+                        .map(|(j, &z)| (j, 1.0 - dot(base, self.vector(z))))
+                        .max_by(|a, b| a.1.total_cmp(&b.1))
+                    {
+                        l[far] = x;
+                    }
+                }
+            }
+        }
+    }
+
+    /// What the level-0 graph looks like: nodes reachable from the entry point and the
+    /// distribution of incoming links.
+    pub fn shape(&self) -> Connectivity {
+        let links = self.level0();
+        let mut indeg = vec![0u32; links.len()];
+        for l in &links {
+            for &x in l {
+                if let Some(d) = indeg.get_mut(x as usize) {
+                    *d += 1;
+                }
+            }
+        }
+        let reached = match *read(&self.entry) {
+            Some((ep, _)) => reachable(&links, ep).iter().filter(|r| **r).count(),
+            None => 0,
+        };
+        let mut sorted = indeg.clone();
+        sorted.sort_unstable();
+        let at = |p: f64| {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+            let i = ((sorted.len().saturating_sub(1)) as f64 * p).round() as usize;
+            sorted.get(i).copied().unwrap_or(0)
+        };
+        Connectivity {
+            nodes: links.len(),
+            reachable: reached,
+            no_in_links: indeg.iter().filter(|d| **d == 0).count(),
+            in_degree_p1: at(0.01),
+            in_degree_median: at(0.5),
+            in_degree_max: sorted.last().copied().unwrap_or(0),
+            repaired: self.repaired,
+        }
     }
 
     /// Link node `i` into the graph.
@@ -588,6 +704,26 @@ impl FlatHnsw {
     }
 }
 
+/// Which nodes a walk over `links` from `from` reaches.
+fn reachable(links: &[Vec<u32>], from: u32) -> Vec<bool> {
+    let mut seen = vec![false; links.len()];
+    let mut stack = vec![from];
+    if let Some(s) = seen.get_mut(from as usize) {
+        *s = true;
+    }
+    while let Some(x) = stack.pop() {
+        for &y in links.get(x as usize).map_or(&[][..], Vec::as_slice) {
+            if let Some(s) = seen.get_mut(y as usize)
+                && !*s
+            {
+                *s = true;
+                stack.push(y);
+            }
+        }
+    }
+    seen
+}
+
 /// Ask the CPU to start loading a vector we are about to read.
 #[inline(always)]
 fn prefetch(v: &[f32]) {
@@ -687,6 +823,7 @@ impl VectorIndex for FlatHnsw {
             let this = &*self;
             rest.par_iter().with_min_len(64).for_each(|&i| this.link(i));
         }
+        self.repair();
         self.freeze();
         self.encode();
         if !self.exact_walk {
@@ -788,6 +925,10 @@ impl VectorIndex for FlatHnsw {
 
     fn name(&self) -> &'static str {
         "mnemon"
+    }
+
+    fn connectivity(&self) -> Option<Connectivity> {
+        Some(self.shape())
     }
 
     fn memory(&self) -> usize {
@@ -908,6 +1049,10 @@ mod tests {
         exact.insert(second, &NoRows);
         let base = recall(&exact, &data, dim, &queries, &NoRows, 64);
         assert!(coded >= base - 0.02, "coded {coded}, exact {base}");
+        // Every node is reachable from the entry point and has an incoming link.
+        let c = g.shape();
+        assert_eq!((c.nodes, c.reachable, c.no_in_links), (4_000, 4_000, 0), "{c:?}");
+        assert!(c.in_degree_p1 >= 1 && c.in_degree_median >= 8, "{c:?}");
         // A code (48 bytes padded to 64) instead of each exact vector (192 bytes).
         assert!(
             exact.memory() >= g.memory() + 4_000 * (dim * 4 - 64),

@@ -80,6 +80,25 @@ impl Rows for NoRows {
     }
 }
 
+/// The level-0 graph's shape (see [`VectorIndex::connectivity`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Connectivity {
+    /// Nodes.
+    pub nodes: usize,
+    /// Nodes a walk from the entry point can reach.
+    pub reachable: usize,
+    /// Nodes no link points to.
+    pub no_in_links: usize,
+    /// The 1st percentile of incoming links per node.
+    pub in_degree_p1: u32,
+    /// The median of incoming links per node.
+    pub in_degree_median: u32,
+    /// The most incoming links of a node.
+    pub in_degree_max: u32,
+    /// Nodes the last insert found unreachable or without incoming links, and linked.
+    pub repaired: usize,
+}
+
 /// An approximate nearest-neighbour index over unit vectors, identified by `u32` points.
 /// Implementations must be safe to search from many threads at once.
 pub trait VectorIndex: Send + Sync {
@@ -104,6 +123,10 @@ pub trait VectorIndex: Send + Sync {
     ) -> Vec<Scored>;
     /// Bytes it holds in memory (an estimate: its arrays, not the allocator's overhead).
     fn memory(&self) -> usize;
+    /// The shape of its bottom level, where the implementation can tell.
+    fn connectivity(&self) -> Option<Connectivity> {
+        None
+    }
     /// Write the index into `dir` under a base name; returns the files written.
     fn save(&self, dir: &Path, basename: &str) -> Result<Vec<PathBuf>, IndexError>;
     /// A short name for reports.

@@ -67,7 +67,7 @@ use mnemon_storage::{Namespace, Snapshot, Store};
 pub use error::IndexError;
 pub use exact::{Scored, TopK};
 pub use flat::FlatHnsw;
-pub use graph::{FlatRows, HnswParams, NoRows, Rows, VectorIndex};
+pub use graph::{Connectivity, FlatRows, HnswParams, NoRows, Rows, VectorIndex};
 #[cfg(feature = "hnsw-rs")]
 pub use hnswrs::HnswIndex;
 pub use persist::{Manifest, ManifestFile};

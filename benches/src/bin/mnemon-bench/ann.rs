@@ -142,9 +142,19 @@ pub fn ann(
         let files = graph.save(dir.path(), "bench")?;
         let bytes: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
         let memory = graph.memory();
+        let shape = graph.connectivity();
         builds.push(json!({"engine": engine.name(), "build_secs": build.as_secs_f64(), "index_bytes": bytes,
-            "memory_bytes": memory, "memory_per_vector": memory as f64 / n.max(1) as f64}));
+            "memory_bytes": memory, "memory_per_vector": memory as f64 / n.max(1) as f64,
+            "connectivity": shape.map(|c| json!({"nodes": c.nodes, "reachable": c.reachable,
+                "no_in_links": c.no_in_links, "in_degree_p1": c.in_degree_p1,
+                "in_degree_median": c.in_degree_median, "in_degree_max": c.in_degree_max, "repaired": c.repaired}))}));
         builds_text(&mut rows, engine, build, bytes, n, memory);
+        if let Some(c) = shape {
+            rows.push(vec![format!(
+                "{} level 0: {} of {} nodes reachable from the entry point, {} without incoming links ({} linked by the repair); incoming links p1 {}, median {}, max {}",
+                engine.name(), c.reachable, c.nodes, c.no_in_links, c.repaired, c.in_degree_p1, c.in_degree_median, c.in_degree_max
+            )]);
+        }
         for &ef in efs {
             // Best of three passes: the machine is shared, and the fastest pass is the one
             // least disturbed by others.

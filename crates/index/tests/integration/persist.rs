@@ -142,3 +142,36 @@ fn damaged_or_mismatched_index_files_are_rebuilt_never_trusted() {
     let status = index(&store, Some(idx_dir)).open_segment(SPACE, &ns).unwrap().unwrap();
     assert!(status.load_note.as_deref().unwrap().contains("dimension 7"), "{status:?}");
 }
+
+#[test]
+fn a_graph_file_of_format_1_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("f.redb");
+    let idx_dir = IndexOptions::dir_beside(&db);
+    let store = open(&db);
+    let ns = Namespace::new("f").unwrap();
+    let data = clustered(1_500, 16, 8, 31);
+    load(&store, &ns, &data, |_| Vec::new());
+    index(&store, Some(idx_dir.clone())).build(SPACE, &ns).unwrap();
+    // The published graph file as format 1 would have begun, with a manifest that agrees
+    // with it (length and checksum): only the format tells.
+    let snap = store.snapshot().unwrap();
+    let (key, bytes) = snap.aux_prefix("index/").unwrap().pop().unwrap();
+    let mut m: Manifest = serde_json::from_slice(&bytes).unwrap();
+    let file = m.files.iter_mut().find(|f| f.name.ends_with(".mnhnsw")).unwrap();
+    let path = idx_dir.join(&file.name);
+    let mut graph = std::fs::read(&path).unwrap();
+    graph[..8].copy_from_slice(b"MNHNSW01");
+    std::fs::write(&path, &graph).unwrap();
+    file.blake3 = blake3::hash(&graph).to_hex().to_string();
+    store.write(vec![WriteOp::PutAux { key, value: Some(serde_json::to_vec(&m).unwrap()) }]).unwrap();
+    let idx = index(&store, Some(idx_dir));
+    let status = idx.open_segment(SPACE, &ns).unwrap().unwrap();
+    assert!(status.load_note.as_deref().unwrap().contains("format 1"), "{status:?}");
+    assert_eq!(status.graph_points, 0);
+    // Maintenance rebuilds it in the current format, and the graph answers.
+    let reports = idx.maintain().unwrap();
+    assert_eq!(reports[0].graph_points, 1_500);
+    let found = idx.search(&store.snapshot().unwrap(), &Query::new(SPACE, &ns, &data[9], 1)).unwrap();
+    assert!(found.hits[0].score > 0.9999, "{:?}", found.hits[0].score);
+}
