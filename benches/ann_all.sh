@@ -19,7 +19,7 @@ if [[ ${#sets[@]} -eq 0 ]]; then
         [[ -f "$d/gt.ivecs" ]] && sets+=("$(basename "$d")")
     done
 fi
-ef="${ANN_EF:-10,12,16,20,24,32,48,64,96,128,192,256}"
+ef="${ANN_EF:-10,12,16,20,24,32,48,64,96,128,192,256,384,512,768,1024}"
 engines="${ANN_ENGINES:-mnemon,mnemon-exact-walk}"
 
 py="${ANN_PYTHON:-}"

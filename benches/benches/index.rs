@@ -1,5 +1,6 @@
 //! The vector kernels and the exact scan, side by side: the run-time dispatched AVX2/FMA dot
-//! product against the portable (SSE2) build of the same code and the scalar oracle, and the
+//! product against the portable (SSE2) build of the same code, the scalar oracle and the
+//! estimate from 8-bit codes that the graph walks on, and the
 //! exact scan of 100k 384-d vectors (its throughput against memory bandwidth is reported by
 //! `mnemon bench ann`).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -7,6 +8,7 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mnemon::index::exact::scan_all;
 use mnemon::index::kernel::{dot, dot_portable, dot_scalar};
+use mnemon::index::quant::Quantiser;
 use mnemon::index::synth::{Shape, clustered};
 
 fn kernels(c: &mut Criterion) {
@@ -22,6 +24,15 @@ fn kernels(c: &mut Criterion) {
     });
     g.bench_function("scalar", |bench| {
         bench.iter(|| dot_scalar(std::hint::black_box(a), std::hint::black_box(b)))
+    });
+    // What the graph walk computes instead: the estimate from a query's codes and a stored
+    // code (the integer kernel, dispatched to AVX2 like `dot`).
+    let quant = Quantiser::fit(&[a.as_slice(), b.as_slice()].concat(), 384);
+    let mut code = Vec::new();
+    quant.encode(b, &mut code);
+    let q = quant.query(a);
+    g.bench_function("codes", |bench| {
+        bench.iter(|| quant.estimate(std::hint::black_box(&q), std::hint::black_box(&code)))
     });
     g.finish();
 }

@@ -344,6 +344,7 @@ impl FlatHnsw {
         ef: usize,
         level: usize,
         keep: Option<&(dyn Fn(u32) -> bool + Sync)>,
+        spare: usize,
     ) -> Vec<Near> {
         VISITED.with(|v| {
             let mut visited = v.borrow_mut();
@@ -351,11 +352,26 @@ impl FlatHnsw {
             let accept = |i: u32| keep.is_none_or(|f| self.ids.get(i as usize).is_some_and(|p| f(*p)));
             let mut candidates: BinaryHeap<std::cmp::Reverse<Near>> = BinaryHeap::with_capacity(ef * 2);
             let mut results: BinaryHeap<Near> = BinaryHeap::with_capacity(ef + 1);
+            // With `spare`, the best `ef + spare` accepted nodes scored, whether or not they
+            // stayed among the `ef` that steer the walk: on estimated distances, a node just
+            // past the `ef`-th may be nearer than one inside, and ranking those again by the
+            // exact vectors recovers it.
+            let mut kept: BinaryHeap<Near> =
+                BinaryHeap::with_capacity(if spare > 0 { ef + spare + 1 } else { 0 });
+            let mut keep_spare = |near: Near| {
+                if spare > 0 && kept.peek().is_none_or(|w| kept.len() < ef + spare || near < *w) {
+                    kept.push(near);
+                    if kept.len() > ef + spare {
+                        kept.pop();
+                    }
+                }
+            };
             let d0 = m.dist(start);
             visited.insert(start);
             candidates.push(std::cmp::Reverse(Near(d0, start)));
             if accept(start) {
                 results.push(Near(d0, start));
+                keep_spare(Near(d0, start));
             }
             let mut buf: Vec<u32> = Vec::with_capacity(self.max_links(level));
             let mut fresh: Vec<u32> = Vec::with_capacity(self.max_links(level));
@@ -391,9 +407,13 @@ impl FlatHnsw {
                 for &n in &fresh {
                     let dn = m.dist(n);
                     let worst = results.peek().map_or(f32::INFINITY, |w| w.0);
+                    let accepted = accept(n);
+                    if accepted {
+                        keep_spare(Near(dn, n));
+                    }
                     if results.len() < ef || dn < worst {
                         candidates.push(std::cmp::Reverse(Near(dn, n)));
-                        if accept(n) {
+                        if accepted {
                             results.push(Near(dn, n));
                             if results.len() > ef {
                                 results.pop();
@@ -402,7 +422,7 @@ impl FlatHnsw {
                     }
                 }
             }
-            let mut out = results.into_vec();
+            let mut out = if spare > 0 { kept.into_vec() } else { results.into_vec() };
             out.sort_unstable();
             out
         })
@@ -416,12 +436,13 @@ impl FlatHnsw {
         top: u8,
         ef: usize,
         keep: Option<&(dyn Fn(u32) -> bool + Sync)>,
+        spare: usize,
     ) -> Vec<Near> {
         let mut cur = ep;
         for l in (1..=top as usize).rev() {
             cur = self.greedy(m, cur, l);
         }
-        self.search_level(m, cur, ef, 0, keep)
+        self.search_level(m, cur, ef, 0, keep, spare)
     }
 
     /// Give every node without one its code, fitting the ranges on the vectors of the first
@@ -471,7 +492,7 @@ impl FlatHnsw {
         self.repaired = 0;
         let Some((ep, _)) = *read(&self.entry) else { return };
         let max = self.max_links(0);
-        for _round in 0..2 {
+        for _round in 0..8 {
             let links = self.level0();
             let mut indeg = vec![0u32; links.len()];
             for l in &links {
@@ -514,16 +535,23 @@ impl FlatHnsw {
                 if l.len() < max {
                     l.push(x);
                 } else {
-                    // Replace y's farthest link by x.
+                    // Replace y's farthest link whose target keeps another incoming link.
                     let base = self.vector(y);
                     if let Some((far, _)) = l
                         .iter()
                         .enumerate()
+                        .filter(|(_, z)| indeg.get(**z as usize).is_some_and(|d| *d > 1))
                         .map(|(j, &z)| (j, 1.0 - dot(base, self.vector(z))))
                         .max_by(|a, b| a.1.total_cmp(&b.1))
                     {
+                        if let Some(d) = l.get(far).and_then(|z| indeg.get_mut(*z as usize)) {
+                            *d -= 1;
+                        }
                         l[far] = x;
                     }
+                }
+                if let Some(d) = indeg.get_mut(x as usize) {
+                    *d += 1;
                 }
             }
         }
@@ -584,7 +612,7 @@ impl FlatHnsw {
             cur = self.greedy(&m, cur, l);
         }
         for l in (0..=level.min(top)).rev() {
-            let found = self.search_level(&m, cur, self.params.ef_construction, l, None);
+            let found = self.search_level(&m, cur, self.params.ef_construction, l, None, 0);
             let max = self.max_links(l);
             let chosen = self.select(&found, self.params.m.min(max));
             if let Some(links) = self.nodes.get(i as usize).and_then(|n| n.links.get(l)) {
@@ -847,10 +875,11 @@ impl VectorIndex for FlatHnsw {
         let found = match &self.quant {
             Some(quant) if !self.exact_walk && self.codes.len() == self.ids.len() * quant.stride() => {
                 let m = Coded { quant, codes: &self.codes, q: quant.query(query) };
-                self.walk(&m, ep, top, ef, keep)
+                // Rank `k` more than `ef` again by the exact vectors (see `search_level`).
+                self.walk(&m, ep, top, ef, keep, k)
             }
             _ if self.data.len() == self.ids.len() * self.dim => {
-                self.walk(&Exact { g: self, q: query }, ep, top, ef, keep)
+                self.walk(&Exact { g: self, q: query }, ep, top, ef, keep, 0)
             }
             _ => return Vec::new(),
         };
