@@ -30,6 +30,9 @@ const MAGIC: &[u8; 8] = b"MNHNSW02";
 /// Format 1 (vectors as `f32`): refused, so the index rebuilds it from the database.
 const MAGIC_1: &[u8; 8] = b"MNHNSW01";
 const MAX_LEVEL: usize = 16;
+/// A search on codes ranks this many times `k` of its best finds again by the exact vectors
+/// (chosen on the `clustered` and `topics` data sets, docs/index.md).
+const RERANK: usize = 4;
 
 /// A distance and a node, ordered by distance (then node, for determinism).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -494,14 +497,7 @@ impl FlatHnsw {
         let max = self.max_links(0);
         for _round in 0..8 {
             let links = self.level0();
-            let mut indeg = vec![0u32; links.len()];
-            for l in &links {
-                for &x in l {
-                    if let Some(d) = indeg.get_mut(x as usize) {
-                        *d += 1;
-                    }
-                }
-            }
+            let mut indeg = in_degrees(&links);
             let reached = reachable(&links, ep);
             let orphans: Vec<u32> = (0..links.len())
                 .filter(|&i| i != ep as usize && (indeg[i] == 0 || !reached[i]))
@@ -561,14 +557,7 @@ impl FlatHnsw {
     /// distribution of incoming links.
     pub fn shape(&self) -> Connectivity {
         let links = self.level0();
-        let mut indeg = vec![0u32; links.len()];
-        for l in &links {
-            for &x in l {
-                if let Some(d) = indeg.get_mut(x as usize) {
-                    *d += 1;
-                }
-            }
-        }
+        let indeg = in_degrees(&links);
         let reached = match *read(&self.entry) {
             Some((ep, _)) => reachable(&links, ep).iter().filter(|r| **r).count(),
             None => 0,
@@ -732,6 +721,17 @@ impl FlatHnsw {
     }
 }
 
+/// How many of `links` point to each node.
+fn in_degrees(links: &[Vec<u32>]) -> Vec<u32> {
+    let mut indeg = vec![0u32; links.len()];
+    for &x in links.iter().flatten() {
+        if let Some(d) = indeg.get_mut(x as usize) {
+            *d += 1;
+        }
+    }
+    indeg
+}
+
 /// Which nodes a walk over `links` from `from` reaches.
 fn reachable(links: &[Vec<u32>], from: u32) -> Vec<bool> {
     let mut seen = vec![false; links.len()];
@@ -883,9 +883,14 @@ impl VectorIndex for FlatHnsw {
             }
             _ => return Vec::new(),
         };
-        // The walk's distances are estimates: rank its finds by the exact vectors.
+        // The walk's distances are estimates: rank its best finds by the exact vectors. The
+        // estimates only shuffle neighbours of nearly equal distance, so the best `4k` by
+        // estimate hold the exact best `k`; ranking all `ef` found again would cost an exact
+        // product from memory per find (at ef 1,024, more than the walk itself).
+        let depth = (ef + k).min(RERANK * k).max(k);
         let mut exact: Vec<Near> = found
             .into_iter()
+            .take(if self.exact_walk { usize::MAX } else { depth })
             .map(|n| {
                 let row = if self.exact_walk {
                     Some(self.vector(n.1))
