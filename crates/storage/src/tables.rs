@@ -156,6 +156,12 @@ pub(crate) const POSTINGS: TableDefinition<(&str, &str, u128, u32), &[u8]> =
 pub(crate) const SEGMENTS: TableDefinition<(&str, u64, &str, u32), &[u8]> =
     TableDefinition::new("mnemon.segment_blocks");
 
+/// `(namespace, segment, part) -> [1]([id u128][from_rev u32])*`: the keys of a segment's
+/// texts in order, 800 per part; a block's postings name a text by its place in this list
+/// (format 15; see `lexical/numbers.rs`).
+pub(crate) const SEGMENT_TEXTS: TableDefinition<(&str, u64, u32), &[u8]> =
+    TableDefinition::new("mnemon.segment_texts");
+
 /// Format 9's segments: `(namespace, segment, term, part) -> [1]([id u128][from_rev
 /// u32][tf u32][doc length u32])*`, one row per term of a segment (in parts of at most 512
 /// postings). Read from a format-9 file opened read-only; the upgrade to format 10 moves them
@@ -391,6 +397,7 @@ pub(crate) fn create_all(txn: &redb::WriteTransaction) -> Result<(), crate::erro
     txn.open_table(AUX)?;
     txn.open_table(POSTINGS)?;
     txn.open_table(SEGMENTS)?;
+    txn.open_table(SEGMENT_TEXTS)?;
     txn.open_table(TEXTS)?;
     txn.open_table(LEXSTATS)?;
     txn.open_table(FRESH)?;

@@ -51,8 +51,8 @@
 //! - 12: a segment block stores, for every 64 postings of a term, their greatest term
 //!   frequency and least text length (block version 2), which bound their BM25 weights: a
 //!   search bounds a term without reading its postings. A format-11 file is upgraded by
-//!   writing its blocks again with their bounds; opened read-only, its blocks are read as
-//!   they are.
+//!   writing its blocks again with their bounds (since format 15, numbered at once); opened
+//!   read-only, its blocks are read as they are.
 //! - 13: stored revisions and current rows (of `mnemon.revisions`, `mnemon.live` and
 //!   `mnemon.ended`) end with a CRC-32 of their bytes (revision and row version 2), checked
 //!   on every read: a damaged value is an error naming its table, never a wrong answer. A
@@ -63,6 +63,13 @@
 //!   and an export of a whole namespace compare what they read with them, so that damage to
 //!   redb's branch pages that hides rows from a read is an error, not a short answer. A
 //!   format-13 file is upgraded by counting; opened read-only, it is read unchecked.
+//! - 15: a segment's postings name their texts by number (block version 3: a 4-byte number,
+//!   then tf and text length, in two columns, 12 bytes where a posting took 28), the numbers
+//!   following the texts' keys, which each segment keeps in order in `mnemon.segment_texts`
+//!   (see `lexical/numbers.rs`): a search compares 4-byte numbers and reads fewer blocks. A
+//!   format-11 to -14 file is upgraded by numbering each segment's texts and writing its
+//!   blocks again, numbered (and with the bounds of format 12); opened read-only, its keyed
+//!   blocks are read as they are.
 //!
 //! A file with a newer version is refused with [`OpenError::NewerFormat`]; one older than
 //! [`OLDEST_SUPPORTED_FORMAT_VERSION`] with [`OpenError::TooOld`]; anything between is upgraded
@@ -113,11 +120,13 @@ pub enum FormatVersion {
     SealedValues = 13,
     /// Rows counted per namespace.
     Counted = 14,
+    /// Segment postings naming their texts by number.
+    NumberedTexts = 15,
 }
 
 impl FormatVersion {
     /// The version this build writes.
-    pub const CURRENT: FormatVersion = FormatVersion::Counted;
+    pub const CURRENT: FormatVersion = FormatVersion::NumberedTexts;
     /// The oldest version this build opens (upgrading it when a writer opens it).
     pub const OLDEST: FormatVersion = FormatVersion::First;
 

@@ -1,29 +1,37 @@
-//! Segment blocks (formats 10 to 12): their layout read in place, their encoding, the writer of a
+//! Segment blocks (formats 10 to 15): their layout read in place, their encoding, the writer of a
 //! segment's blocks, and the inputs of a merge read term by term.
 
 use redb::{ReadableTable, Table};
 
 use super::codec::*;
 use super::layout::*;
-use super::posting::{BOUND_BYTES, Chunk, fitting};
+use super::posting::*;
 use crate::error::Error;
 
-/// A block of a segment: `[2][entries u32]`, then per entry the end of its term in the term
+/// A block of a segment: `[3][entries u32]`, then per entry the end of its term in the term
 /// bytes, the end of its postings in the postings and the end of its pieces' bounds in the
 /// bounds (`u32` each), then the term bytes, then the bounds (8 bytes per piece of
-/// [`PIECE`] postings, see `posting.rs`), then the postings (28 bytes each, `(id, from_rev)`
-/// order within an entry). Format 10 and 11 wrote version 1: no bounds, and two `u32`s per
-/// entry. Entries are in term order; a term whose postings do not fit continues in the next
-/// block. Read in place: a search finds its term by binary search and decodes only its
-/// postings.
+/// [`PIECE`](super::posting::PIECE) postings, see `posting.rs`), then the postings in two
+/// columns: every posting's text number (4 bytes), then every posting's tf and text length
+/// (8 bytes), in number order within an entry. Entries are in term order; a term whose
+/// postings do not fit continues in the next block. Read in place: a search finds its term
+/// by binary search and decodes only its postings.
+///
+/// Formats 10 to 14 wrote **keyed** blocks: version 1 (formats 10 and 11: no bounds, two
+/// `u32`s per entry) and version 2, whose postings are 28 bytes, `(id, from_rev, tf, doc
+/// length)`, in key order. A read-only handle on such a file reads them as they are; the
+/// upgrade to format 15 numbers them.
 pub(super) struct Block<'b> {
     pub(super) entries: usize,
-    /// Bytes per entry in the directory: 8 (version 1) or 12.
-    width: usize,
+    version: u8,
     dir: &'b [u8],
     terms: &'b [u8],
     bounds: &'b [u8],
-    postings: &'b [u8],
+    /// Version 3: the number column, then the counts column.
+    numbers: &'b [u8],
+    counts: &'b [u8],
+    /// Versions 1 and 2: the keyed postings.
+    keyed: &'b [u8],
 }
 
 /// Where an entry's term, postings and bounds start and end.
@@ -32,15 +40,17 @@ type Spans = ((usize, usize), (usize, usize), (usize, usize));
 impl<'b> Block<'b> {
     /// The block over its bytes (`None` if malformed).
     pub(super) fn parse(b: &'b [u8]) -> Option<Self> {
-        let width = match *b.first()? {
+        let version = *b.first()?;
+        let width = match version {
             BLOCK_VERSION_1 => 8,
-            BLOCK_VERSION => 12,
+            BLOCK_VERSION_2 | BLOCK_VERSION => 12,
             _ => return None,
         };
         let rest = b.get(1..)?;
         let entries = usize::try_from(u32::from_le_bytes(rest.get(..4)?.try_into().ok()?)).ok()?;
         let dir = rest.get(4..4 + entries.checked_mul(width)?)?;
-        let mut block = Block { entries, width, dir, terms: &[], bounds: &[], postings: &[] };
+        let mut block =
+            Block { entries, version, dir, terms: &[], bounds: &[], numbers: &[], counts: &[], keyed: &[] };
         let (terms, postings, bounds) = match entries.checked_sub(1) {
             Some(last) => block.ends(last)?,
             None => (0, 0, 0),
@@ -49,8 +59,20 @@ impl<'b> Block<'b> {
         block.terms = body.get(..terms)?;
         let body = body.get(terms..)?;
         block.bounds = body.get(..bounds.checked_mul(BOUND_BYTES)?)?;
-        block.postings = body.get(block.bounds.len()..)?;
-        (block.postings.len() == postings.checked_mul(SEGMENT_POSTING_BYTES)?).then_some(block)
+        let body = body.get(block.bounds.len()..)?;
+        if version == BLOCK_VERSION {
+            block.numbers = body.get(..postings.checked_mul(NUMBER_BYTES)?)?;
+            block.counts = body.get(block.numbers.len()..)?;
+            (block.counts.len() == postings.checked_mul(COUNT_BYTES)?).then_some(block)
+        } else {
+            block.keyed = body;
+            (body.len() == postings.checked_mul(KEYED_BYTES)?).then_some(block)
+        }
+    }
+
+    /// Whether its postings are numbered (version 3), not keyed.
+    pub(super) fn numbered(&self) -> bool {
+        self.version == BLOCK_VERSION
     }
 
     /// Where entry `i`'s term, postings and bounds end (a block of version 1 has no bounds).
@@ -58,8 +80,8 @@ impl<'b> Block<'b> {
         let at = |o: usize| {
             self.dir.get(o..o + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes).map(|v| v as usize)
         };
-        let o = i.checked_mul(self.width)?;
-        let bounds = if self.width == 12 { at(o + 8)? } else { 0 };
+        let o = i.checked_mul(if self.version == BLOCK_VERSION_1 { 8 } else { 12 })?;
+        let bounds = if self.version == BLOCK_VERSION_1 { 0 } else { at(o + 8)? };
         Some((at(o)?, at(o + 4)?, bounds))
     }
 
@@ -86,74 +108,74 @@ impl<'b> Block<'b> {
         (t0 <= t1 && t1 <= self.terms.len()).then_some(base + t0..base + t1)
     }
 
-    /// Entry `i`'s postings, as stored (28 bytes each).
-    pub(super) fn posting_bytes(&self, i: usize) -> Option<&'b [u8]> {
-        let (_, (p0, p1), _) = self.spans(i)?;
-        self.postings.get(p0.checked_mul(SEGMENT_POSTING_BYTES)?..p1.checked_mul(SEGMENT_POSTING_BYTES)?)
-    }
-
     /// Entry `i`'s pieces' bounds, as stored (empty in a block of version 1).
     fn bound_bytes(&self, i: usize) -> Option<&'b [u8]> {
         let (_, _, (b0, b1)) = self.spans(i)?;
         self.bounds.get(b0.checked_mul(BOUND_BYTES)?..b1.checked_mul(BOUND_BYTES)?)
     }
 
-    /// Entry `i`'s postings with their bounds, read in place.
+    /// Entry `i`'s numbered postings with their bounds, read in place (`None` in a keyed
+    /// block).
     pub(super) fn chunk(&self, i: usize) -> Option<Chunk<'b>> {
-        Some(Chunk::stored(self.posting_bytes(i)?, self.bound_bytes(i)?))
-    }
-
-    /// Entry `i`'s postings.
-    pub(super) fn postings(&self, i: usize) -> Option<Vec<SegmentPosting>> {
-        let mut out = Vec::new();
-        self.postings_into(i, &mut out)?;
-        Some(out)
-    }
-
-    /// Add entry `i`'s postings to `out` (`None` if malformed).
-    pub(super) fn postings_into(&self, i: usize, out: &mut Vec<SegmentPosting>) -> Option<()> {
-        self.each_posting(i, |p| out.push(p))
-    }
-
-    /// Call `f` with each of entry `i`'s postings (`None` if malformed).
-    pub(super) fn each_posting(&self, i: usize, mut f: impl FnMut(SegmentPosting)) -> Option<()> {
-        for c in self.posting_bytes(i)?.chunks_exact(SEGMENT_POSTING_BYTES) {
-            f(super::posting::decode(c)?);
+        if !self.numbered() {
+            return None;
         }
-        Some(())
+        let (_, (p0, p1), _) = self.spans(i)?;
+        let numbers = self.numbers.get(p0.checked_mul(NUMBER_BYTES)?..p1.checked_mul(NUMBER_BYTES)?)?;
+        let counts = self.counts.get(p0.checked_mul(COUNT_BYTES)?..p1.checked_mul(COUNT_BYTES)?)?;
+        Some(Chunk::stored(numbers, counts, self.bound_bytes(i)?))
+    }
+
+    /// Entry `i`'s numbered postings (`None` in a keyed block, or if malformed).
+    pub(super) fn postings(&self, i: usize) -> Option<Vec<Posting>> {
+        let chunk = self.chunk(i)?;
+        (0..chunk.len()).map(|j| chunk.get(j)).collect()
+    }
+
+    /// Entry `i`'s keyed postings (`None` in a numbered block, or if malformed).
+    pub(super) fn keyed(&self, i: usize) -> Option<Vec<Keyed>> {
+        if self.numbered() {
+            return None;
+        }
+        let (_, (p0, p1), _) = self.spans(i)?;
+        let bytes = self.keyed.get(p0.checked_mul(KEYED_BYTES)?..p1.checked_mul(KEYED_BYTES)?)?;
+        bytes.chunks_exact(KEYED_BYTES).map(decode_keyed).collect()
+    }
+
+    /// Entry `i`'s postings as `(order, tf, doc length)`, where the order is the number or
+    /// the key.
+    fn counted(&self, i: usize) -> Option<Vec<(Key, u32, u32)>> {
+        if self.numbered() {
+            Some(self.postings(i)?.into_iter().map(|p| ((u128::from(p.0), 0), p.1, p.2)).collect())
+        } else {
+            Some(self.keyed(i)?.into_iter().map(|p| ((p.0, p.1), p.2, p.3)).collect())
+        }
     }
 
     /// Whether every entry is well formed and in order: terms in strictly increasing order,
-    /// postings within a term in strictly increasing `(id, from_rev)` order, and (version 2)
-    /// each piece's bounds those of its postings. Checked in place, without copying the
-    /// postings out.
+    /// postings within a term in strictly increasing number (or key) order, and (versions 2
+    /// and 3) each piece's bounds those of its postings. Checked without copying the block.
     pub(super) fn check(&self) -> bool {
-        let key = |c: &[u8]| super::posting::decode(c).map(|p| (p.0, p.1));
         let mut previous: Option<&str> = None;
         for i in 0..self.entries {
-            let (Some(term), Some(bytes)) = (self.term(i), self.posting_bytes(i)) else { return false };
-            if self.width == 12 && !self.bounds_hold(i) {
+            let (Some(term), Some(list), Some(stored)) = (self.term(i), self.counted(i), self.bound_bytes(i))
+            else {
                 return false;
-            }
-            let mut list = bytes.chunks_exact(SEGMENT_POSTING_BYTES).map(key);
-            let sorted = match list.next() {
-                Some(first) => list.try_fold(first, |a, b| (a < b).then_some(b)).is_some(),
-                None => true,
             };
+            if self.version != BLOCK_VERSION_1 {
+                let mut want = Vec::with_capacity(stored.len());
+                put_bounds(&mut want, &list, |p| (p.1, p.2));
+                if want != stored {
+                    return false;
+                }
+            }
+            let sorted = list.windows(2).all(|w| w[0].0 < w[1].0);
             if previous.is_some_and(|p| p >= term) || !sorted {
                 return false;
             }
             previous = Some(term);
         }
         true
-    }
-
-    /// Whether entry `i`'s stored bounds are those of its pieces.
-    fn bounds_hold(&self, i: usize) -> bool {
-        let (Some(postings), Some(stored)) = (self.postings(i), self.bound_bytes(i)) else { return false };
-        let mut want = Vec::with_capacity(stored.len());
-        super::posting::put_bounds(&mut want, &postings);
-        want == stored
     }
 
     /// The entry of `term`, by binary search (`None` if malformed, `Some(None)` if absent).
@@ -170,42 +192,50 @@ impl<'b> Block<'b> {
         Some(None)
     }
 
-    /// Every entry, [checked](Self::check) (`None` if not in order, or malformed).
-    pub(super) fn entries(&self) -> Option<Vec<(&'b str, Vec<SegmentPosting>)>> {
-        if !self.check() {
+    /// Every entry of a numbered block, [checked](Self::check) (`None` if keyed, not in
+    /// order, or malformed).
+    pub(super) fn entries(&self) -> Option<Vec<(&'b str, Vec<Posting>)>> {
+        if !self.numbered() || !self.check() {
             return None;
         }
         (0..self.entries).map(|i| Some((self.term(i)?, self.postings(i)?))).collect()
     }
 
+    /// Every entry of a keyed block, [checked](Self::check) (`None` if numbered, not in
+    /// order, or malformed).
+    pub(super) fn keyed_entries(&self) -> Option<Vec<(&'b str, Vec<Keyed>)>> {
+        if self.numbered() || !self.check() {
+            return None;
+        }
+        (0..self.entries).map(|i| Some((self.term(i)?, self.keyed(i)?))).collect()
+    }
+
     /// How many postings the block holds.
     pub(super) fn len(&self) -> usize {
-        self.postings.len() / SEGMENT_POSTING_BYTES
+        if self.numbered() { self.numbers.len() / NUMBER_BYTES } else { self.keyed.len() / KEYED_BYTES }
     }
 }
 
-/// A block being encoded (see [`Block`]): its directory, term bytes and postings, appended
-/// to as entries come, with no allocation per entry.
+/// A block being encoded (see [`Block`]): its directory, term bytes, bounds and columns,
+/// appended to as entries come, with no allocation per entry.
 #[derive(Default)]
 pub(super) struct BlockBuf {
     pub(super) entries: u32,
     dir: Vec<u8>,
     terms: Vec<u8>,
     bounds: Vec<u8>,
-    postings: Vec<u8>,
+    numbers: Vec<u8>,
+    counts: Vec<u8>,
 }
 
 impl BlockBuf {
-    /// Append an entry: a term (greater than the last one's) and its postings in `(id,
-    /// from_rev)` order.
-    pub(super) fn push(&mut self, term: &str, postings: &[SegmentPosting]) {
+    /// Append an entry: a term (greater than the last one's) and its postings in number
+    /// order.
+    pub(super) fn push(&mut self, term: &str, postings: &[Posting]) {
         self.terms.extend_from_slice(term.as_bytes());
-        for p in postings {
-            super::posting::put(&mut self.postings, *p);
-        }
-        super::posting::put_bounds(&mut self.bounds, postings);
-        let ends =
-            [self.terms.len(), self.postings.len() / SEGMENT_POSTING_BYTES, self.bounds.len() / BOUND_BYTES];
+        put(&mut self.numbers, &mut self.counts, postings);
+        put_bounds(&mut self.bounds, postings, |p| (p.1, p.2));
+        let ends = [self.terms.len(), self.numbers.len() / NUMBER_BYTES, self.bounds.len() / BOUND_BYTES];
         for end in ends {
             self.dir.extend_from_slice(&u32::try_from(end).unwrap_or(u32::MAX).to_le_bytes());
         }
@@ -214,7 +244,7 @@ impl BlockBuf {
 
     /// Bytes of the block so far.
     pub(super) fn size(&self) -> usize {
-        5 + self.dir.len() + self.terms.len() + self.bounds.len() + self.postings.len()
+        5 + self.dir.len() + self.terms.len() + self.bounds.len() + self.numbers.len() + self.counts.len()
     }
 
     /// The encoded block; the buffer is left empty (its allocations kept).
@@ -222,15 +252,11 @@ impl BlockBuf {
         let mut out = Vec::with_capacity(self.size());
         out.push(BLOCK_VERSION);
         out.extend_from_slice(&self.entries.to_le_bytes());
-        out.extend_from_slice(&self.dir);
-        out.extend_from_slice(&self.terms);
-        out.extend_from_slice(&self.bounds);
-        out.extend_from_slice(&self.postings);
+        for part in [&mut self.dir, &mut self.terms, &mut self.bounds, &mut self.numbers, &mut self.counts] {
+            out.extend_from_slice(part);
+            part.clear();
+        }
         self.entries = 0;
-        self.dir.clear();
-        self.terms.clear();
-        self.bounds.clear();
-        self.postings.clear();
         out
     }
 }
@@ -245,25 +271,26 @@ pub(super) struct BlockWriter {
     /// before (a term that continues from the previous block starts the next at part 1, 2,
     /// ...), so that the keys are unique and ordered.
     key: Option<(String, u32)>,
+    /// Whether any block was written.
+    pub(super) wrote: bool,
 }
 
 impl BlockWriter {
     pub(super) fn new(ns: &str, seg: u64) -> Self {
-        BlockWriter { ns: ns.to_string(), seg, block: BlockBuf::default(), key: None }
+        BlockWriter { ns: ns.to_string(), seg, block: BlockBuf::default(), key: None, wrote: false }
     }
 
-    /// Add a term's postings (in `(id, from_rev)` order; terms in increasing order).
+    /// Add a term's postings (in number order; terms in increasing order).
     pub(super) fn push(
         &mut self,
         table: &mut Table<'_, SegmentKey, &'static [u8]>,
         term: &str,
-        mut postings: &[SegmentPosting],
+        mut postings: &[Posting],
     ) -> Result<(), Error> {
         let mut part = 0u32;
         while !postings.is_empty() {
             let head = 12 + term.len();
-            if self.block.entries > 0
-                && self.block.size() + head + SEGMENT_POSTING_BYTES + BOUND_BYTES > BLOCK_BYTES
+            if self.block.entries > 0 && self.block.size() + head + POSTING_BYTES + BOUND_BYTES > BLOCK_BYTES
             {
                 self.flush(table)?;
             }
@@ -281,6 +308,7 @@ impl BlockWriter {
     pub(super) fn flush(&mut self, table: &mut Table<'_, SegmentKey, &'static [u8]>) -> Result<(), Error> {
         if let Some((first, part)) = self.key.take() {
             table.insert((self.ns.as_str(), self.seg, first.as_str(), part), self.block.take().as_slice())?;
+            self.wrote = true;
         }
         Ok(())
     }
@@ -288,16 +316,19 @@ impl BlockWriter {
 
 /// One input of a merge, read term by term in order: the merge's own postings (sorted by
 /// `(term, id, from_rev)`), or a segment read one block at a time, so that a merge of large
-/// levels holds a block of each rather than the levels.
+/// levels holds a block of each rather than the levels. Each gives its postings with the
+/// numbers of the merge's segment: the memory's by finding their keys in the merge's list of
+/// texts, a segment's through `renumber` (its numbers to the merge's).
 ///
 /// Terms are compared as bytes (UTF-8's byte order is the order of `str`): a block's terms
 /// were checked when it was read, and a merge compares each source's head several times per
 /// term, so it keeps where the head lies instead of parsing the block and checking the term
 /// again each time.
 pub(super) enum Source<'p> {
-    Memory(&'p [(&'p str, SegmentPosting)]),
+    Memory(&'p [(&'p str, Keyed)]),
     Segment {
         seg: u64,
+        renumber: Vec<u32>,
         /// The current block (checked when read), its number of entries and its next entry.
         block: Vec<u8>,
         entries: usize,
@@ -311,13 +342,27 @@ pub(super) enum Source<'p> {
 }
 
 impl Source<'_> {
+    /// A segment to be read from its first block, its numbers becoming `renumber`'s.
+    pub(super) fn segment(seg: u64, renumber: Vec<u32>) -> Self {
+        Source::Segment {
+            seg,
+            renumber,
+            block: Vec::new(),
+            entries: 0,
+            at: 0,
+            head: None,
+            last: None,
+            done: false,
+        }
+    }
+
     /// Read the segment's next block once the current one is used up.
     pub(super) fn fill(
         &mut self,
         table: &impl ReadableTable<SegmentKey, &'static [u8]>,
         ns: &str,
     ) -> Result<(), Error> {
-        let Source::Segment { seg, block, entries, at, head, last, done } = self else { return Ok(()) };
+        let Source::Segment { seg, block, entries, at, head, last, done, .. } = self else { return Ok(()) };
         while *at >= *entries && !*done {
             // The first key after the current block's: `part + 1` of its term, or a later term.
             let from = match last {
@@ -328,7 +373,7 @@ impl Source<'_> {
                 Some(r) => {
                     let (k, v) = r?;
                     let (_, _, first, part) = k.value();
-                    let Some(parsed) = Block::parse(v.value()).filter(Block::check) else {
+                    let Some(parsed) = Block::parse(v.value()).filter(|b| b.numbered() && b.check()) else {
                         return Err(malformed_segment(ns, *seg, first));
                     };
                     *entries = parsed.entries;
@@ -356,19 +401,25 @@ impl Source<'_> {
         }
     }
 
-    /// Take the postings at the head, which is `term`, into `out`.
-    pub(super) fn take(&mut self, term: &[u8], out: &mut Vec<SegmentPosting>) {
+    /// Take the postings at the head, which is `term`, into `out`, numbered by `texts` (the
+    /// merge's list of text keys, in order).
+    pub(super) fn take(&mut self, term: &[u8], texts: &[Key], out: &mut Vec<Posting>) {
         match self {
             Source::Memory(p) => {
                 let n = p.partition_point(|x| x.0.as_bytes() == term);
-                out.extend(p[..n].iter().map(|x| x.1));
+                out.extend(p[..n].iter().filter_map(|(_, (id, rev, tf, len))| {
+                    let at = texts.binary_search(&(*id, *rev)).ok()?;
+                    Some((u32::try_from(at).ok()?, *tf, *len))
+                }));
                 *p = &p[n..];
             }
-            Source::Segment { block, at, head, .. } => {
+            Source::Segment { block, at, head, renumber, .. } => {
                 // Checked when read (see `fill`).
                 let b = Block::parse(block);
-                if let Some(b) = &b {
-                    b.postings_into(*at, out);
+                if let Some(list) = b.as_ref().and_then(|b| b.postings(*at)) {
+                    out.extend(list.into_iter().filter_map(|(n, tf, len)| {
+                        renumber.get(n as usize).filter(|m| **m != u32::MAX).map(|m| (*m, tf, len))
+                    }));
                 }
                 *at += 1;
                 *head = b.and_then(|b| b.term_span(*at));
@@ -377,13 +428,44 @@ impl Source<'_> {
     }
 }
 
-/// Write every segment block of version 1 (formats 10 and 11) again with its pieces' bounds
-/// (the upgrade to format 12), under the same key: the same entries and postings, a few
-/// bytes more per block. Read and written a batch of blocks at a time.
-pub(crate) fn bound_blocks(txn: &redb::WriteTransaction) -> Result<(), Error> {
+/// Number every keyed segment (blocks of versions 1 and 2, formats 10 to 14: the upgrade to
+/// format 15): per segment, its texts' keys are gathered from its postings and written as its
+/// list of text numbers, then each block is written again, numbered, under the same key (the
+/// same entries, in fewer bytes). Read and written a batch of blocks at a time.
+pub(crate) fn number_blocks(txn: &redb::WriteTransaction) -> Result<(), Error> {
     type OwnedKey = (String, u64, String, u32);
     let mut table = txn.open_table(crate::tables::SEGMENTS)?;
+    let mut numbers = txn.open_table(crate::tables::SEGMENT_TEXTS)?;
+    // Every segment, with its texts' keys.
+    let mut segs: Vec<((String, u64), Vec<Key>)> = Vec::new();
+    for r in table.iter()? {
+        let (k, v) = r?;
+        let (ns, seg, first, _) = k.value();
+        let Some(entries) = Block::parse(v.value()).and_then(|b| b.keyed_entries()) else {
+            if Block::parse(v.value()).is_some_and(|b| b.numbered()) {
+                continue;
+            }
+            return Err(malformed_segment(ns, seg, first));
+        };
+        if segs.last().is_none_or(|s| s.0.0 != ns || s.0.1 != seg) {
+            segs.push(((ns.to_string(), seg), Vec::new()));
+        }
+        if let Some((_, keys)) = segs.last_mut() {
+            keys.extend(entries.iter().flat_map(|e| e.1.iter().map(|p| (p.0, p.1))));
+            // A text has a posting per term: keep a list of each text, not of each posting.
+            if keys.len() >= 1 << 20 {
+                keys.sort_unstable();
+                keys.dedup();
+            }
+        }
+    }
+    for ((ns, seg), keys) in &mut segs {
+        keys.sort_unstable();
+        keys.dedup();
+        super::numbers::write(&mut numbers, ns, *seg, keys)?;
+    }
     let mut after: Option<OwnedKey> = None;
+    let mut at = 0;
     loop {
         let mut batch: Vec<(OwnedKey, Vec<u8>)> = Vec::new();
         {
@@ -398,13 +480,21 @@ pub(crate) fn bound_blocks(txn: &redb::WriteTransaction) -> Result<(), Error> {
                 if after.as_ref() == Some(&key) {
                     continue;
                 }
-                if v.value().first() == Some(&BLOCK_VERSION_1) {
-                    let entries = Block::parse(v.value())
-                        .and_then(|b| b.entries())
-                        .ok_or_else(|| malformed_segment(ns, seg, first))?;
+                if let Some(entries) = Block::parse(v.value()).and_then(|b| b.keyed_entries()) {
+                    while segs.get(at).is_some_and(|s| (s.0.0.as_str(), s.0.1) < (ns, seg)) {
+                        at += 1;
+                    }
+                    let texts = segs.get(at).map_or(&[][..], |s| &s.1[..]);
                     let mut buf = BlockBuf::default();
                     for (term, postings) in entries {
-                        buf.push(term, &postings);
+                        let numbered: Option<Vec<Posting>> = postings
+                            .iter()
+                            .map(|p| {
+                                let n = texts.binary_search(&(p.0, p.1)).ok()?;
+                                Some((u32::try_from(n).ok()?, p.2, p.3))
+                            })
+                            .collect();
+                        buf.push(term, &numbered.ok_or_else(|| malformed_segment(ns, seg, first))?);
                     }
                     batch.push((key.clone(), buf.take()));
                 }

@@ -28,7 +28,7 @@ pub(super) fn decode_segment_row(b: &[u8]) -> Option<Vec<SegmentPosting>> {
     if body.len() % SEGMENT_POSTING_BYTES != 0 {
         return None;
     }
-    body.chunks_exact(SEGMENT_POSTING_BYTES).map(super::posting::decode).collect()
+    body.chunks_exact(SEGMENT_POSTING_BYTES).map(super::posting::decode_keyed).collect()
 }
 
 /// [`decode_segment_row`], with the row named in the error.

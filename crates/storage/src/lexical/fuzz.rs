@@ -5,7 +5,7 @@ use super::codec::{decode_fresh, decode_posting, decode_segment_row, encode_fres
 use super::layout::BLOCK_VERSION;
 
 /// A segment block: every accessor on every entry; a block that checks out, written again
-/// entry by entry, is the same bytes (version 2).
+/// entry by entry, is the same bytes (version 3).
 pub(crate) fn fuzz_block(data: &[u8]) -> Result<(), String> {
     let Some(block) = Block::parse(data) else { return Ok(()) };
     let _ = block.len();
@@ -13,16 +13,17 @@ pub(crate) fn fuzz_block(data: &[u8]) -> Result<(), String> {
         let _ = block.term(i);
         if let Some(chunk) = block.chunk(i) {
             for j in 0..chunk.len() {
-                let _ = (chunk.get(j), chunk.key(j));
+                let _ = (chunk.get(j), chunk.number(j));
             }
-            let _ = (chunk.extremes(), chunk.gallop(0, (u128::MAX / 3, 1)));
+            let _ = (chunk.extremes(), chunk.gallop(0, u32::MAX / 3));
         }
-        let _ = block.postings(i);
+        let _ = (block.postings(i), block.keyed(i));
     }
     let _ = block.find("fuzz");
     if let Some(t) = block.term(0) {
         let _ = block.find(t);
     }
+    let _ = block.keyed_entries();
     if let Some(entries) = block.entries() {
         let mut buf = BlockBuf::default();
         for (term, postings) in &entries {

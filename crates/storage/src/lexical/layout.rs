@@ -24,19 +24,21 @@ pub(crate) type PostingKey = (&'static str, &'static str, u128, u32);
 pub(crate) type SegmentKey = (&'static str, u64, &'static str, u32);
 /// `(namespace, segment, term, id, from_rev)`: a posting of format 8's segments.
 pub(crate) type LegacySegmentKey = (&'static str, u64, &'static str, u128, u32);
-/// A posting as a segment holds it: `(id, from_rev, tf, doc length)`.
-pub(crate) use super::posting::Posting as SegmentPosting;
+/// A posting with its text's key: `(id, from_rev, tf, doc length)`.
+pub(crate) use super::posting::Keyed as SegmentPosting;
 /// Every posting of a namespace's segments: `(term, id, from_rev) -> (tf, doc length)`.
 pub(crate) type SegmentMap = BTreeMap<(String, u128, u32), (u32, u32)>;
 
-/// Bytes of a posting in a segment: id, from_rev, tf, doc length.
-pub(super) use super::posting::POSTING_BYTES as SEGMENT_POSTING_BYTES;
+/// Bytes of a keyed posting (format 9's segment rows and format 8's to 14's blocks).
+pub(super) use super::posting::KEYED_BYTES as SEGMENT_POSTING_BYTES;
 /// Format 9's segment rows.
 pub(super) const SEGMENT_ROW_VERSION: u8 = 1;
-/// Format 10's and 11's segment blocks (no bounds).
+/// Format 10's and 11's segment blocks (keyed, no bounds).
 pub(super) const BLOCK_VERSION_1: u8 = 1;
-/// Segment blocks with their pieces' bounds (format 12).
-pub(super) const BLOCK_VERSION: u8 = 2;
+/// Keyed segment blocks with their pieces' bounds (formats 12 to 14).
+pub(super) const BLOCK_VERSION_2: u8 = 2;
+/// Numbered segment blocks (format 15).
+pub(super) const BLOCK_VERSION: u8 = 3;
 /// A segment block is closed once it holds this many bytes: a search reads one block (two
 /// when a term's postings cross a boundary) per term and segment. A block, its key (at most
 /// 280 bytes: a namespace of 200, a term of 64, their lengths, the segment and the part) and

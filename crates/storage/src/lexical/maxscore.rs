@@ -9,10 +9,14 @@
 //! texts), each text wholly in one. The places are searched one after another, each with
 //! its own bounds (a term's greatest weight in that place, often far below its greatest
 //! anywhere) and one heap of the best and one threshold for them all, so the best found in
-//! one place prunes the next. Within a place a term's postings are one run in `(id,
-//! from_rev)` order, made of [`Chunk`]s read in place: a posting is decoded and weighed only
-//! when visited, and a non-essential term is sought by galloping over the fixed-width
-//! postings, so most of a common term's postings are never decoded.
+//! one place prunes the next. Within a place each text has a number, in the order of the
+//! texts' keys `(id, from_rev)` (a segment's stored numbers, or numbers the search gives the
+//! texts of a place that stores keys), and a term's postings are one run in number order,
+//! made of [`Chunk`]s read in place: a posting is decoded and weighed only when visited, and
+//! a non-essential term is sought by galloping over the column of 4-byte numbers, so most of
+//! a common term's postings are never decoded. A text's key is read only for the texts kept
+//! among the best, and ties between places are broken by key, as if the texts were in one
+//! place.
 //!
 //! The unit ranked is a text, not a record: a record holding several texts (one per text
 //! revision, see the module `lexical`) may appear once per text, and only resolving it at
@@ -24,9 +28,10 @@
 //! its postings and whether or not anything was pruned.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashSet};
 
 use super::posting::{Chunk, Key};
+use crate::error::Error;
 
 /// One query term's postings in one place (see the module documentation).
 pub(crate) struct TermList<'a> {
@@ -39,10 +44,17 @@ pub(crate) struct TermList<'a> {
 
 impl<'a> TermList<'a> {
     /// A term of IDF `idf` whose postings in a place weigh at most `max`, in `chunks` (in
-    /// `(id, from_rev)` order, chunk after chunk).
+    /// number order, chunk after chunk).
     pub(crate) fn new(chunks: Vec<Chunk<'a>>, idf: f64, max: f64) -> Self {
         TermList { chunks: chunks.into_iter().filter(|c| c.len() > 0).collect(), idf, max }
     }
+}
+
+/// A place: one list per query term (in the query's order), and the key of a text from its
+/// number there (numbers follow keys, so a place's texts come in key order).
+pub(crate) struct Place<'a, 'k> {
+    pub(crate) lists: Vec<TermList<'a>>,
+    pub(crate) keys: KeyOf<'k>,
 }
 
 /// A text among the best: its record, the revision starting it, and its score.
@@ -53,25 +65,39 @@ pub(crate) struct Candidate {
     pub(crate) score: f64,
 }
 
-impl PartialEq for Candidate {
+/// A text in the heap of the best: its score, its place and number there, and its key once
+/// known. Two texts of one score are ordered by key; within a place number order is key
+/// order, so a key is read only where texts of different places tie (see [`Best::tie`]).
+#[derive(Debug)]
+struct Entry {
+    score: f64,
+    place: usize,
+    number: u32,
+    key: Option<Key>,
+}
+
+impl PartialEq for Entry {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == Ordering::Equal
     }
 }
 
-impl Eq for Candidate {}
+impl Eq for Entry {}
 
-impl PartialOrd for Candidate {
+impl PartialOrd for Entry {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-/// Worse first: a lower score, then a greater `(id, from_rev)` (the order a heap of the best
-/// keeps at its top, to be replaced).
-impl Ord for Candidate {
+/// Worse first: a lower score, then a greater key (the order a heap of the best keeps at its
+/// top, to be replaced).
+impl Ord for Entry {
     fn cmp(&self, other: &Self) -> Ordering {
-        other.score.total_cmp(&self.score).then((self.id, self.rev).cmp(&(other.id, other.rev)))
+        other.score.total_cmp(&self.score).then_with(|| match (self.key, other.key) {
+            (Some(a), Some(b)) => a.cmp(&b),
+            _ => (self.place, self.number).cmp(&(other.place, other.number)),
+        })
     }
 }
 
@@ -84,93 +110,144 @@ pub(crate) struct Top {
 }
 
 /// Where a term's cursor stands in its place: a chunk and a posting in it (past the last
-/// chunk at the end), and the key there.
+/// chunk at the end), the chunk itself, and the number there.
 struct Cursor<'r, 'a> {
     chunks: &'r [Chunk<'a>],
     chunk: usize,
+    /// `chunks[chunk]` (empty past the last).
+    here: Chunk<'a>,
     at: usize,
-    key: Option<Key>,
+    number: Option<u32>,
     idf: f64,
 }
 
 impl<'r, 'a> Cursor<'r, 'a> {
     fn new(list: &'r TermList<'a>) -> Self {
-        let mut c = Cursor { chunks: &list.chunks, chunk: 0, at: 0, key: None, idf: list.idf };
+        let here = list.chunks.first().copied().unwrap_or_default();
+        let mut c = Cursor { chunks: &list.chunks, chunk: 0, here, at: 0, number: None, idf: list.idf };
         c.settle();
         c
     }
 
-    /// Move to the next chunk if the cursor is past this one's end, and read the key there.
+    /// Move to the next chunk if the cursor is past this one's end, and read the number there.
     #[inline]
     fn settle(&mut self) {
-        if self.chunks.get(self.chunk).is_some_and(|c| self.at >= c.len()) {
-            self.chunk += 1;
-            self.at = 0;
+        if self.at >= self.here.len() && self.chunk < self.chunks.len() {
+            self.next_chunk();
         }
-        self.key = self.chunks.get(self.chunk).and_then(|c| c.key(self.at));
+        self.number = self.here.number(self.at);
     }
 
-    /// Move to the first posting whose key is not below `key`: past whole chunks by their
-    /// last key, then by galloping within the chunk.
-    fn seek(&mut self, key: Key) {
-        if self.key.is_none_or(|h| h >= key) {
+    /// Move to the start of the next chunk.
+    fn next_chunk(&mut self) {
+        self.chunk += 1;
+        self.at = 0;
+        self.here = self.chunks.get(self.chunk).copied().unwrap_or_default();
+    }
+
+    /// Move to the first posting whose number is not below `n`: past whole chunks by their
+    /// last number, then by galloping within the chunk.
+    fn seek(&mut self, n: u32) {
+        if self.number.is_none_or(|h| h >= n) {
             return;
         }
-        while let Some(c) = self.chunks.get(self.chunk) {
-            if c.len().checked_sub(1).and_then(|l| c.key(l)).is_some_and(|last| last >= key) {
+        while self.chunk < self.chunks.len() {
+            if self.here.len().checked_sub(1).and_then(|l| self.here.number(l)).is_some_and(|last| last >= n)
+            {
                 break;
             }
-            self.chunk += 1;
-            self.at = 0;
+            self.next_chunk();
         }
-        if let Some(c) = self.chunks.get(self.chunk) {
-            self.at = c.gallop(self.at, key);
-        }
+        self.at = self.here.gallop(self.at, n);
         self.settle();
     }
 
-    /// The weight of the posting of `key` at the cursor, if it is there, and step past it.
+    /// The weight of the posting of number `n` at the cursor, if it is there, and step past
+    /// it.
     #[inline]
-    fn take(&mut self, key: Key, weigh: &impl Fn(u32, u32) -> f64) -> Option<f64> {
-        if self.key != Some(key) {
+    fn take(&mut self, n: u32, weigh: &impl Fn(u32, u32) -> f64) -> Option<f64> {
+        if self.number != Some(n) {
             return None;
         }
-        let (tf, len) = self.chunks.get(self.chunk)?.counts(self.at)?;
+        let (tf, len) = self.here.counts(self.at)?;
         self.at += 1;
         self.settle();
         Some(weigh(tf, len) * self.idf)
     }
 }
 
-/// The best `k` texts holding any of the query's terms, over `places` (per place, one list
-/// per query term, in the query's order), a posting weighing `weigh(tf, doc length)` times
-/// its term's IDF; `k == usize::MAX` keeps every text, pruning nothing.
-pub(crate) fn top(places: &[Vec<TermList<'_>>], k: usize, weigh: impl Fn(u32, u32) -> f64) -> Top {
-    let mut best = Best { heap: BinaryHeap::new(), k, threshold: None };
+/// How a place finds a text's key from its number.
+type KeyOf<'k> = Box<dyn FnMut(u32) -> Result<Key, Error> + 'k>;
+
+/// The best `k` texts holding any of the query's terms, over `places`, a posting weighing
+/// `weigh(tf, doc length)` times its term's IDF; `k == usize::MAX` keeps every text, pruning
+/// nothing. Fails only where a place cannot give a text's key.
+///
+/// The places are searched largest first (by the postings of the query's terms they hold),
+/// so that the threshold is high early; keys are read for the texts kept at the end, and for
+/// texts of different places that tie on the way.
+pub(crate) fn top(
+    places: &mut [Place<'_, '_>],
+    k: usize,
+    weigh: impl Fn(u32, u32) -> f64,
+) -> Result<Top, Error> {
+    let (lists, mut keys): (Vec<&[TermList<'_>]>, Vec<&mut KeyOf<'_>>) =
+        places.iter_mut().map(|Place { lists, keys }| (&lists[..], keys)).unzip();
+    let mut best = Best { heap: BinaryHeap::new(), k, threshold: None, before: HashSet::new() };
     if k > 0 {
-        for lists in places {
-            best.place(lists, &weigh);
+        let size = |p: usize| lists[p].iter().flat_map(|l| &l.chunks).map(Chunk::len).sum::<usize>();
+        let mut order: Vec<usize> = (0..lists.len()).collect();
+        order.sort_by_key(|&p| std::cmp::Reverse(size(p)));
+        for p in order {
+            best.place(p, lists[p], &mut keys, &weigh)?;
         }
     }
+    let threshold = best.threshold;
     let mut out = best.heap.into_vec();
+    // The keys of the texts kept, a place at a time in number order (a segment reads its
+    // numbers a part at a time).
+    out.sort_unstable_by_key(|e| (e.place, e.number));
+    for e in out.iter_mut().filter(|e| e.key.is_none()) {
+        e.key = Some(keys.get_mut(e.place).ok_or_else(|| no_place(e.place))?(e.number)?);
+    }
     out.sort();
-    Top { best: out, threshold: best.threshold }
+    let best = out
+        .into_iter()
+        .map(|e| {
+            let (id, rev) = e.key.unwrap_or_default();
+            Candidate { id, rev, score: e.score }
+        })
+        .collect();
+    Ok(Top { best, threshold })
+}
+
+fn no_place(p: usize) -> Error {
+    Error::Inconsistent { namespace: String::new(), detail: format!("a lexical search has no place {p}") }
 }
 
 /// The best texts found so far, and the threshold they set once there are `k` of them.
 struct Best {
-    heap: BinaryHeap<Candidate>,
+    heap: BinaryHeap<Entry>,
     k: usize,
     threshold: Option<f64>,
+    /// The scores of the texts of the places searched before (in the heap when their place
+    /// was done): a text of another place with one of them is ordered by key.
+    before: HashSet<u64>,
 }
 
 impl Best {
-    /// Search one place.
-    fn place(&mut self, lists: &[TermList<'_>], weigh: &impl Fn(u32, u32) -> f64) {
+    /// Search place `p`, whose lists are `lists`.
+    fn place(
+        &mut self,
+        p: usize,
+        lists: &[TermList<'_>],
+        keys: &mut [&mut KeyOf<'_>],
+        weigh: &impl Fn(u32, u32) -> f64,
+    ) -> Result<(), Error> {
         let mut cursors: Vec<Cursor<'_, '_>> = lists.iter().map(Cursor::new).collect();
         // Terms by their greatest weight here, smallest first; `below[i]`: the sum of the
         // greatest weights of the terms before `i` in that order.
-        let mut order: Vec<usize> = (0..lists.len()).filter(|&t| cursors[t].key.is_some()).collect();
+        let mut order: Vec<usize> = (0..lists.len()).filter(|&t| cursors[t].number.is_some()).collect();
         order.sort_by(|&a, &b| lists[a].max.total_cmp(&lists[b].max).then(a.cmp(&b)));
         let mut below = Vec::with_capacity(order.len() + 1);
         let mut sum = 0.0;
@@ -181,7 +258,7 @@ impl Best {
         below.push(sum);
         // Terms `order[..essential]` are non-essential: together they cannot lift a text to
         // the threshold (strictly below it, so that a text left out for its score never
-        // ties with the worst of the best and wins on its id).
+        // ties with the worst of the best and wins on its key).
         let mut essential = 0;
         let lift = |essential: &mut usize, theta: f64| {
             while *essential < order.len() && below[*essential + 1] < theta {
@@ -193,10 +270,10 @@ impl Best {
         }
         // The weights of the text at hand: `(term, weight)`.
         let mut found: Vec<(usize, f64)> = Vec::with_capacity(order.len());
-        while let Some(key) = order[essential..].iter().filter_map(|&t| cursors[t].key).min() {
+        while let Some(n) = order[essential..].iter().filter_map(|&t| cursors[t].number).min() {
             found.clear();
             for &t in &order[essential..] {
-                if let Some(w) = cursors[t].take(key, weigh) {
+                if let Some(w) = cursors[t].take(n, weigh) {
                     found.push((t, w));
                 }
             }
@@ -210,8 +287,8 @@ impl Best {
                     break;
                 }
                 let t = order[j];
-                cursors[t].seek(key);
-                if let Some(w) = cursors[t].take(key, weigh) {
+                cursors[t].seek(n);
+                if let Some(w) = cursors[t].take(n, weigh) {
                     found.push((t, w));
                     partial += w;
                 }
@@ -222,12 +299,15 @@ impl Best {
             // The score, summed in the query's order.
             found.sort_unstable_by_key(|f| f.0);
             let score = found.iter().fold(0.0, |s, f| s + f.1);
-            let candidate = Candidate { id: key.0, rev: key.1, score };
+            let mut entry = Entry { score, place: p, number: n, key: None };
+            if self.before.contains(&score.to_bits()) {
+                self.tie(&mut entry, keys)?;
+            }
             if self.heap.len() < self.k {
-                self.heap.push(candidate);
-            } else if self.heap.peek().is_some_and(|worst| candidate < *worst) {
+                self.heap.push(entry);
+            } else if self.heap.peek().is_some_and(|worst| entry < *worst) {
                 self.heap.pop();
-                self.heap.push(candidate);
+                self.heap.push(entry);
             } else {
                 continue;
             }
@@ -238,6 +318,28 @@ impl Best {
                 lift(&mut essential, worst.score);
             }
         }
+        self.before.extend(self.heap.iter().filter(|e| e.place == p).map(|e| e.score.to_bits()));
+        Ok(())
+    }
+
+    /// Give `entry`, and every text in the heap of its score, its key: texts of different
+    /// places that tie are ordered by key (rare: the heap is rebuilt).
+    fn tie(&mut self, entry: &mut Entry, keys: &mut [&mut KeyOf<'_>]) -> Result<(), Error> {
+        let mut key = |e: &mut Entry| -> Result<(), Error> {
+            if e.key.is_none() {
+                e.key = Some(keys.get_mut(e.place).ok_or_else(|| no_place(e.place))?(e.number)?);
+            }
+            Ok(())
+        };
+        key(entry)?;
+        if self.heap.iter().any(|e| e.key.is_none() && e.score.to_bits() == entry.score.to_bits()) {
+            let mut all = std::mem::take(&mut self.heap).into_vec();
+            for e in all.iter_mut().filter(|e| e.score.to_bits() == entry.score.to_bits()) {
+                key(e)?;
+            }
+            self.heap = BinaryHeap::from(all);
+        }
+        Ok(())
     }
 }
 
@@ -249,7 +351,7 @@ fn below_threshold(ceiling: f64, theta: f64) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::posting::{POSTING_BYTES, Posting, put};
+    use super::super::posting::{Columns, Keyed, NUMBER_BYTES, number_lists, put};
     use super::*;
 
     /// The weight of a test posting: its tf, scaled by its length (any function will do).
@@ -257,8 +359,8 @@ mod tests {
         f64::from(tf) / f64::from(len)
     }
 
-    /// Per place, per term: postings; and each term's IDF.
-    type Places = (Vec<Vec<Vec<Posting>>>, Vec<f64>);
+    /// Per place, per term: keyed postings; and each term's IDF.
+    type Places = (Vec<Vec<Vec<Keyed>>>, Vec<f64>);
 
     /// Every text scored without pruning, best first (the reference).
     fn exhaustive((places, idfs): &Places) -> Vec<(u128, u32, f64)> {
@@ -290,7 +392,8 @@ mod tests {
     }
 
     /// Texts of `records` records (some with two texts) spread over up to four places, each
-    /// holding term `t` with a chance of one in 2^t.
+    /// holding term `t` with a chance of one in 2^t; a few texts are copies of others (the
+    /// same terms and length: ties across places).
     fn random_places(seed: u64, terms: usize, records: u64) -> Places {
         let mut r = Lcg(seed);
         let places = 1 + (r.next() % 4) as usize;
@@ -306,49 +409,91 @@ mod tests {
                 }
             }
         }
+        let copies: Vec<(usize, usize, Keyed)> = out
+            .iter()
+            .enumerate()
+            .flat_map(|(p, terms)| {
+                terms.iter().enumerate().flat_map(move |(t, l)| l.iter().map(move |k| (p, t, *k)))
+            })
+            .filter(|(_, _, k)| k.0 % 17 == 3)
+            .collect();
+        for (p, t, (id, rev, tf, len)) in copies {
+            let place = (p + 1 + id as usize) % places;
+            out[place][t].push((id + u128::from(records), rev, tf, len));
+        }
+        for terms in &mut out {
+            for list in terms.iter_mut() {
+                list.sort_unstable();
+            }
+        }
         (out, (0..terms).map(|t| 1.0 + t as f64).collect())
     }
 
-    /// The postings of `places` as stored bytes, per place and term.
-    fn stored((places, _): &Places) -> Vec<Vec<Vec<u8>>> {
+    /// Each place numbered: its keys, and per term its postings by number.
+    fn numbered((places, _): &Places) -> Vec<(Vec<Key>, Vec<Columns>)> {
         places
             .iter()
-            .map(|terms| {
+            .map(|terms| number_lists(&terms.iter().map(Vec::as_slice).collect::<Vec<_>>()))
+            .collect()
+    }
+
+    /// The postings of each place's numbered lists as stored columns, per place and term.
+    fn stored(numbered: &[(Vec<Key>, Vec<Columns>)]) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+        numbered
+            .iter()
+            .map(|(_, terms)| {
                 terms
                     .iter()
                     .map(|list| {
-                        let mut b = Vec::new();
-                        list.iter().for_each(|&p| put(&mut b, p));
-                        b
+                        let chunk = list.chunk();
+                        let postings: Vec<_> = (0..chunk.len()).filter_map(|i| chunk.get(i)).collect();
+                        let (mut n, mut c) = (Vec::new(), Vec::new());
+                        put(&mut n, &mut c, &postings);
+                        (n, c)
                     })
                     .collect()
             })
             .collect()
     }
 
-    /// The lists a search builds: each place's lists cut into chunks, stored in even places,
-    /// decoded in odd ones; a term's bound its greatest weight in the place.
-    fn lists<'a>((places, idfs): &'a Places, bytes: &'a [Vec<Vec<u8>>]) -> Vec<Vec<TermList<'a>>> {
-        places
+    /// The places a search builds: each place's lists cut into chunks, stored in even
+    /// places, decoded in odd ones; a term's bound its greatest weight in the place; keys
+    /// from the place's numbering.
+    fn lists<'a>(
+        idfs: &'a [f64],
+        numbered: &'a [(Vec<Key>, Vec<Columns>)],
+        bytes: &'a [Vec<(Vec<u8>, Vec<u8>)>],
+    ) -> Vec<Place<'a, 'a>> {
+        numbered
             .iter()
             .zip(bytes)
             .enumerate()
-            .map(|(p, (terms, bytes))| {
-                terms
+            .map(|(p, ((keys, terms), bytes))| {
+                let lists = terms
                     .iter()
                     .zip(bytes)
                     .enumerate()
-                    .map(|(t, (list, b))| {
+                    .map(|(t, (list, (n, c)))| {
+                        // Stored in chunks of 5, or as the search's columns in one.
                         let chunks: Vec<Chunk<'_>> = if p % 2 == 0 {
-                            b.chunks(5 * POSTING_BYTES).map(|b| Chunk::stored(b, &[])).collect()
+                            n.chunks(5 * NUMBER_BYTES)
+                                .zip(c.chunks(5 * 8))
+                                .map(|(n, c)| Chunk::stored(n, c, &[]))
+                                .collect()
                         } else {
-                            list.chunks(7).map(Chunk::Decoded).collect()
+                            vec![list.chunk()]
                         };
-                        let max =
-                            list.iter().map(|&(_, _, tf, len)| weigh(tf, len) * idfs[t]).fold(0.0, f64::max);
+                        let chunk = list.chunk();
+                        let max = (0..chunk.len())
+                            .filter_map(|i| chunk.counts(i))
+                            .map(|(tf, len)| weigh(tf, len) * idfs[t])
+                            .fold(0.0, f64::max);
                         TermList::new(chunks, idfs[t], max)
                     })
-                    .collect()
+                    .collect();
+                let keys: Box<dyn FnMut(u32) -> Result<Key, Error>> =
+                    Box::new(move |n| keys.get(n as usize).copied().ok_or_else(missing));
+                Place { lists, keys }
             })
             .collect()
     }
@@ -357,11 +502,12 @@ mod tests {
     fn pruning_finds_the_same_best_as_scoring_everything() {
         for seed in 0..60 {
             let places = random_places(seed, 1 + (seed as usize % 6), 300);
-            let bytes = stored(&places);
-            let lists = lists(&places, &bytes);
+            let numbered = numbered(&places);
+            let bytes = stored(&numbered);
             let want = exhaustive(&places);
             for k in [1, 3, 10, 50, 1000, usize::MAX] {
-                let top = top(&lists, k, weigh);
+                let mut lists = lists(&places.1, &numbered, &bytes);
+                let top = top(&mut lists, k, weigh).unwrap();
                 let got: Vec<(u128, u32, f64)> = top.best.iter().map(|c| (c.id, c.rev, c.score)).collect();
                 let n = k.min(want.len());
                 assert_eq!(got, want[..n].to_vec(), "seed {seed}, k {k}");
@@ -373,30 +519,70 @@ mod tests {
         }
     }
 
+    fn missing() -> Error {
+        Error::Inconsistent { namespace: "t".into(), detail: "no such text".into() }
+    }
+
+    /// A place's keys: its numbers' texts.
+    fn keys_of(keys: &[Key]) -> Box<dyn FnMut(u32) -> Result<Key, Error> + '_> {
+        Box::new(move |n| keys.get(n as usize).copied().ok_or_else(missing))
+    }
+
     #[test]
     fn each_text_of_a_record_is_its_own_candidate() {
-        let a = [(1, 0, 4, 4), (1, 3, 2, 4), (2, 0, 1, 4)];
-        let b = [(1, 3, 8, 4)];
-        let c = [(3, 1, 1, 10)];
-        let places = [
-            vec![
-                TermList::new(vec![Chunk::Decoded(&a)], 1.0, 1.0),
-                TermList::new(vec![Chunk::Decoded(&b)], 1.0, 2.0),
-            ],
-            vec![TermList::new(vec![], 1.0, 0.0), TermList::new(vec![Chunk::Decoded(&c)], 1.0, 0.1)],
+        let first = [(1, 0), (1, 3), (2, 0)];
+        let a = Columns::of([(0, 4, 4), (1, 2, 4), (2, 1, 4)]);
+        let b = Columns::of([(1, 8, 4)]);
+        let second = [(3, 1)];
+        let c = Columns::of([(0, 1, 10)]);
+        let mut places = [
+            Place {
+                lists: vec![
+                    TermList::new(vec![a.chunk()], 1.0, 1.0),
+                    TermList::new(vec![b.chunk()], 1.0, 2.0),
+                ],
+                keys: keys_of(&first),
+            },
+            Place {
+                lists: vec![TermList::new(vec![], 1.0, 0.0), TermList::new(vec![c.chunk()], 1.0, 0.1)],
+                keys: keys_of(&second),
+            },
         ];
-        let top = top(&places, 3, weigh);
+        let top = top(&mut places, 3, weigh).unwrap();
         let got: Vec<(u128, u32, f64)> = top.best.iter().map(|c| (c.id, c.rev, c.score)).collect();
         assert_eq!(got, vec![(1, 3, 2.5), (1, 0, 1.0), (2, 0, 0.25)]);
         assert_eq!(top.threshold, Some(0.25));
     }
 
+    /// Texts of equal scores in two places come in key order, whichever place is searched
+    /// first; a place that cannot give a key fails the search.
+    #[test]
+    fn ties_between_places_are_broken_by_key() {
+        let (low, high) = ([(5u128, 0u32), (9, 0)], [(1u128, 0u32), (7, 0)]);
+        let postings = Columns::of([(0, 1, 1), (1, 1, 1)]);
+        for k in [1, 2, 3, 4] {
+            let mut places = [&low, &high].map(|keys| Place {
+                lists: vec![TermList::new(vec![postings.chunk()], 1.0, 1.0)],
+                keys: keys_of(keys),
+            });
+            let top = top(&mut places, k, weigh).unwrap();
+            let got: Vec<u128> = top.best.iter().map(|c| c.id).collect();
+            assert_eq!(got, [1, 5, 7, 9][..k].to_vec(), "k {k}");
+        }
+        let mut broken =
+            [Place { lists: vec![TermList::new(vec![postings.chunk()], 1.0, 1.0)], keys: keys_of(&[]) }];
+        assert!(top(&mut broken, 2, weigh).is_err());
+    }
+
     #[test]
     fn no_terms_or_no_postings_give_nothing() {
-        assert!(top(&[], 10, weigh).best.is_empty());
-        assert!(top(&[vec![]], 10, weigh).best.is_empty());
-        assert!(top(&[vec![TermList::new(vec![Chunk::Decoded(&[])], 1.0, 1.0)]], 10, weigh).best.is_empty());
-        let one = [(1, 0, 1, 1)];
-        assert!(top(&[vec![TermList::new(vec![Chunk::Decoded(&one)], 1.0, 1.0)]], 0, weigh).best.is_empty());
+        let none = |lists| Place { lists, keys: keys_of(&[]) };
+        assert!(top(&mut [], 10, weigh).unwrap().best.is_empty());
+        assert!(top(&mut [none(vec![])], 10, weigh).unwrap().best.is_empty());
+        let empty = TermList::new(vec![Chunk::default()], 1.0, 1.0);
+        assert!(top(&mut [none(vec![empty])], 10, weigh).unwrap().best.is_empty());
+        let one = Columns::of([(0, 1, 1)]);
+        let list = TermList::new(vec![one.chunk()], 1.0, 1.0);
+        assert!(top(&mut [none(vec![list])], 0, weigh).unwrap().best.is_empty());
     }
 }

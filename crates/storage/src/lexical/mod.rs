@@ -9,9 +9,11 @@
 //!   costs one row next to the previous one (ids are time-ordered), not one B-tree leaf per
 //!   distinct term: a durable commit of a small record writes a few pages instead of dozens.
 //! - **merged**: a row `(ns, id, from_rev) -> [1][0 u32][doc length u32]` in `mnemon.texts`
-//!   saying that the revision starts a text, and one posting `(id, from_rev, tf, doc
-//!   length)` per distinct term, either in a **segment** or in the **posting lists**
-//!   (`(ns, term, id, from_rev) -> [1][tf u32][doc length u32]` in `mnemon.postings`).
+//!   saying that the revision starts a text, and one posting per distinct term, either in a
+//!   **segment** (`(text number, tf, doc length)`, the number naming the text's key in the
+//!   segment's list of text keys, `mnemon.segment_texts`, format 15; see `numbers.rs`) or in
+//!   the **posting lists** (`(ns, term, id, from_rev) -> [1][tf u32][doc length u32]` in
+//!   `mnemon.postings`).
 //!
 //! When a commit would leave a namespace with [`FRESH_LIMIT`] fresh texts or more, it merges
 //! them all (and its own texts, the first [`crate::tables::FEW_ROWS`] of them after reading
@@ -55,6 +57,7 @@ mod codec;
 mod fuzz;
 mod layout;
 mod maxscore;
+mod numbers;
 mod posting;
 mod search;
 mod segments;
@@ -63,7 +66,7 @@ mod tests;
 mod verify;
 mod writer;
 
-pub(crate) use block::bound_blocks;
+pub(crate) use block::number_blocks;
 pub(crate) use codec::{LexStats, decode_stats};
 pub(crate) use fuzz::{fuzz_block, fuzz_rows};
 pub use layout::{FRESH_LIMIT, SEGMENT_FANOUT};

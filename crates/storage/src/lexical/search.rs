@@ -4,7 +4,7 @@ use redb::ReadableTable;
 
 use super::codec::*;
 use super::layout::*;
-use super::posting::Chunk;
+use super::posting::{Chunk, Key, number_lists};
 use super::segments::*;
 use crate::analyzer::Analyzer;
 use crate::error::Error;
@@ -124,6 +124,41 @@ pub(crate) fn search(
             segs.iter().map(|&seg| segments.hold(ns.as_str(), seg, term)).collect::<Result<_, _>>()?;
         held.push((listed, in_segments));
     }
+    // Per place (the posting lists, the fresh rows, each segment), per term: its postings by
+    // number. The places that hold keys (and segments of older formats) are numbered here.
+    let keyed = |lists: &[&[SegmentPosting]]| number_lists(lists);
+    let listed = keyed(&held.iter().map(|h| h.0.as_slice()).collect::<Vec<_>>());
+    let fresh_numbered = keyed(&fresh_hits.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    let segs_numbered: Vec<Option<Numbered>> = (0..segs.len())
+        .map(|s| {
+            let decoded: Option<Vec<&[SegmentPosting]>> = held
+                .iter()
+                .map(|h| match h.1.get(s) {
+                    Some(Held::Decoded(p)) => Some(p.as_slice()),
+                    _ => None,
+                })
+                .collect();
+            decoded.map(|d| keyed(&d))
+        })
+        .collect();
+    let mut runs: Vec<Vec<Vec<Chunk<'_>>>> = Vec::with_capacity(2 + segs.len());
+    for numbered in [&listed, &fresh_numbered] {
+        runs.push(numbered.1.iter().map(|list| vec![list.chunk()]).collect());
+    }
+    for (s, numbered) in segs_numbered.iter().enumerate() {
+        runs.push(match numbered {
+            Some((_, lists)) => lists.iter().map(|list| vec![list.chunk()]).collect(),
+            None => {
+                let mut per_term = Vec::with_capacity(terms.len());
+                for (term, (_, in_segments)) in terms.iter().zip(&held) {
+                    let malformed = || super::codec::malformed_segment(ns.as_str(), segs[s], term);
+                    let h = in_segments.get(s).ok_or_else(malformed)?;
+                    per_term.push(h.chunks(ns.as_str(), term)?.ok_or_else(malformed)?);
+                }
+                per_term
+            }
+        });
+    }
     let n = stats.docs.max(1) as f64;
     let avgdl = if stats.docs == 0 { 1.0 } else { stats.total as f64 / stats.docs as f64 };
     // BM25's length norm `K1 * (1 - B + B * len / avgdl)` as `base + per_token * len`: one
@@ -136,33 +171,54 @@ pub(crate) fn search(
     // The greatest score a text can have: every query term, as often as can be (a term no
     // text holds counts with the IDF of a document frequency of zero).
     let mut ceiling = 0.0;
-    // Per place (the posting lists, the fresh rows, each segment), one list per term.
-    let mut places: Vec<Vec<super::maxscore::TermList<'_>>> =
-        (0..2 + segs.len()).map(|_| Vec::with_capacity(terms.len())).collect();
-    for ((term, (listed, in_segments)), fresh_hits) in terms.iter().zip(&held).zip(&fresh_hits) {
-        let mut runs = vec![vec![Chunk::Decoded(listed)], vec![Chunk::Decoded(fresh_hits)]];
-        for h in in_segments {
-            runs.push(h.chunks(ns.as_str(), term)?);
-        }
+    let mut idfs = Vec::with_capacity(terms.len());
+    for t in 0..terms.len() {
         // The texts holding the term, for its document frequency (the namespace's totals
         // count texts too).
-        let df = runs.iter().flatten().map(Chunk::len).sum::<usize>() as f64;
+        let df = runs.iter().filter_map(|place| place.get(t)).flatten().map(Chunk::len).sum::<usize>() as f64;
         let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
         ceiling += idf * (K1 + 1.0);
-        for (place, run) in places.iter_mut().zip(runs) {
-            // No posting weighs more than the greatest frequency in the shortest text would.
-            let (tf, len) =
-                run.iter().map(Chunk::extremes).fold((0, u32::MAX), |a, b| (a.0.max(b.0), a.1.min(b.1)));
-            let max = if tf == 0 { 0.0 } else { weight(tf, len) * idf };
-            place.push(super::maxscore::TermList::new(run, idf, max));
-        }
+        idfs.push(idf);
     }
+    // Where each place finds a text's key from its number.
+    let mut keys: Vec<KeyOf<'_>> = vec![local_keys(&listed.0, ns), local_keys(&fresh_numbered.0, ns)];
+    for (s, numbered) in segs_numbered.iter().enumerate() {
+        keys.push(match numbered {
+            Some((k, _)) => local_keys(k, ns),
+            None => {
+                let seg = segs[s];
+                let mut numbers = segments.numbers(ns.as_str(), seg).ok_or_else(|| missing_text(ns, 0))?;
+                Box::new(move |n| numbers.key(n)?.ok_or_else(|| missing_text(ns, n)))
+            }
+        });
+    }
+    let mut places: Vec<super::maxscore::Place<'_, '_>> = runs
+        .into_iter()
+        .zip(keys)
+        .map(|(per_term, keys)| {
+            let lists = per_term
+                .into_iter()
+                .zip(&idfs)
+                .map(|(run, &idf)| {
+                    // No posting weighs more than the greatest frequency in the shortest text
+                    // would.
+                    let (tf, len) = run
+                        .iter()
+                        .map(Chunk::extremes)
+                        .fold((0, u32::MAX), |a, b| (a.0.max(b.0), a.1.min(b.1)));
+                    let max = if tf == 0 { 0.0 } else { weight(tf, len) * idf };
+                    super::maxscore::TermList::new(run, idf, max)
+                })
+                .collect();
+            super::maxscore::Place { lists, keys }
+        })
+        .collect();
     let place = TextPlace { texts, fresh: &fresh, ns };
     // Records found hidden, not resolved again when the search asks for more.
     let mut hidden = std::collections::HashSet::new();
     let mut want = k;
     loop {
-        let top = super::maxscore::top(&places, want, weight);
+        let top = super::maxscore::top(&mut places, want, weight)?;
         let mut hits: Vec<LexicalHit> = Vec::new();
         // Records resolved whose text at hand does not serve them: the text that does, and
         // the record, for when that text comes (a record has one hit at most).
@@ -186,7 +242,12 @@ pub(crate) fn search(
                         hidden.insert(c.id);
                         continue;
                     };
-                    match place.serving(c.id, rec.rev)? {
+                    // The candidate's text starts at `c.rev`: the record's visible revision
+                    // is served by it when it is that revision (most records: one text), else
+                    // by the latest text starting at or below it.
+                    let serving =
+                        if rec.rev == c.rev { Some(c.rev) } else { place.serving(c.id, rec.rev)? };
+                    match serving {
                         Some(serving) if serving == c.rev => rec,
                         Some(serving) => {
                             waiting.insert(c.id, (serving, rec));
@@ -209,6 +270,25 @@ pub(crate) fn search(
             return Ok(hits);
         }
         want = if want >= k.saturating_mul(8) { usize::MAX } else { want.saturating_mul(8) };
+    }
+}
+
+/// Keys and numbered lists of a place (see [`number_lists`]).
+type Numbered = (Vec<Key>, Vec<super::posting::Columns>);
+
+/// How a place finds a text's key from its number.
+type KeyOf<'k> = Box<dyn FnMut(u32) -> Result<Key, Error> + 'k>;
+
+/// The keys of a place numbered by the search.
+fn local_keys<'k>(keys: &'k [Key], ns: &'k Namespace) -> KeyOf<'k> {
+    Box::new(move |n| keys.get(n as usize).copied().ok_or_else(|| missing_text(ns, n)))
+}
+
+/// A posting that names a text its place does not hold.
+fn missing_text(ns: &Namespace, n: u32) -> Error {
+    Error::Inconsistent {
+        namespace: ns.as_str().to_string(),
+        detail: format!("a lexical posting names text {n}, which its segment does not hold"),
     }
 }
 

@@ -8,6 +8,7 @@ use redb::ReadableTable;
 use super::block::*;
 use super::codec::*;
 use super::layout::*;
+use super::numbers::{NumberKey, Numbers};
 use super::posting::Chunk;
 use crate::error::Error;
 
@@ -96,11 +97,12 @@ pub(super) fn first_and_last(
 pub(super) type SegmentTable<K> = redb::ReadOnlyTable<K, &'static [u8]>;
 
 /// Where a snapshot finds the postings of merged texts not yet in the posting lists: format
-/// 10's blocks, or (in a file of an older format opened read-only) format 9's rows or format
-/// 8's one row per posting.
+/// 10's blocks (numbered from format 15, with each segment's text numbers), or (in a file of
+/// an older format opened read-only) format 9's rows or format 8's one row per posting.
 pub(crate) enum Segments {
-    /// Format 10: blocks of many terms, segments by level.
-    Blocks(SegmentTable<SegmentKey>),
+    /// Format 10: blocks of many terms, segments by level; from format 15 the segments' text
+    /// numbers (`None` in an older file opened read-only, whose blocks are keyed).
+    Blocks(SegmentTable<SegmentKey>, Option<SegmentTable<NumberKey>>),
     /// Format 9: one row per term and segment.
     Rows(SegmentTable<SegmentKey>),
     /// Format 8: one row per posting.
@@ -113,7 +115,7 @@ impl Segments {
     /// A namespace's segments.
     pub(crate) fn list(&self, ns: &str) -> Result<Vec<u64>, Error> {
         match self {
-            Segments::Blocks(t) | Segments::Rows(t) => segment_list(t, ns),
+            Segments::Blocks(t, _) | Segments::Rows(t) => segment_list(t, ns),
             Segments::Legacy(t) => Ok(first_and_last(t.range(legacy_segment_bounds(ns))?)?
                 .map_or(Vec::new(), |(a, b)| (a..=b).collect())),
             Segments::None => Ok(Vec::new()),
@@ -130,14 +132,24 @@ impl Segments {
         mut f: impl FnMut(SegmentPosting),
     ) -> Result<(), Error> {
         match self {
-            Segments::Blocks(t) => term_blocks(t, ns, seg, term, |first, _, guard| {
-                let malformed = || malformed_segment(ns, seg, first);
-                let block = Block::parse(guard.value()).ok_or_else(malformed)?;
-                if let Some(i) = block.find(term).ok_or_else(malformed)? {
-                    block.each_posting(i, &mut f).ok_or_else(malformed)?;
-                }
-                Ok(true)
-            })?,
+            Segments::Blocks(t, numbers) => {
+                let mut numbers = numbers.as_ref().map(|n| Numbers::new(n, ns, seg));
+                term_blocks(t, ns, seg, term, |first, _, guard| {
+                    let malformed = || malformed_segment(ns, seg, first);
+                    let block = Block::parse(guard.value()).ok_or_else(malformed)?;
+                    let Some(i) = block.find(term).ok_or_else(malformed)? else { return Ok(true) };
+                    if block.numbered() {
+                        let numbers = numbers.as_mut().ok_or_else(malformed)?;
+                        for (n, tf, len) in block.postings(i).ok_or_else(malformed)? {
+                            let (id, rev) = numbers.key(n)?.ok_or_else(malformed)?;
+                            f((id, rev, tf, len));
+                        }
+                    } else {
+                        block.keyed(i).ok_or_else(malformed)?.into_iter().for_each(&mut f);
+                    }
+                    Ok(true)
+                })?
+            }
             Segments::Rows(t) => {
                 for r in t.range((ns, seg, term, 0u32)..=(ns, seg, term, u32::MAX))? {
                     let (_, v) = r?;
@@ -158,11 +170,23 @@ impl Segments {
         Ok(())
     }
 
-    /// What a search holds of `term`'s postings in segment `seg`: its blocks, read in place
-    /// (see [`Held::chunks`]), or (older formats) its postings decoded.
+    /// The text numbers of segment `seg` (`None` in a file whose segments are keyed).
+    pub(super) fn numbers<'s>(
+        &'s self,
+        ns: &'s str,
+        seg: u64,
+    ) -> Option<Numbers<'s, SegmentTable<NumberKey>>> {
+        match self {
+            Segments::Blocks(_, Some(n)) => Some(Numbers::new(n, ns, seg)),
+            _ => None,
+        }
+    }
+
+    /// What a search holds of `term`'s postings in segment `seg`: its numbered blocks, read
+    /// in place (see [`Held::chunks`]), or (older formats) its postings decoded with their keys.
     pub(super) fn hold(&self, ns: &str, seg: u64, term: &str) -> Result<Held<'_>, Error> {
         match self {
-            Segments::Blocks(t) => {
+            Segments::Blocks(t, Some(_)) => {
                 let mut blocks = Vec::new();
                 term_blocks(t, ns, seg, term, |_, _, guard| {
                     blocks.push(guard);
@@ -184,7 +208,7 @@ impl Segments {
     pub(crate) fn count(&self, ns: &str) -> Result<u64, Error> {
         let mut n = 0u64;
         match self {
-            Segments::Blocks(t) => {
+            Segments::Blocks(t, _) => {
                 for r in t.range(segment_bounds(ns))? {
                     let (_, v) = r?;
                     n += Block::parse(v.value()).map_or(0, |b| b.len() as u64);
@@ -223,12 +247,56 @@ impl Segments {
             }
         };
         match self {
-            Segments::Blocks(t) => {
+            Segments::Blocks(t, numbers) => {
+                // The text numbers of the segment at hand, and the numbers its postings use.
+                let mut texts: Option<(u64, Vec<super::posting::Key>, Vec<u32>)> = None;
+                let check = |texts: Option<(u64, Vec<super::posting::Key>, Vec<u32>)>,
+                             problems: &mut Vec<String>| {
+                    if let Some((seg, keys, used)) = texts
+                        && let Some(p) = super::numbers::check(&keys, used.into_iter())
+                    {
+                        problems.push(format!("{ns}: segment {}: {p}", segment_name(seg)));
+                    }
+                };
                 for r in t.range(segment_bounds(ns))? {
                     let (k, v) = r?;
                     let (_, seg, first, _) = k.value();
                     let name = segment_name(seg);
-                    match Block::parse(v.value()).and_then(|b| b.entries()) {
+                    let Some(block) = Block::parse(v.value()) else {
+                        problems.push(format!("{ns}: a malformed block of segment {name} at \"{first}\""));
+                        continue;
+                    };
+                    let entries: Option<Vec<(&str, Vec<SegmentPosting>)>> = if block.numbered() {
+                        if texts.as_ref().is_none_or(|t| t.0 != seg) {
+                            check(texts.take(), problems);
+                            let keys = match numbers {
+                                Some(n) => super::numbers::load(n, ns, seg)?,
+                                None => Vec::new(),
+                            };
+                            texts = Some((seg, keys, Vec::new()));
+                        }
+                        let (_, keys, used) =
+                            texts.as_mut().ok_or_else(|| malformed_segment(ns, seg, first))?;
+                        block.entries().map(|entries| {
+                            entries
+                                .into_iter()
+                                .map(|(term, list)| {
+                                    let keyed = list
+                                        .into_iter()
+                                        .map(|(n, tf, len)| {
+                                            used.push(n);
+                                            let (id, rev) = keys.get(n as usize).copied().unwrap_or((0, 0));
+                                            (id, rev, tf, len)
+                                        })
+                                        .collect();
+                                    (term, keyed)
+                                })
+                                .collect()
+                        })
+                    } else {
+                        block.keyed_entries()
+                    };
+                    match entries {
                         Some(entries) => {
                             if entries.first().is_some_and(|e| e.0 < first) {
                                 problems.push(format!(
@@ -244,6 +312,7 @@ impl Segments {
                         }
                     }
                 }
+                check(texts.take(), problems);
             }
             Segments::Rows(t) => {
                 for r in t.range(segment_bounds(ns))? {
@@ -280,13 +349,16 @@ impl Segments {
 
 /// A term's postings in one segment, as a search holds them (see [`Segments::hold`]).
 pub(super) enum Held<'t> {
+    /// Numbered blocks (format 15).
     Blocks { seg: u64, blocks: Vec<redb::AccessGuard<'t, &'static [u8]>> },
+    /// Keyed postings (older formats).
     Decoded(Vec<SegmentPosting>),
 }
 
 impl Held<'_> {
-    /// The postings of `term`, in order: in each block, its entry's postings as stored.
-    pub(super) fn chunks(&self, ns: &str, term: &str) -> Result<Vec<Chunk<'_>>, Error> {
+    /// The numbered postings of `term`, in order: in each block, its entry's postings as
+    /// stored (`None` if keyed).
+    pub(super) fn chunks(&self, ns: &str, term: &str) -> Result<Option<Vec<Chunk<'_>>>, Error> {
         match self {
             Held::Blocks { seg, blocks } => {
                 let mut out = Vec::with_capacity(blocks.len());
@@ -297,9 +369,9 @@ impl Held<'_> {
                         out.push(block.chunk(i).ok_or_else(malformed)?);
                     }
                 }
-                Ok(out)
+                Ok(Some(out))
             }
-            Held::Decoded(p) => Ok(vec![Chunk::Decoded(p)]),
+            Held::Decoded(_) => Ok(None),
         }
     }
 }

@@ -7,6 +7,7 @@ use redb::{ReadableTable, Table};
 use super::block::*;
 use super::codec::*;
 use super::layout::*;
+use super::posting::Posting;
 use super::segments::*;
 use crate::error::Error;
 use crate::record::Record;
@@ -48,6 +49,8 @@ pub(super) fn fresh_row(text: &str) -> (Vec<u8>, u32) {
 pub(crate) struct LexicalWriter<'txn> {
     pub(crate) postings: crate::tables::LazyTable<'txn, PostingKey, &'static [u8]>,
     pub(crate) segments: crate::tables::LazyTable<'txn, SegmentKey, &'static [u8]>,
+    /// The segments' text numbers, written with them.
+    pub(crate) numbers: crate::tables::LazyTable<'txn, super::numbers::NumberKey, &'static [u8]>,
     /// Written by merges (and forgets) only: most commits do not open it.
     pub(crate) texts: crate::tables::LazyTable<'txn, TextKey, &'static [u8]>,
     pub(crate) fresh: Table<'txn, TextKey, &'static [u8]>,
@@ -73,6 +76,7 @@ impl<'txn> LexicalWriter<'txn> {
         Ok(LexicalWriter {
             postings: crate::tables::LazyTable::new(txn, crate::tables::POSTINGS),
             segments: crate::tables::LazyTable::new(txn, crate::tables::SEGMENTS),
+            numbers: crate::tables::LazyTable::new(txn, crate::tables::SEGMENT_TEXTS),
             texts: crate::tables::LazyTable::new(txn, crate::tables::TEXTS),
             fresh: txn.open_table(crate::tables::FRESH)?,
             stats: txn.open_table(crate::tables::LEXSTATS)?,
@@ -179,23 +183,34 @@ impl<'txn> LexicalWriter<'txn> {
             level += 1;
         }
         let joins = |seg: u64| all || (first..level).contains(&(seg >> LEVEL_SHIFT));
+        let joined: Vec<u64> = segments.iter().copied().filter(|s| joins(*s)).collect();
+        // The new segment's texts, numbered in key order: this merge's and every joined
+        // segment's (an overwritten entry, see `numbers.rs`, repeats a key or is zeros).
+        let mut olds = Vec::with_capacity(joined.len());
+        for &seg in &joined {
+            olds.push(super::numbers::load(self.numbers.get()?, ns, seg)?);
+        }
+        let mut union: Vec<(u128, u32)> = texts.iter().map(|t| (t.0, t.1)).collect();
+        union.extend(olds.iter().flatten().filter(|k| **k != (0, 0)));
+        union.sort_unstable();
+        union.dedup();
         // Stable: of two equal keys (which a consistent file never has) the first is kept.
         postings.sort_by(|a, b| (a.0, a.1.0, a.1.1).cmp(&(b.0, b.1.0, b.1.1)));
         let mut sources = vec![Source::Memory(&postings)];
-        sources.extend(segments.iter().filter(|s| joins(**s)).map(|&seg| Source::Segment {
-            seg,
-            block: Vec::new(),
-            entries: 0,
-            at: 0,
-            head: None,
-            last: None,
-            done: false,
-        }));
+        for (&seg, old) in joined.iter().zip(&olds) {
+            let renumber = old
+                .iter()
+                .map(|k| union.binary_search(k).ok().and_then(|n| u32::try_from(n).ok()).unwrap_or(u32::MAX))
+                .collect();
+            sources.push(Source::segment(seg, renumber));
+        }
+        drop(olds);
         // The next sequence number: after every segment's, at any level.
         let seq = segments.iter().map(|s| s & ((1u64 << LEVEL_SHIFT) - 1)).max().map_or(0, |m| m + 1);
-        let mut writer = BlockWriter::new(ns, (level << LEVEL_SHIFT) | seq);
-        // Term by term, in order: its postings from every source, in `(id, from_rev)` order.
-        let mut list: Vec<SegmentPosting> = Vec::new();
+        let seg = (level << LEVEL_SHIFT) | seq;
+        let mut writer = BlockWriter::new(ns, seg);
+        // Term by term, in order: its postings from every source, in number order.
+        let mut list: Vec<Posting> = Vec::new();
         let mut term: Vec<u8> = Vec::new();
         for source in &mut sources {
             source.fill(self.segments.get()?, ns)?;
@@ -206,7 +221,7 @@ impl<'txn> LexicalWriter<'txn> {
             list.clear();
             for source in &mut sources {
                 while source.head() == Some(term.as_slice()) {
-                    source.take(&term, &mut list);
+                    source.take(&term, &union, &mut list);
                     source.fill(self.segments.get()?, ns)?;
                 }
             }
@@ -215,25 +230,34 @@ impl<'txn> LexicalWriter<'txn> {
                 namespace: ns.to_string(),
                 detail: "a term of a segment merge is not UTF-8".to_string(),
             })?;
-            list.sort_by_key(|p| (p.0, p.1));
-            list.dedup_by_key(|p| (p.0, p.1));
+            list.sort_by_key(|p| p.0);
+            list.dedup_by_key(|p| p.0);
             if all {
-                let values: Vec<[u8; 9]> = list.iter().map(|p| encode_posting(p.2, p.3)).collect();
+                let keyed: Vec<((u128, u32), [u8; 9])> = list
+                    .iter()
+                    .filter_map(|p| Some((*union.get(p.0 as usize)?, encode_posting(p.1, p.2))))
+                    .collect();
                 crate::tables::insert_sorted(
                     self.postings.get_mut()?,
-                    list.iter().zip(&values).map(|(p, value)| ((ns, term, p.0, p.1), value.as_slice())),
+                    keyed.iter().map(|(k, value)| ((ns, term, k.0, k.1), value.as_slice())),
                 )?;
             } else {
                 writer.push(self.segments.get_mut()?, term, &list)?;
             }
         }
         writer.flush(self.segments.get_mut()?)?;
+        if writer.wrote {
+            super::numbers::write(self.numbers.get_mut()?, ns, seg, &union)?;
+        }
         // The joined segments go (a level's segments, or a namespace's, are one range of keys).
         if all && !segments.is_empty() {
             self.segments.get_mut()?.retain_in(segment_bounds(ns), |_, _| false)?;
+            self.numbers.get_mut()?.retain_in(super::numbers::part_bounds(ns, 0, u64::MAX), |_, _| false)?;
         }
         for l in (first..level).filter(|_| !all) {
             self.segments.get_mut()?.retain_in(level_bounds(ns, l), |_, _| false)?;
+            let (from, to) = (l << LEVEL_SHIFT, (l + 1) << LEVEL_SHIFT);
+            self.numbers.get_mut()?.retain_in(super::numbers::part_bounds(ns, from, to), |_, _| false)?;
         }
         if !rows.is_empty() {
             self.fresh.retain_in((ns, 0u128, 0u32)..=(ns, u128::MAX, u32::MAX), |_, _| false)?;
@@ -308,9 +332,10 @@ impl<'txn> LexicalWriter<'txn> {
                 if !unplaced && !fresh_revs.contains(rev) {
                     for term in counts.keys() {
                         self.postings.get_mut()?.remove((ns, term.as_str(), id, *rev))?;
-                        for seg in &segments {
-                            self.forget_in_segment(ns, *seg, term, id, *rev)?;
-                        }
+                    }
+                    let terms: Vec<&str> = counts.keys().map(String::as_str).collect();
+                    for seg in &segments {
+                        self.forget_in_segment(ns, *seg, &terms, id, *rev)?;
                     }
                 }
                 removed_len += i64::from(len);
@@ -328,17 +353,30 @@ impl<'txn> LexicalWriter<'txn> {
 }
 
 impl LexicalWriter<'_> {
-    /// Remove the posting of `(id, rev)` from the blocks of a term in one segment, if it is
-    /// there. A block keeps its key when its first entry goes (the key is then below its
-    /// first term, which [`term_blocks`] allows); a block left empty is removed.
+    /// Remove the text `(id, rev)` from a segment, if it is there: its postings of `terms`
+    /// (the terms of its text), then its entry in the segment's text numbers (see
+    /// `numbers.rs`).
     pub(super) fn forget_in_segment(
         &mut self,
         ns: &str,
         seg: u64,
-        term: &str,
+        terms: &[&str],
         id: u128,
         rev: u32,
     ) -> Result<(), Error> {
+        let Some(n) = super::numbers::Numbers::new(self.numbers.get()?, ns, seg).find((id, rev))? else {
+            return Ok(());
+        };
+        for term in terms {
+            self.forget_posting(ns, seg, term, n)?;
+        }
+        super::numbers::forget(self.numbers.get_mut()?, ns, seg, n)
+    }
+
+    /// Remove the posting of text `n` from the blocks of a term in one segment, if it is
+    /// there. A block keeps its key when its first entry goes (the key is then below its
+    /// first term, which [`term_blocks`] allows); a block left empty is removed.
+    pub(super) fn forget_posting(&mut self, ns: &str, seg: u64, term: &str, n: u32) -> Result<(), Error> {
         let mut found: Option<((String, u32), Vec<u8>)> = None;
         term_blocks(self.segments.get()?, ns, seg, term, |first, part, guard| {
             let bytes = guard.value();
@@ -348,7 +386,7 @@ impl LexicalWriter<'_> {
                     .postings(i)
                     .ok_or_else(|| malformed_segment(ns, seg, first))?
                     .iter()
-                    .any(|p| (p.0, p.1) == (id, rev))
+                    .any(|p| p.0 == n)
             {
                 found = Some(((first.to_string(), part), bytes.to_vec()));
                 return Ok(false);
@@ -362,7 +400,7 @@ impl LexicalWriter<'_> {
         let mut kept = BlockBuf::default();
         for (t, mut list) in entries {
             if t == term {
-                list.retain(|p| (p.0, p.1) != (id, rev));
+                list.retain(|p| p.0 != n);
             }
             if !list.is_empty() {
                 kept.push(t, &list);

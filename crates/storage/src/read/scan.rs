@@ -263,12 +263,13 @@ impl Snapshot {
         }
     }
 
-    /// The lexical index's segments: format 10's blocks, or the rows of a format-9 file or
-    /// the postings of a format-8 file (opened read-only, so not upgraded).
+    /// The lexical index's segments: format 10's blocks (with format 15's text numbers), or
+    /// the rows of a format-9 file or the postings of a format-8 file (opened read-only, so
+    /// not upgraded).
     pub(crate) fn segments(&self) -> Result<crate::lexical::Segments, Error> {
         use crate::lexical::Segments;
         if let Some(t) = self.open_optional(tables::SEGMENTS)? {
-            return Ok(Segments::Blocks(t));
+            return Ok(Segments::Blocks(t, self.open_optional(tables::SEGMENT_TEXTS)?));
         }
         if let Some(t) = self.open_optional(tables::SEGMENTS_V9)? {
             return Ok(Segments::Rows(t));

@@ -3,7 +3,7 @@
 //! [`crate::format`] for what each version changed). Versions that only added tables (2, 8)
 //! are upgraded by creating them; those whose old data stay readable as they are (4, 6) by
 //! recording the new version; the segment layouts of 9 and 10 are replaced by format 11's
-//! re-indexing.
+//! re-indexing, and the bounds of 12 come with the numbering of 15.
 
 use redb::{Database, WriteTransaction};
 
@@ -12,9 +12,9 @@ use crate::error::Error;
 use crate::{format, tables};
 
 mod v11;
-mod v12;
 mod v13;
 mod v14;
+mod v15;
 mod v3;
 mod v5;
 mod v7;
@@ -35,7 +35,7 @@ const STEPS: [Step; 7] = [
     Step { from: FormatVersion::First, to: FormatVersion::EndedTable, run: v5::current_rows_and_ended },
     Step { from: FormatVersion::EndedTable, to: FormatVersion::EndedByEnd, run: v7::ended_by_end },
     Step { from: FormatVersion::First, to: FormatVersion::Stemmed, run: v11::reindex },
-    Step { from: FormatVersion::Stemmed, to: FormatVersion::BoundedBlocks, run: v12::bound_blocks },
+    Step { from: FormatVersion::Stemmed, to: FormatVersion::NumberedTexts, run: v15::number_segments },
     Step { from: FormatVersion::First, to: FormatVersion::SealedValues, run: v13::seal_values },
     Step { from: FormatVersion::First, to: FormatVersion::Counted, run: v14::count_rows },
 ];

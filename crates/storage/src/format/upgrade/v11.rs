@@ -55,6 +55,7 @@ fn drop_lexical_index(txn: &WriteTransaction) -> Result<(), Error> {
     }
     drop(txn, tables::POSTINGS)?;
     drop(txn, tables::SEGMENTS)?;
+    drop(txn, tables::SEGMENT_TEXTS)?;
     drop(txn, tables::SEGMENTS_V9)?;
     drop(txn, tables::SEGMENTS_V8)?;
     drop(txn, tables::TEXTS)?;

@@ -190,25 +190,37 @@ pub(super) fn a_format_5_file_reads_alike_and_upgrades() {
     assert_eq!(snap.table_sizes().unwrap()["merged texts"], indexed.len() as u64);
 }
 
-/// The postings of a segment block (version 2, format 12, docs/file-format.md), by term:
-/// `[2][entries u32]`, per entry the ends of its term, its postings and its bounds, the
+/// The postings of a segment block (version 3, format 15, docs/file-format.md), by term, as
+/// 28-byte keyed postings `(id, from_rev, tf, doc length)` (the layout of formats 9 to 14):
+/// `[3][entries u32]`, per entry the ends of its term, its postings and its bounds, the
 /// terms, the bounds (8 bytes per 64 postings: the greatest tf, the least length; checked
-/// here), the 28-byte postings.
-pub(super) fn decode_block(b: &[u8]) -> Vec<(String, Vec<[u8; 28]>)> {
-    assert_eq!(b[0], 2, "block version");
+/// here), every posting's text number (4 bytes), then every posting's tf and length (8
+/// bytes); `texts` is the segment's list of text keys (see [`segment_texts`]).
+pub(super) fn decode_block(b: &[u8], texts: &[(u128, u32)]) -> Vec<(String, Vec<[u8; 28]>)> {
+    assert_eq!(b[0], 3, "block version");
     let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap()) as usize;
     let n = u32_at(1);
     let end = |e: usize, field: usize| u32_at(5 + 12 * e + 4 * field);
     let terms = 5 + 12 * n;
     let bounds = terms + if n == 0 { 0 } else { end(n - 1, 0) };
-    let postings = bounds + 8 * if n == 0 { 0 } else { end(n - 1, 2) };
+    let numbers = bounds + 8 * if n == 0 { 0 } else { end(n - 1, 2) };
+    let total = if n == 0 { 0 } else { end(n - 1, 1) };
+    let counts = numbers + 4 * total;
     let (mut t0, mut p0, mut b0) = (0, 0, 0);
     let mut out = Vec::new();
     for e in 0..n {
         let (t1, p1, b1) = (end(e, 0), end(e, 1), end(e, 2));
         let term = std::str::from_utf8(&b[terms + t0..terms + t1]).unwrap().to_string();
-        let list: Vec<[u8; 28]> =
-            (p0..p1).map(|p| b[postings + 28 * p..postings + 28 * (p + 1)].try_into().unwrap()).collect();
+        let list: Vec<[u8; 28]> = (p0..p1)
+            .map(|p| {
+                let (id, rev) = texts[u32_at(numbers + 4 * p)];
+                let mut posting = [0u8; 28];
+                posting[..16].copy_from_slice(&id.to_le_bytes());
+                posting[16..20].copy_from_slice(&rev.to_le_bytes());
+                posting[20..].copy_from_slice(&b[counts + 8 * p..counts + 8 * (p + 1)]);
+                posting
+            })
+            .collect();
         assert_eq!(b1 - b0, list.len().div_ceil(64), "pieces of {term}");
         for (j, piece) in list.chunks(64).enumerate() {
             let field =
@@ -224,7 +236,31 @@ pub(super) fn decode_block(b: &[u8]) -> Vec<(String, Vec<[u8; 28]>)> {
         out.push((term, list));
         (t0, p0, b0) = (t1, p1, b1);
     }
-    assert_eq!(b.len(), postings + 28 * p0, "block length");
+    assert_eq!(b.len(), counts + 8 * total, "block length");
+    out
+}
+
+/// A segment's list of text keys, from `mnemon.segment_texts` (`(namespace, segment, part)
+/// -> [1]([id u128][from_rev u32])*`, 800 per part): a posting's number is its text's place
+/// in it.
+pub(super) fn segment_texts(txn: &redb::WriteTransaction, ns: &str, seg: u64) -> Vec<(u128, u32)> {
+    let table = txn
+        .open_table(redb::TableDefinition::<(&str, u64, u32), &[u8]>::new("mnemon.segment_texts"))
+        .unwrap();
+    let mut out = Vec::new();
+    for r in redb::ReadableTable::range(&table, (ns, seg, 0u32)..(ns, seg + 1, 0u32)).unwrap() {
+        let (k, v) = r.unwrap();
+        assert_eq!(k.value().2 as usize * 800, out.len(), "parts of 800");
+        let v = v.value();
+        assert_eq!((v[0], (v.len() - 1) % 20), (1, 0));
+        out.extend(v[1..].chunks(20).map(|e| {
+            (
+                u128::from_le_bytes(e[..16].try_into().unwrap()),
+                u32::from_le_bytes(e[16..].try_into().unwrap()),
+            )
+        }));
+    }
+    assert!(out.windows(2).all(|w| w[0] < w[1]), "in key order");
     out
 }
 
@@ -291,7 +327,7 @@ pub(super) fn format_8_and_9_files_read_alike_and_upgrade() {
                     let (k, v) = r.unwrap();
                     let (n, seg, _, _) = k.value();
                     assert!(seg < 3, "level 0");
-                    for (term, list) in decode_block(v.value()) {
+                    for (term, list) in decode_block(v.value(), &segment_texts(&txn, n, seg)) {
                         by_term.entry((n.to_string(), seg, term)).or_default().extend(list);
                     }
                 }
@@ -329,6 +365,8 @@ pub(super) fn format_8_and_9_files_read_alike_and_upgrade() {
                 meta.insert("format_version", format.to_le_bytes().as_slice()).unwrap();
             }
             txn.delete_table(blocks).unwrap();
+            txn.delete_table(redb::TableDefinition::<(&str, u64, u32), &[u8]>::new("mnemon.segment_texts"))
+                .unwrap();
             if format == 9 {
                 txn.delete_table(postings).unwrap();
             } else {
@@ -434,46 +472,67 @@ pub(super) fn block_versions(path: &std::path::Path) -> Vec<u8> {
     redb::ReadableTable::iter(&blocks).unwrap().map(|r| r.unwrap().1.value()[0]).collect()
 }
 
-/// A file written by the previous release (format 11, blocks without bounds; made by the
-/// `mnemon` of commit 5e3ff78: three records in namespace `fixture`, 300 more imported in one
-/// commit, which made a segment, one record revised, then `compact`): read-only it is read
-/// as it is; opened for writing its blocks are written again with their bounds, and every
-/// search answers as before.
+/// Files written by earlier releases with keyed segment blocks: format 11 (blocks without
+/// bounds; made by the `mnemon` of commit 5e3ff78: three records in namespace `fixture`, 300
+/// more imported in one commit, which made a segment, one record revised, then `compact`)
+/// and format 12 (blocks with bounds, version 2; see `integrity.rs` for how it was made):
+/// read-only they are read as they are; opened for writing their segments are numbered
+/// (blocks of version 3 and a list of text keys per segment), and every search answers as
+/// before, to the last bit of every score; a text forgotten afterwards goes from the
+/// numbered segment.
 #[test]
-pub(super) fn a_format_11_file_gets_bounded_blocks() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("f11.redb");
-    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/format11.redb"), &path).unwrap();
-    let ns = Namespace::new("fixture").unwrap();
-    let queries = ["lake", "stone river", "painting", "note 17", "flush", "often", "tokens stone stone"];
-    let answers = |snap: &Snapshot| -> Vec<Vec<(String, u64)>> {
-        queries
-            .iter()
-            .map(|q| {
-                let hits = snap.lexical_search(&ns, q, &ListQuery::new(), 20).unwrap();
-                hits.iter().map(|h| (h.record.body.text(), h.score.to_bits())).collect()
-            })
-            .collect()
-    };
-    assert_eq!(file_version(&path), 11);
-    let versions = block_versions(&path);
-    assert!(!versions.is_empty() && versions.iter().all(|&v| v == 1), "{versions:?}");
-    let ro = Store::open(&path, StoreOptions { read_only: true, ..Default::default() }).unwrap();
-    let snap = ro.snapshot().unwrap();
-    let before = answers(&snap);
-    assert_eq!(before[0].len(), 20);
-    assert_eq!(before[2][0].0, "She was painting sunrises at the lake");
-    assert_eq!(before[4][0].0, "The caches are flushed hourly now");
-    assert!(before[5].is_empty());
-    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
-    drop((snap, ro));
+pub(super) fn files_with_keyed_blocks_get_numbered_blocks() {
+    for (format, version) in [(11u32, 1u8), (12, 2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.redb");
+        let fixture = format!("{}/tests/data/format{format}.redb", env!("CARGO_MANIFEST_DIR"));
+        std::fs::copy(fixture, &path).unwrap();
+        let ns = Namespace::new("fixture").unwrap();
+        let queries = ["lake", "stone river", "painting", "note 17", "flush", "often", "tokens stone stone"];
+        let answers = |snap: &Snapshot| -> Vec<Vec<(String, u64)>> {
+            queries
+                .iter()
+                .map(|q| {
+                    let hits = snap.lexical_search(&ns, q, &ListQuery::new(), 20).unwrap();
+                    hits.iter().map(|h| (h.record.body.text(), h.score.to_bits())).collect()
+                })
+                .collect()
+        };
+        assert_eq!(file_version(&path), format);
+        let versions = block_versions(&path);
+        assert!(!versions.is_empty() && versions.iter().all(|&v| v == version), "{format}: {versions:?}");
+        let ro = Store::open(&path, StoreOptions { read_only: true, ..Default::default() }).unwrap();
+        let snap = ro.snapshot().unwrap();
+        let before = answers(&snap);
+        if format == 11 {
+            assert_eq!(before[0].len(), 20);
+            assert_eq!(before[2][0].0, "She was painting sunrises at the lake");
+            assert!(before[5].is_empty());
+        }
+        assert_eq!(before[4][0].0, "The caches are flushed hourly now");
+        assert!(before.iter().filter(|a| a.len() > 1).count() >= 2, "{format}: {before:?}");
+        assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
+        drop((snap, ro));
 
-    drop(Store::open(&path, StoreOptions::default()).unwrap());
-    assert_eq!(file_version(&path), FORMAT_VERSION);
-    let versions = block_versions(&path);
-    assert!(!versions.is_empty() && versions.iter().all(|&v| v == 2), "{versions:?}");
-    let store = Store::open(&path, StoreOptions::default()).unwrap();
-    let snap = store.snapshot().unwrap();
-    assert_eq!(answers(&snap), before);
-    assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
+        drop(Store::open(&path, StoreOptions::default()).unwrap());
+        assert_eq!(file_version(&path), FORMAT_VERSION);
+        let versions = block_versions(&path);
+        assert!(!versions.is_empty() && versions.iter().all(|&v| v == 3), "{format}: {versions:?}");
+        let store = Store::open(&path, StoreOptions::default()).unwrap();
+        let snap = store.snapshot().unwrap();
+        assert_eq!(answers(&snap), before, "{format}");
+        assert_eq!(snap.verify().unwrap(), Vec::<String>::new());
+        // Forget the best text of the query with the most hits (in the segment): it is gone,
+        // the rest as before.
+        let q = (0..queries.len()).max_by_key(|&i| before[i].len()).unwrap();
+        let lakes = snap.lexical_search(&ns, queries[q], &ListQuery::new(), 1000).unwrap();
+        let lake = lakes[0].record.id;
+        drop(snap);
+        store.write(vec![WriteOp::Forget { namespace: ns.clone(), id: lake }]).unwrap();
+        let snap = store.snapshot().unwrap();
+        let hits = snap.lexical_search(&ns, queries[q], &ListQuery::new(), 1000).unwrap();
+        let ids = |hits: &[LexicalHit]| hits.iter().map(|h| h.record.id).collect::<Vec<_>>();
+        assert_eq!(ids(&hits), ids(&lakes[1..]), "{format}");
+        assert_eq!(snap.verify().unwrap(), Vec::<String>::new(), "{format}");
+    }
 }
