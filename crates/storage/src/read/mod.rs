@@ -167,6 +167,21 @@ pub struct CommitLogEntry {
 /// A problem found by [`Snapshot::verify`].
 pub type Problem = String;
 
+/// Records as of one time (see [`Snapshot::records_at`]).
+pub(crate) struct RecordsAt {
+    revisions: redb::ReadOnlyTable<(&'static str, u128, i64, u32), &'static [u8]>,
+    valid: i64,
+    known: i64,
+}
+
+impl RecordsAt {
+    /// The record as valid and known at the time; `None` if it was not visible then.
+    pub(crate) fn get(&self, ns: &Namespace, id: RecordId) -> Result<Option<Record>, Error> {
+        let r = write::revision_at(&self.revisions, ns, id, self.known)?;
+        Ok(r.filter(|r| r.is_visible_at(Timestamp::from_micros(self.valid))))
+    }
+}
+
 impl Snapshot {
     pub(crate) fn new(
         txn: ReadTransaction,
@@ -232,9 +247,14 @@ impl Snapshot {
     /// The record as valid at `as_of.valid`, as known at `as_of.known`; `None` if it was not
     /// valid then (or not known, or never existed).
     pub fn get(&self, ns: &Namespace, id: RecordId, as_of: AsOf) -> Result<Option<Record>, Error> {
-        let (v, k) = self.resolve(as_of);
-        let r = self.revision_at(ns, id, Timestamp::from_micros(k))?;
-        Ok(r.filter(|r| r.is_visible_at(Timestamp::from_micros(v))))
+        self.ctx(self.records_at(as_of).and_then(|r| r.get(ns, id)))
+    }
+
+    /// Records as of `as_of` from one opened table, for a read that resolves many of them
+    /// (a search's hits): [`Self::get`] without opening the table for each.
+    pub(crate) fn records_at(&self, as_of: AsOf) -> Result<RecordsAt, Error> {
+        let (valid, known) = self.resolve(as_of);
+        Ok(RecordsAt { revisions: self.txn.open_table(tables::REVISIONS)?, valid, known })
     }
 
     /// The revision current at transaction time `known`, whatever its validity.

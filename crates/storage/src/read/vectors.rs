@@ -172,8 +172,9 @@ impl Snapshot {
                 None => crate::lexical::LexStats::default(),
             };
             let fresh = self.open_optional(tables::FRESH)?;
+            let records = self.records_at(filter.as_of)?;
             let resolve = |id: RecordId| -> Result<Option<Record>, Error> {
-                Ok(self.get(ns, id, filter.as_of)?.filter(|r| filter.matches(r)))
+                Ok(records.get(ns, id)?.filter(|r| filter.matches(r)))
             };
             let segments = self.segments()?;
             crate::lexical::search(
