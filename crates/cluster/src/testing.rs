@@ -26,6 +26,9 @@ fn common(dir: &std::path::Path) -> String {
     format!("max_payload: 8MB\njetstream {{ store_dir: {:?} }}\n", dir.join("js").display().to_string())
 }
 
+/// How many times a test server is started on new ports before a test gives up.
+const ATTEMPTS: usize = 3;
+
 /// A free loopback port (bound, then released).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -52,20 +55,39 @@ fn new_dir() -> PathBuf {
 impl Nats {
     /// One server with JetStream, its store in a new temporary folder.
     pub fn start() -> Nats {
-        let dir = new_dir();
-        let port = free_port();
-        let config = dir.join("nats.conf");
-        std::fs::write(&config, format!("listen: 127.0.0.1:{port}\n{}", common(&dir))).unwrap();
-        let mut nats = Nats { child: None, port, config, dir };
-        nats.run();
-        nats
+        // A port found free may be taken by another test before the server binds it: the
+        // server then exits, and is started again on another port.
+        for _ in 0..ATTEMPTS {
+            let dir = new_dir();
+            let port = free_port();
+            let config = dir.join("nats.conf");
+            std::fs::write(&config, format!("listen: 127.0.0.1:{port}\n{}", common(&dir))).unwrap();
+            let mut nats = Nats { child: None, port, config, dir };
+            if nats.run() {
+                return nats;
+            }
+        }
+        panic!("nats-server did not start in {ATTEMPTS} attempts (its log is nats.log in its folder)");
     }
 
     /// Three servers forming one JetStream cluster (streams of three replicas survive the loss
     /// of one), all on loopback.
     pub fn cluster() -> Vec<Nats> {
+        for _ in 0..ATTEMPTS {
+            let mut servers = Nats::cluster_once();
+            if servers.iter_mut().all(Nats::run) {
+                return servers;
+            }
+        }
+        panic!(
+            "a nats-server cluster did not start in {ATTEMPTS} attempts (logs: nats.log in their folders)"
+        );
+    }
+
+    /// Three servers' configurations, on ports found free (not started).
+    fn cluster_once() -> Vec<Nats> {
         let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
-        let mut out: Vec<Nats> = ports
+        let out: Vec<Nats> = ports
             .iter()
             .enumerate()
             .map(|(i, &(port, route))| {
@@ -88,9 +110,6 @@ impl Nats {
                 Nats { child: None, port, config, dir }
             })
             .collect();
-        for n in &mut out {
-            n.run();
-        }
         out
     }
 
@@ -99,26 +118,29 @@ impl Nats {
         servers.iter().map(Nats::url).collect::<Vec<_>>().join(",")
     }
 
-    fn run(&mut self) {
+    /// Start the server (again) and wait until it listens: `false` if it exited first (its
+    /// port taken), a panic if it neither listens nor exits within a minute.
+    fn run(&mut self) -> bool {
         let bin = binary();
         assert!(
             bin.exists(),
             "{} not found: run scripts/fetch-nats-server.sh (or set MNEMON_NATS_SERVER)",
             bin.display()
         );
-        let child = Command::new(bin)
-            .arg("-c")
-            .arg(&self.config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let log = std::fs::File::create(self.dir.join("nats.log")).unwrap();
+        let child =
+            Command::new(bin).arg("-c").arg(&self.config).stdout(Stdio::null()).stderr(log).spawn().unwrap();
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(60);
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if self.child.as_mut().is_some_and(|c| c.try_wait().ok().flatten().is_some()) {
+                self.child = None;
+                return false;
+            }
             assert!(Instant::now() < deadline, "nats-server did not listen on {}", self.port);
             std::thread::sleep(Duration::from_millis(20));
         }
+        true
     }
 
     pub fn url(&self) -> String {
@@ -136,7 +158,7 @@ impl Nats {
     /// Start it again on the same port and store.
     pub fn restart(&mut self) {
         self.kill();
-        self.run();
+        assert!(self.run(), "nats-server did not start again on {} (see nats.log in its folder)", self.port);
     }
 }
 
