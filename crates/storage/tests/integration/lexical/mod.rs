@@ -407,6 +407,30 @@ fn verify_finds_what_the_lexical_index_lost_or_gained() {
         t.insert((n.as_str(), seg, "zzzz", 7), v.as_slice()).unwrap();
     });
     assert!(problems.iter().any(|p| p.contains("keyed above its first term")), "{problems:?}");
+    // A segment's text numbers (format 15): two keys swapped, or the list cut short.
+    let numbers = redb::TableDefinition::<(&str, u64, u32), &[u8]>::new("mnemon.segment_texts");
+    let problems = damage(&|txn| {
+        let mut t = txn.open_table(numbers).unwrap();
+        let (n, seg, part, mut v) = {
+            let (k, v) = t.pop_first().unwrap().unwrap();
+            let (n, seg, part) = k.value();
+            (n.to_string(), seg, part, v.value().to_vec())
+        };
+        let (first, second) = v[1..41].split_at_mut(20);
+        first.swap_with_slice(second);
+        t.insert((n.as_str(), seg, part), v.as_slice()).unwrap();
+    });
+    assert!(problems.iter().any(|p| p.contains("text numbers are out of order")), "{problems:?}");
+    let problems = damage(&|txn| {
+        let mut t = txn.open_table(numbers).unwrap();
+        let (n, seg, part, v) = {
+            let (k, v) = t.pop_first().unwrap().unwrap();
+            let (n, seg, part) = k.value();
+            (n.to_string(), seg, part, v.value().to_vec())
+        };
+        t.insert((n.as_str(), seg, part), &v[..v.len() - 200]).unwrap();
+    });
+    assert!(problems.iter().any(|p| p.contains("which it does not hold")), "{problems:?}");
     let problems = damage(&|txn| {
         txn.open_table(postings).unwrap().pop_last().unwrap().unwrap();
     });
