@@ -2,7 +2,8 @@
 //! (through `Ns::search` in lexical mode, as users call it), SQLite's FTS5 (`bm25()`
 //! ranking, the query's words joined by OR, as mnemon matches any of them) and tantivy (an
 //! index in RAM, one segment after a merge, the query parser's default OR, BM25 top 10), the
-//! latter alone (document addresses) and with the 10 documents read from its store.
+//! latter alone (document addresses) and with the 10 documents read from its store; mnemon
+//! also through one snapshot held across queries, as tantivy's searcher is.
 //!
 //! Texts of 30 words from a vocabulary of 5,000 with a Zipf-like law (`realistic_text`),
 //! 100,000 of them (`MNEMON_BENCH_LEXICAL_N` sets another number), loaded in bulk commits;
@@ -58,6 +59,16 @@ fn lexical(c: &mut Criterion) {
         b.iter(|| {
             i = (i + 1) % queries.len();
             ns.search(&queries[i]).mode(TextMode::Lexical).limit(10).run().unwrap()
+        })
+    });
+    // The same search through one snapshot held across queries, as tantivy's searcher is
+    // held below (`Ns::search` opens a read transaction per query).
+    let snap = db.store().snapshot().unwrap();
+    let mut h = 0;
+    g.bench_function("mnemon_held_snapshot", |b| {
+        b.iter(|| {
+            h = (h + 1) % queries.len();
+            snap.lexical_search(ns.name(), &queries[h], &mnemon_storage::ListQuery::new(), 10).unwrap()
         })
     });
     let mut stmt =
