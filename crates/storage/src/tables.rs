@@ -149,7 +149,7 @@ pub(crate) const POSTINGS: TableDefinition<(&str, &str, u128, u32), &[u8]> =
     TableDefinition::new("mnemon.postings");
 
 /// `(namespace, segment, first term, part) -> block`: the postings of merged texts not yet in
-/// `POSTINGS`, one segment per merge, each in blocks of about 16 KiB holding many terms'
+/// `POSTINGS`, one segment per merge, each in blocks of about 32 KiB holding many terms'
 /// postings; a segment's number holds its level above bit 56, and a level's
 /// [`crate::lexical::SEGMENT_FANOUT`] segments are merged into one of the next level (format
 /// 10; see `lexical/`).

@@ -42,9 +42,12 @@ pub(super) const BLOCK_VERSION: u8 = 3;
 /// A segment block is closed once it holds this many bytes: a search reads one block (two
 /// when a term's postings cross a boundary) per term and segment. A block, its key (at most
 /// 280 bytes: a namespace of 200, a term of 64, their lengths, the segment and the part) and
-/// redb's leaf header (12 bytes for one entry) fit one 16 KiB page; a block of 16 KiB took a
-/// 32 KiB page of its own, half of it empty, so a merge wrote twice the bytes it needed.
-pub(super) const BLOCK_BYTES: usize = 16 * 1024 - 320;
+/// redb's leaf header (12 bytes for one entry) fit one 32 KiB page (a block of exactly 32 KiB
+/// would take a 64 KiB page, half of it empty). Format 15 took blocks from 16 to 32 KiB: a
+/// search fetches each page through redb's cache (a lookup and a reference count), and half
+/// the fetches made a search about 10% faster (docs/search.md); a `forget` rewrites one block
+/// per term of the text.
+pub(super) const BLOCK_BYTES: usize = 32 * 1024 - 320;
 
 /// A level's segments are merged into one segment of the next level once it would hold this
 /// many (see the module documentation).

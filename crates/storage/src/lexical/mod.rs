@@ -20,7 +20,7 @@
 //! them back from `mnemon.fresh`, where [`LexicalWriter::write`] put them as the jobs were
 //! applied), so a search reads at most that many fresh rows. A merge writes its postings as a
 //! new **segment** (format 10): sorted by `(term, id, from_rev)` and cut into blocks of about
-//! 16 KiB, each one row `(ns, segment, first term, part)` in `mnemon.segment_blocks` holding
+//! 32 KiB (16 KiB before format 15), each one row `(ns, segment, first term, part)` in `mnemon.segment_blocks` holding
 //! many terms' postings (see [`Block`](block::Block)). A segment is one run of keys, a few large rows, where
 //! inserting its postings into the posting lists would touch a leaf per distinct term, spread
 //! over the tree (with texts of 30 words from a vocabulary of 5,000, that made merges most of

@@ -18,7 +18,8 @@ use crate::error::Error;
 /// `(namespace, segment, part)`.
 pub(crate) type NumberKey = (&'static str, u64, u32);
 
-/// Text keys per part: a part of 16,001 bytes fits a 16 KiB page, as a block does.
+/// Text keys per part: a part of 16,001 bytes fits a 16 KiB page (a search reads a part per
+/// text it keeps: small parts are cheap to read).
 pub(super) const PER_PART: usize = 800;
 /// Bytes of a key in a part.
 const ENTRY: usize = 20;

@@ -333,8 +333,8 @@ fn a_prepared_row_is_used_only_for_its_record_and_its_text() {
     txn.abort().unwrap();
 }
 
-/// A full block fits one 16 KiB page with its key, even with the longest namespace and
-/// terms: a block of 16 KiB took a 32 KiB page, half of it empty (`fragmented_bytes`).
+/// A full block fits one 32 KiB page with its key, even with the longest namespace and
+/// terms: a block of 32 KiB would take a 64 KiB page, half of it empty (`fragmented_bytes`).
 #[test]
 fn a_full_block_and_its_key_fit_one_page() {
     use redb::ReadableTableMetadata;
@@ -347,7 +347,7 @@ fn a_full_block_and_its_key_fit_one_page() {
         let mut w = BlockWriter::new(&ns, 1);
         for t in 0..40u32 {
             let term = format!("{t:064}");
-            let list: Vec<Posting> = (0..800u32).map(|i| (i, 1, 10)).collect();
+            let list: Vec<Posting> = (0..2000u32).map(|i| (i, 1, 10)).collect();
             w.push(&mut table, &term, &list).unwrap();
         }
         w.flush(&mut table).unwrap();

@@ -184,8 +184,9 @@ pub(super) fn compaction_gives_free_pages_back_and_keeps_the_data() {
         (hits(&s), listed(&s))
     };
     let (before, after) = Store::compact(&path).unwrap();
-    // 16.8 MB -> 8.5 MB when written.
-    assert!(after < before * 3 / 4, "{before} -> {after} bytes");
+    // 7.5 MB -> 6.3 MB when written (format 15's segments, of 12-byte postings, leave less to
+    // give back than format 14's 16.8 MB -> 8.5 MB).
+    assert!(after < before * 9 / 10, "{before} -> {after} bytes");
     assert_eq!(after, std::fs::metadata(&path).unwrap().len());
     assert!(Store::check_integrity(&path).unwrap());
     let store = open_at(&path);
