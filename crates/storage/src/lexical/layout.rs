@@ -39,8 +39,8 @@ pub(super) const BLOCK_VERSION_1: u8 = 1;
 pub(super) const BLOCK_VERSION_2: u8 = 2;
 /// Numbered segment blocks (format 15).
 pub(super) const BLOCK_VERSION: u8 = 3;
-/// A segment block is closed once it holds this many bytes: a search reads one block (two
-/// when a term's postings cross a boundary) per term and segment. A block, its key (at most
+/// A segment block is closed once it holds this many bytes: a search reads the blocks
+/// holding a term's postings in each segment, one or two for all but the common terms. A block, its key (at most
 /// 280 bytes: a namespace of 200, a term of 64, their lengths, the segment and the part) and
 /// redb's leaf header (12 bytes for one entry) fit one 32 KiB page (a block of exactly 32 KiB
 /// would take a 64 KiB page, half of it empty). Format 15 took blocks from 16 to 32 KiB: a

@@ -36,8 +36,9 @@
 //! block: it holds a block per input, however large the levels. Each posting is thus rewritten once per level,
 //! always as whole blocks, never inserted in place. A namespace of `n` texts has at most 7
 //! segments per level and about `log8(n / 256) + 1` levels (at most 7, 14, 21, 28 segments
-//! up to 2k, 16k, 131k, 1M texts), and a search reads one block (two where a term's postings
-//! cross a boundary) per term and segment. The posting lists are written only by
+//! up to 2k, 16k, 131k, 1M texts), and a search reads, per term and segment, the blocks
+//! holding the term's postings: one (two where they cross a boundary) for all but the common
+//! terms, whose postings fill a run of blocks (about 2,700 postings a block). The posting lists are written only by
 //! [`crate::WriteOp::MergeTexts`], which moves a namespace's fresh texts and every segment
 //! into them at any time (a server's quiet moment), so that searches read one place.
 //!
