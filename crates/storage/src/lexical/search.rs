@@ -187,7 +187,10 @@ pub(crate) fn search(
             Some((k, _)) => local_keys(k, ns),
             None => {
                 let seg = segs[s];
-                let mut numbers = segments.numbers(ns.as_str(), seg).ok_or_else(|| missing_text(ns, 0))?;
+                let mut numbers = segments.numbers(ns.as_str(), seg).ok_or_else(|| Error::Inconsistent {
+                    namespace: ns.as_str().to_string(),
+                    detail: "a numbered segment without its text numbers".to_string(),
+                })?;
                 Box::new(move |n| numbers.key(n)?.ok_or_else(|| missing_text(ns, n)))
             }
         });

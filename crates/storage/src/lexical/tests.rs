@@ -229,8 +229,19 @@ fn keyed_segments_are_numbered() {
         let texts_n = super::numbers::load(&numbers, "n", 1).unwrap();
         assert_eq!(read(("n", 1, "beta", 0), &texts_n), vec![("beta".into(), b)]);
     }
-    // Numbering again finds nothing keyed.
+    // Numbering again finds nothing keyed: every block and list stays as it is.
+    let rows = |txn: &redb::WriteTransaction| -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let blocks = txn.open_table(crate::tables::SEGMENTS).unwrap();
+        let numbers = txn.open_table(crate::tables::SEGMENT_TEXTS).unwrap();
+        (
+            blocks.iter().unwrap().map(|r| r.unwrap().1.value().to_vec()).collect(),
+            numbers.iter().unwrap().map(|r| r.unwrap().1.value().to_vec()).collect(),
+        )
+    };
+    let before = rows(&txn);
     super::number_blocks(&txn).unwrap();
+    assert_eq!(rows(&txn), before);
+    assert_eq!(before.0.len(), 3);
     txn.abort().unwrap();
 }
 
