@@ -1,6 +1,6 @@
 //! Searching a segment: live or listed candidates, exactly or through the graph, as the planner decides.
 
-use mnemon_storage::{ListQuery, Namespace, Record, Snapshot};
+use mnemon_storage::{AsOf, ListQuery, Namespace, Record, Snapshot};
 use segment::{GONE, LIVE, Segment};
 use std::collections::HashMap;
 
@@ -117,11 +117,12 @@ impl VectorIndexes {
             exact::scan_all(&s.data, s.dim, query, want, &|p| s.state.get(p as usize) == Some(&LIVE))
         };
         let mut hits = Vec::with_capacity(k.min(scored.len()));
+        let now = snap.records_at(AsOf::now())?;
         for h in &scored {
             if hits.len() == k {
                 break;
             }
-            match s.verify_now(snap, h.point)? {
+            match s.verify_now(&now, h.point)? {
                 Some(record) => hits.push(Hit { record, score: h.score }),
                 None => plan.rejected += 1,
             }

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use mnemon_storage::{AsOf, ListQuery, Namespace, Record, RecordId, Snapshot, Timestamp};
+use mnemon_storage::{ListQuery, Namespace, Record, RecordId, RecordsAt, Snapshot, Timestamp};
 
 use crate::error::IndexError;
 use crate::graph::{Rows, VectorIndex};
@@ -309,9 +309,9 @@ impl Segment {
 
     /// Whether a hit from a "now" search is still what the snapshot holds now; returns the
     /// record if so.
-    pub(crate) fn verify_now(&self, snap: &Snapshot, slot: u32) -> Result<Option<Record>, IndexError> {
+    pub(crate) fn verify_now(&self, now: &RecordsAt<'_>, slot: u32) -> Result<Option<Record>, IndexError> {
         let Some(s) = self.slots.get(slot as usize) else { return Ok(None) };
-        let Some(rec) = snap.get(&self.ns, s.id, AsOf::now())? else { return Ok(None) };
+        let Some(rec) = now.get(&self.ns, s.id)? else { return Ok(None) };
         Ok((self.serving(s.id, rec.rev) == Some(slot)).then_some(rec))
     }
 }

@@ -78,7 +78,7 @@ pub use id::{IdError, Namespace, RecordId};
 pub use json::JsonText;
 pub use kind::{Kind, UnknownKind};
 pub use lexical::{FRESH_LIMIT, LexicalHit, SEGMENT_FANOUT};
-pub use read::{AsOf, CommitLogEntry, ListPath, ListQuery, Problem, Snapshot};
+pub use read::{AsOf, CommitLogEntry, ListPath, ListQuery, Problem, RecordsAt, Snapshot};
 pub use record::{Envelope, Op, Record, Status, TTL_DAYS, Visible};
 pub use store::{CommitStats, Durability, Histogram, Receipt, Store, StoreOptions};
 pub use text::{Text, TextList};

@@ -31,6 +31,7 @@ use super::{Operation, Session, Visitor, each};
 use crate::error::{Error, Result, invalid};
 
 type Call = fn(&Session, Value) -> Result<Value>;
+type CallBytes = fn(&Session, Value) -> Result<Vec<u8>>;
 
 /// One operation as the catalog holds it.
 #[derive(Clone, Debug)]
@@ -52,6 +53,7 @@ pub struct Entry {
     input: fn() -> Schema,
     output: fn() -> Schema,
     call: Call,
+    call_bytes: CallBytes,
 }
 
 impl Entry {
@@ -59,6 +61,12 @@ impl Entry {
     /// that do not read as the request are an input error naming the operation.
     pub fn call(&self, session: &Session, args: Value) -> Result<Value> {
         (self.call)(session, args)
+    }
+
+    /// [`Self::call`], the response written straight to JSON text: what a server sends,
+    /// without building the response's JSON tree first.
+    pub fn call_json(&self, session: &Session, args: Value) -> Result<Vec<u8>> {
+        (self.call_bytes)(session, args)
     }
 
     /// The JSON Schema (2020-12) of its request: what it accepts.
@@ -104,6 +112,7 @@ impl Visitor for Catalog {
                     .into_root_schema_for::<O::Output>()
             },
             call: call::<O>,
+            call_bytes: call_bytes::<O>,
         });
     }
 }
@@ -127,10 +136,24 @@ impl Catalog {
     }
 }
 
-/// Read `args` as operation `O`'s request, run it, and give its response as JSON.
-fn call<O: Operation>(session: &Session, args: Value) -> Result<Value> {
+/// Read `args` as operation `O`'s request and run it.
+fn run<O: Operation>(session: &Session, args: Value) -> Result<O::Output> {
     let request: O = serde_json::from_value(args)
         .map_err(|e| invalid(format!("invalid arguments for {}: {e}", O::NAME)))?;
-    let out = session.call(request)?;
-    serde_json::to_value(out).map_err(|e| Error::Encode { what: O::NAME.to_string(), message: e.to_string() })
+    session.call(request)
+}
+
+/// The error of a response that does not encode as JSON.
+fn encode_error<O: Operation>(e: serde_json::Error) -> Error {
+    Error::Encode { what: O::NAME.to_string(), message: e.to_string() }
+}
+
+/// Run `O` with `args` and give its response as JSON.
+fn call<O: Operation>(session: &Session, args: Value) -> Result<Value> {
+    serde_json::to_value(run::<O>(session, args)?).map_err(encode_error::<O>)
+}
+
+/// Run `O` with `args` and give its response as JSON text.
+fn call_bytes<O: Operation>(session: &Session, args: Value) -> Result<Vec<u8>> {
+    serde_json::to_vec(&run::<O>(session, args)?).map_err(encode_error::<O>)
 }

@@ -423,7 +423,7 @@ async fn call(
     let slot = app.slot()?;
     let run = {
         let app = app.clone();
-        move || -> Result<(Value, Option<String>), Problem> {
+        move || -> Result<(Vec<u8>, Option<String>), Problem> {
             let _slot = slot;
             let consistency = app.0.config.cluster.as_deref();
             if let Some(c) = consistency {
@@ -440,7 +440,7 @@ async fn call(
                 }
             }
             let session = app.session(token.as_deref(), named.as_deref(), Scope::needed_for(&entry))?;
-            let out = entry.call(&session, Value::Object(args));
+            let out = entry.call_json(&session, Value::Object(args));
             let written = consistency.and_then(|c| c.take());
             Ok((out?, written))
         }
@@ -448,7 +448,10 @@ async fn call(
     let (out, written) = blocking(run).await.map_err(|_| {
         Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "unavailable", "the operation stopped unexpectedly")
     })??;
-    let mut response = axum::Json(out).into_response();
+    // The response written once, straight from the operation's output.
+    let mut response =
+        ([(header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"))], out)
+            .into_response();
     if let Some(t) = written.and_then(|t| axum::http::HeaderValue::from_str(&t).ok()) {
         response.headers_mut().insert(CONSISTENCY_HEADER, t);
     }

@@ -167,18 +167,22 @@ pub struct CommitLogEntry {
 /// A problem found by [`Snapshot::verify`].
 pub type Problem = String;
 
-/// Records as of one time (see [`Snapshot::records_at`]).
-pub(crate) struct RecordsAt {
+/// Records as of one time, read from one opened table (see [`Snapshot::records_at`]).
+pub struct RecordsAt<'s> {
+    snap: &'s Snapshot,
     revisions: redb::ReadOnlyTable<(&'static str, u128, i64, u32), &'static [u8]>,
     valid: i64,
     known: i64,
 }
 
-impl RecordsAt {
-    /// The record as valid and known at the time; `None` if it was not visible then.
-    pub(crate) fn get(&self, ns: &Namespace, id: RecordId) -> Result<Option<Record>, Error> {
-        let r = write::revision_at(&self.revisions, ns, id, self.known)?;
-        Ok(r.filter(|r| r.is_visible_at(Timestamp::from_micros(self.valid))))
+impl RecordsAt<'_> {
+    /// The record as valid and known at the time; `None` if it was not visible then
+    /// ([`Snapshot::get`]).
+    pub fn get(&self, ns: &Namespace, id: RecordId) -> Result<Option<Record>, Error> {
+        self.snap.ctx((|| {
+            let r = write::revision_at(&self.revisions, ns, id, self.known)?;
+            Ok(r.filter(|r| r.is_visible_at(Timestamp::from_micros(self.valid))))
+        })())
     }
 }
 
@@ -247,14 +251,15 @@ impl Snapshot {
     /// The record as valid at `as_of.valid`, as known at `as_of.known`; `None` if it was not
     /// valid then (or not known, or never existed).
     pub fn get(&self, ns: &Namespace, id: RecordId, as_of: AsOf) -> Result<Option<Record>, Error> {
-        self.ctx(self.records_at(as_of).and_then(|r| r.get(ns, id)))
+        self.records_at(as_of)?.get(ns, id)
     }
 
     /// Records as of `as_of` from one opened table, for a read that resolves many of them
     /// (a search's hits): [`Self::get`] without opening the table for each.
-    pub(crate) fn records_at(&self, as_of: AsOf) -> Result<RecordsAt, Error> {
+    pub fn records_at(&self, as_of: AsOf) -> Result<RecordsAt<'_>, Error> {
         let (valid, known) = self.resolve(as_of);
-        Ok(RecordsAt { revisions: self.txn.open_table(tables::REVISIONS)?, valid, known })
+        let revisions = self.ctx(self.txn.open_table(tables::REVISIONS).map_err(Error::from))?;
+        Ok(RecordsAt { snap: self, revisions, valid, known })
     }
 
     /// The revision current at transaction time `known`, whatever its validity.
