@@ -250,6 +250,8 @@ pub struct VectorIndexes {
     opts: IndexOptions,
     segments: Mutex<HashMap<SegKey, Arc<RwLock<Segment>>>>,
     maintaining: Arc<AtomicBool>,
+    /// Held while a segment is published: one publish at a time picks the next generation.
+    publishing: Arc<Mutex<()>>,
 }
 
 impl std::fmt::Debug for VectorIndexes {
@@ -274,6 +276,7 @@ impl VectorIndexes {
             opts,
             segments: Mutex::new(HashMap::new()),
             maintaining: Arc::new(AtomicBool::new(false)),
+            publishing: Arc::new(Mutex::new(())),
         }
     }
 
@@ -381,7 +384,7 @@ impl VectorIndexes {
         match attempt() {
             Ok((m, slots, in_graph, g)) => {
                 seg.seed(slots, in_graph);
-                seg.graph = Some(g);
+                seg.graph = Some(Arc::from(g));
                 seg.generation = m.generation;
                 seg.dirty = false;
             }

@@ -42,10 +42,25 @@ impl VectorIndexes {
             opts: self.opts.clone(),
             segments: Mutex::new(self.segments.lock().unwrap_or_else(PoisonError::into_inner).clone()),
             maintaining: Arc::clone(&self.maintaining),
+            publishing: Arc::clone(&self.publishing),
         };
         let spawned = std::thread::Builder::new().name("mnemon-index".into()).spawn(move || {
+            // The build runs on threads of its own, not rayon's global pool: searches split
+            // their exact scans over that pool, and a build's many tasks queued there ahead of
+            // them held searches for the whole build (0.3-0.7 s, `mnemon-bench serve --batch
+            // 10`). On its own threads, half as many as cores, the build leaves the searches
+            // and writes cores of their own.
             // Failures leave the segment searchable exactly; the next search tries again.
-            let _ = me.maintain();
+            let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+            let threads = (cores / 2).max(1);
+            let _ = match rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("mnemon-index-{i}"))
+                .build()
+            {
+                Ok(pool) => pool.install(|| me.maintain()),
+                Err(_) => me.maintain(),
+            };
             // Release the store before saying so: a caller that waits for the flag and then
             // reopens the file must not find it still in use.
             let flag = Arc::clone(&me.maintaining);
@@ -80,20 +95,7 @@ impl VectorIndexes {
             if rebuild {
                 self.rebuild(&seg)?;
             } else if extend {
-                let mut s = write(&seg);
-                let tail = s.tail();
-                let rows: Vec<(u32, Vec<f32>)> = tail.iter().map(|&p| (p, s.row(p).to_vec())).collect();
-                let refs: Vec<(u32, &[f32])> = rows.iter().map(|(p, v)| (*p, v.as_slice())).collect();
-                // The graph reads its older points' vectors from the segment.
-                if let Some(mut g) = s.graph.take() {
-                    g.insert(&refs, &*s);
-                    s.graph = Some(g);
-                }
-                for p in tail {
-                    s.in_graph[p as usize] = true;
-                }
-                s.graph_points = s.in_graph.iter().filter(|g| **g).count();
-                s.dirty = true;
+                extend_graph(&seg);
             }
             let generation = self.publish(&seg)?;
             let s = read(&seg);
@@ -140,7 +142,7 @@ impl VectorIndexes {
         };
         let refs: Vec<(u32, &[f32])> =
             points.iter().zip(data.chunks_exact(dim.max(1))).map(|(p, v)| (*p, v)).collect();
-        let graph = self.opts.engine.build(self.opts.params, dim, &refs)?;
+        let graph = Arc::from(self.opts.engine.build(self.opts.params, dim, &refs)?);
         let mut s = write(seg);
         s.in_graph.iter_mut().for_each(|g| *g = false);
         for &p in &points {
@@ -155,16 +157,24 @@ impl VectorIndexes {
     }
 
     /// Publish a segment's graph (see the `persist` module for the protocol). Returns the
-    /// generation, or `None` without an index directory or graph.
+    /// generation, or `None` without an index directory or graph. What is published is taken
+    /// under a read lock (the graph is shared, its points copied); the files, their syncs and
+    /// the manifest's durable commit happen without the segment's lock, so searches and their
+    /// catch-up go on meanwhile.
     fn publish(&self, seg: &RwLock<Segment>) -> Result<Option<u64>, IndexError> {
         let Some(dir) = &self.opts.dir else { return Ok(None) };
-        let mut s = write(seg);
-        let Some(graph) = s.graph.as_ref() else { return Ok(None) };
+        let _one_at_a_time = self.publishing.lock().unwrap_or_else(PoisonError::into_inner);
+        let (graph, slots, in_graph, dim, space, ns, covered_seq, graph_points, generation) = {
+            let s = read(seg);
+            let Some(graph) = s.graph.clone() else { return Ok(None) };
+            let at = (s.slots.clone(), s.in_graph.clone(), s.dim, s.space.clone(), s.ns.clone());
+            (graph, at.0, at.1, at.2, at.3, at.4, s.covered_seq, s.graph_points, s.generation)
+        };
         std::fs::create_dir_all(dir).map_err(|e| IndexError::Io { path: dir.clone(), source: e })?;
-        let key = persist::manifest_key(&s.space, &s.ns);
-        let stem = persist::segment_stem(&s.space, &s.ns);
+        let key = persist::manifest_key(&space, &ns);
+        let stem = persist::segment_stem(&space, &ns);
         let published = self.store.snapshot()?.aux(&key)?.and_then(|b| Manifest::decode(&b).ok());
-        let generation = s.generation.max(published.as_ref().map_or(0, |m| m.generation)) + 1;
+        let generation = generation.max(published.as_ref().map_or(0, |m| m.generation)) + 1;
         let basename = format!("{stem}.g{generation}");
         // Leftovers of a crashed publish under this name would make hnsw_rs pick another.
         let keep: Vec<String> =
@@ -172,7 +182,7 @@ impl VectorIndexes {
         persist::remove_unreferenced(dir, &stem, &keep);
         let mut files = graph.save(dir, &basename)?;
         let points = dir.join(format!("{basename}.points"));
-        persist::write_points(&points, s.dim, &s.slots, &s.in_graph)?;
+        persist::write_points(&points, dim, &slots, &in_graph)?;
         files.push(points);
         let mut listed = Vec::new();
         for f in &files {
@@ -188,14 +198,14 @@ impl VectorIndexes {
             generation,
             basename,
             engine: graph.name().to_string(),
-            space: s.space.clone(),
-            namespace: s.ns.as_str().to_string(),
-            dimension: u32::try_from(s.dim).unwrap_or(u32::MAX),
+            space,
+            namespace: ns.as_str().to_string(),
+            dimension: u32::try_from(dim).unwrap_or(u32::MAX),
             m: params.m,
             ef_construction: params.ef_construction,
-            slots: s.slots.len() as u64,
-            graph_points: s.graph_points as u64,
-            covered_seq: s.covered_seq,
+            slots: slots.len() as u64,
+            graph_points: graph_points as u64,
+            covered_seq,
             files: listed,
         };
         self.store.write_with(
@@ -204,8 +214,54 @@ impl VectorIndexes {
         )?;
         let names: Vec<String> = manifest.files.iter().map(|f| f.name.clone()).collect();
         persist::remove_unreferenced(dir, &stem, &names);
-        s.generation = generation;
-        s.dirty = false;
+        let mut s = write(seg);
+        s.generation = s.generation.max(generation);
+        // Still the graph just published: nothing left to publish.
+        if s.graph.as_ref().is_some_and(|g| Arc::ptr_eq(g, &graph)) && s.graph_points == graph_points {
+            s.dirty = false;
+        }
         Ok(Some(generation))
+    }
+}
+
+/// Points added to a graph per hold of the segment's lock while it is extended.
+const EXTEND_SLICE: usize = 64;
+
+/// Add the live points newer than the graph (the tail, as it is now) to it, a slice at a time:
+/// each slice holds the segment's lock only while its points go in, so a search (and its
+/// catch-up, which needs the lock) waits for one slice, never for the whole tail. Points that
+/// stopped being live meanwhile are left out; points that arrive meanwhile wait for the next
+/// time. A graph being published (shared) is left alone until the next time.
+fn extend_graph(seg: &RwLock<Segment>) {
+    let tail = read(seg).tail();
+    for slice in tail.chunks(EXTEND_SLICE) {
+        {
+            let mut s = write(seg);
+            let rows: Vec<(u32, Vec<f32>)> = slice
+                .iter()
+                .filter(|&&p| {
+                    s.state.get(p as usize) == Some(&LIVE) && s.in_graph.get(p as usize) == Some(&false)
+                })
+                .map(|&p| (p, s.row(p).to_vec()))
+                .collect();
+            let refs: Vec<(u32, &[f32])> = rows.iter().map(|(p, v)| (*p, v.as_slice())).collect();
+            let Some(mut g) = s.graph.take() else { return };
+            let Some(graph) = Arc::get_mut(&mut g) else {
+                s.graph = Some(g);
+                return;
+            };
+            // The graph reads its older points' vectors from the segment.
+            graph.insert(&refs, &*s);
+            s.graph = Some(g);
+            for &(p, _) in &refs {
+                if let Some(g) = s.in_graph.get_mut(p as usize) {
+                    *g = true;
+                }
+            }
+            s.graph_points += refs.len();
+            s.dirty = true;
+        }
+        // Let the searches that waited for the lock have it before the next slice.
+        std::thread::yield_now();
     }
 }

@@ -9,6 +9,7 @@
 //! forgotten or its vector replaced: a `GONE` slot is never returned.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use mnemon_storage::{ListQuery, Namespace, Record, RecordId, RecordsAt, Snapshot, Timestamp};
 
@@ -43,7 +44,8 @@ pub(crate) struct Segment {
     /// Per record: `(from_rev, slot)` sorted by `from_rev`.
     pub(crate) by_record: HashMap<RecordId, Vec<(u32, u32)>>,
     pub(crate) live: usize,
-    pub(crate) graph: Option<Box<dyn VectorIndex>>,
+    /// Shared, so that a publish writes it out without holding the segment's lock.
+    pub(crate) graph: Option<Arc<dyn VectorIndex>>,
     /// Slots in the graph.
     pub(crate) graph_points: usize,
     /// The commit the arrays reflect.

@@ -27,6 +27,7 @@ mod calls;
 mod chroma;
 mod cluster;
 mod fvecs;
+mod http1;
 mod mcp;
 mod report;
 mod retrieval;

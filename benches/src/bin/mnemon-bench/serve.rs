@@ -3,7 +3,8 @@
 //! connection, a mix of durable writes, as-of listings, searches and reads over many
 //! namespaces, for a bounded time. It prints throughput and p50/p95/p99 per operation and
 //! every non-2xx answer by status, then checks that every acknowledged write is in the
-//! server's export. Side by side in the same run, the writes alone through N `mnemon mcp`
+//! server's export. The agents speak HTTP/1.1 through a small client of their own
+//! ([`crate::http1`]), so that generating the load costs the shared cores little. Side by side in the same run, the writes alone through N `mnemon mcp`
 //! stdio processes on one file (today's way for many agents).
 
 use std::collections::{BTreeMap, HashSet};
@@ -251,13 +252,7 @@ fn start_server(
 /// write call writes `batch` memories.
 fn agent(a: usize, url: &str, token: &str, namespaces: usize, batch: usize, deadline: Instant) -> Seen {
     let mut seen = Seen::default();
-    let Ok(client) = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .pool_max_idle_per_host(1)
-        .build()
-    else {
-        return seen;
-    };
+    let mut conn = crate::http1::Conn::new(url.trim_start_matches("http://"));
     let ns = ns_name(a % namespaces);
     let mut i = 0usize;
     let mut mine: Vec<String> = Vec::new();
@@ -265,27 +260,35 @@ fn agent(a: usize, url: &str, token: &str, namespaces: usize, batch: usize, dead
         let op = MIX[i % MIX.len()];
         i += 1;
         let t = Instant::now();
-        let req = match op {
+        let (method, path, body) = match op {
             "write" if batch > 1 => {
                 let writes: Vec<Value> = (0..batch)
                     .map(|b| json!({"op": "remember", "kind": "learning", "text": format!("agent {a} learned fact {i}.{b} about topic{} and module{}", i % 37, b % 11)}))
                     .collect();
-                client.post(format!("{url}/v1/ns/{ns}/batch")).json(&json!({ "writes": writes }))
+                ("POST", format!("/v1/ns/{ns}/batch"), Some(json!({ "writes": writes })))
             }
-            "write" => client.post(format!("{url}/v1/ns/{ns}/memories")).json(&json!({
-                "kind": "learning", "text": format!("agent {a} learned fact {i} about topic{} and module{}", i % 37, i % 11)})),
-            "search" => client.get(format!("{url}/v1/ns/{ns}/search?query=topic{}+module{}&limit=10", i % 37, i % 11)),
-            "list_as_of" => client.get(format!("{url}/v1/ns/{ns}/records?limit=20&as_of=2020-01-01")),
+            "write" => (
+                "POST",
+                format!("/v1/ns/{ns}/memories"),
+                Some(
+                    json!({"kind": "learning", "text": format!("agent {a} learned fact {i} about topic{} and module{}", i % 37, i % 11)}),
+                ),
+            ),
+            "search" => {
+                ("GET", format!("/v1/ns/{ns}/search?query=topic{}+module{}&limit=10", i % 37, i % 11), None)
+            }
+            "list_as_of" => ("GET", format!("/v1/ns/{ns}/records?limit=20&as_of=2020-01-01"), None),
             _ => match mine.last() {
-                Some(id) => client.get(format!("{url}/v1/ns/{ns}/records/{id}")),
+                Some(id) => ("GET", format!("/v1/ns/{ns}/records/{id}"), None),
                 None => continue,
             },
         };
-        match req.bearer_auth(token).send() {
-            Ok(r) if r.status().is_success() => {
-                let body: Value = r.json().unwrap_or_default();
+        let body = body.map(|b| b.to_string().into_bytes());
+        match conn.call(method, &path, token, body.as_deref()) {
+            Ok(r) if (200..300).contains(&r.status) => {
                 seen.latencies.entry(op).or_default().push(t.elapsed().as_secs_f64() * 1e3);
                 if op == "write" {
+                    let body: Value = serde_json::from_slice(&r.body).unwrap_or_default();
                     // One memory, or a batch's results.
                     let ids: Vec<&str> = match body["results"].as_array() {
                         Some(results) => results.iter().filter_map(|r| r["id"].as_str()).collect(),
@@ -297,7 +300,7 @@ fn agent(a: usize, url: &str, token: &str, namespaces: usize, batch: usize, dead
                     }
                 }
             }
-            Ok(r) => *seen.failures.entry(r.status().as_u16()).or_default() += 1,
+            Ok(r) => *seen.failures.entry(r.status).or_default() += 1,
             Err(_) => *seen.failures.entry(0).or_default() += 1,
         }
     }

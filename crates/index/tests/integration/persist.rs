@@ -45,19 +45,20 @@ fn reload_with(engine: Engine) {
     assert_eq!(per_publish, if engine == Engine::Mnemon { 2 } else { 3 }, "{files:?}");
     drop(first);
 
-    // Records written after the publish: searched exactly until added to the graph.
-    let late = clustered(50, 24, 12, 12);
+    // Records written after the publish: searched exactly until added to the graph (more
+    // than one slice of the extension, which adds 64 at a time).
+    let late = clustered(150, 24, 12, 12);
     let late_ids = load(&store, &ns, &late, |_| Vec::new());
 
     let second = with(options(Some(idx_dir.clone())));
     let status = second.open_segment(SPACE, &ns).unwrap().unwrap();
     assert_eq!(status.load_note, None);
     assert_eq!((status.generation, status.graph_points), (1, 3_000), "the graph was not reloaded");
-    assert_eq!(status.unindexed, 50);
+    assert_eq!(status.unindexed, 150);
     let snap = store.snapshot().unwrap();
     let found = second.search(&snap, &Query::new(SPACE, &ns, &late[7], 1)).unwrap();
     assert_eq!(found.plan.path, SearchPath::Graph);
-    assert_eq!(found.plan.unindexed, 50);
+    assert_eq!(found.plan.unindexed, 150);
     assert_eq!(found.hits[0].record.id, late_ids[7]);
     // The reloaded graph answers like a fresh one. The graph is approximate (and hnsw_rs
     // places its points at random levels), so the recall is counted over many queries, not
@@ -79,7 +80,9 @@ fn reload_with(engine: Engine) {
     third.open_segment(SPACE, &ns).unwrap();
     let reports = third.maintain().unwrap();
     assert_eq!(reports[0].generation, Some(2));
-    assert_eq!(reports[0].graph_points, 3_050);
+    assert_eq!(reports[0].graph_points, 3_150);
+    let status = third.open_segment(SPACE, &ns).unwrap().unwrap();
+    assert_eq!((status.unindexed, status.graph_points), (0, 3_150), "every late point is in the graph");
     let files: Vec<String> = std::fs::read_dir(&idx_dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into())
