@@ -108,37 +108,36 @@ pub fn run(venv: &Path, agents: usize, seconds: u64) -> Result<Figures> {
 /// calls that failed.
 fn agent(a: usize, url: &str, deadline: Instant) -> (Vec<f64>, Vec<f64>, u64) {
     let (mut adds, mut queries, mut failures) = (Vec::new(), Vec::new(), 0);
-    let Ok(http) = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .pool_max_idle_per_host(1)
-        .build()
-    else {
-        return (adds, queries, 1);
-    };
+    // The same small HTTP/1.1 client as mnemon's agents (`crate::http1`).
+    let (addr, prefix) = crate::http1::split_url(url);
+    let mut http = crate::http1::Conn::new(addr);
     let mut i = 0usize;
     while Instant::now() < deadline {
         let add = MIX[i % MIX.len()];
         i += 1;
         let v = vector((a as u64) << 32 | i as u64);
         let t = Instant::now();
-        let req = if add {
-            http.post(format!("{url}/add")).json(&json!({
-                "ids": [format!("{a}-{i}")],
-                "embeddings": [v],
-                "documents": [format!("agent {a} learned fact {i} about topic{} and module{}", i % 37, i % 11)],
-            }))
+        let (path, body) = if add {
+            (
+                format!("{prefix}/add"),
+                json!({
+                    "ids": [format!("{a}-{i}")],
+                    "embeddings": [v],
+                    "documents": [format!("agent {a} learned fact {i} about topic{} and module{}", i % 37, i % 11)],
+                }),
+            )
         } else {
-            http.post(format!("{url}/query")).json(
-                &json!({"query_embeddings": [v], "n_results": 10, "include": ["documents", "distances"]}),
+            (
+                format!("{prefix}/query"),
+                json!({"query_embeddings": [v], "n_results": 10, "include": ["documents", "distances"]}),
             )
         };
-        match req.send().and_then(reqwest::blocking::Response::error_for_status) {
-            Ok(r) => {
-                let _ = r.bytes();
+        match http.call("POST", &path, None, Some(body.to_string().as_bytes())) {
+            Ok(r) if (200..300).contains(&r.status) => {
                 let ms = t.elapsed().as_secs_f64() * 1e3;
                 if add { adds.push(ms) } else { queries.push(ms) }
             }
-            Err(_) => failures += 1,
+            _ => failures += 1,
         }
     }
     (adds, queries, failures)

@@ -16,6 +16,15 @@ pub struct Conn {
     head: Vec<u8>,
 }
 
+/// Where `url` (`http://host:port/prefix`) points: `host:port` and the path prefix.
+pub fn split_url(url: &str) -> (&str, &str) {
+    let rest = url.trim_start_matches("http://");
+    match rest.find('/') {
+        Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
+        None => (rest, ""),
+    }
+}
+
 /// An answer: its status and body.
 pub struct Answer {
     pub status: u16,
@@ -23,17 +32,18 @@ pub struct Answer {
 }
 
 impl Conn {
+    /// A connection to `addr` (`host:port`).
     pub fn new(addr: &str) -> Conn {
         Conn { addr: addr.to_string(), stream: None, head: Vec::with_capacity(512) }
     }
 
-    /// `method path` with a bearer `token` and, if given, a JSON `body`. An I/O error drops
-    /// the connection (the next call opens another).
+    /// `method path` with a bearer `token` if given and a JSON `body` if given. An I/O error
+    /// drops the connection (the next call opens another).
     pub fn call(
         &mut self,
         method: &str,
         path: &str,
-        token: &str,
+        token: Option<&str>,
         body: Option<&[u8]>,
     ) -> std::io::Result<Answer> {
         let r = self.exchange(method, path, token, body);
@@ -47,7 +57,7 @@ impl Conn {
         &mut self,
         method: &str,
         path: &str,
-        token: &str,
+        token: Option<&str>,
         body: Option<&[u8]>,
     ) -> std::io::Result<Answer> {
         if self.stream.is_none() {
@@ -58,11 +68,10 @@ impl Conn {
         }
         let Some(stream) = self.stream.as_mut() else { return Err(std::io::ErrorKind::NotConnected.into()) };
         self.head.clear();
-        write!(
-            self.head,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n",
-            self.addr
-        )?;
+        write!(self.head, "{method} {path} HTTP/1.1\r\nHost: {}\r\n", self.addr)?;
+        if let Some(t) = token {
+            write!(self.head, "Authorization: Bearer {t}\r\n")?;
+        }
         if let Some(b) = body {
             write!(self.head, "Content-Type: application/json\r\nContent-Length: {}\r\n", b.len())?;
         }

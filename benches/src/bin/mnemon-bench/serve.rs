@@ -252,7 +252,7 @@ fn start_server(
 /// write call writes `batch` memories.
 fn agent(a: usize, url: &str, token: &str, namespaces: usize, batch: usize, deadline: Instant) -> Seen {
     let mut seen = Seen::default();
-    let mut conn = crate::http1::Conn::new(url.trim_start_matches("http://"));
+    let mut conn = crate::http1::Conn::new(crate::http1::split_url(url).0);
     let ns = ns_name(a % namespaces);
     let mut i = 0usize;
     let mut mine: Vec<String> = Vec::new();
@@ -284,7 +284,7 @@ fn agent(a: usize, url: &str, token: &str, namespaces: usize, batch: usize, dead
             },
         };
         let body = body.map(|b| b.to_string().into_bytes());
-        match conn.call(method, &path, token, body.as_deref()) {
+        match conn.call(method, &path, Some(token), body.as_deref()) {
             Ok(r) if (200..300).contains(&r.status) => {
                 seen.latencies.entry(op).or_default().push(t.elapsed().as_secs_f64() * 1e3);
                 if op == "write" {
