@@ -168,7 +168,7 @@ impl Measure for Coded<'_> {
 
     #[inline]
     fn prefetch(&self, i: u32) {
-        prefetch_bytes(self.code(i));
+        prefetch_all(self.code(i));
     }
 }
 
@@ -322,7 +322,12 @@ impl FlatHnsw {
             let mut moved = false;
             let mut next = cur;
             if let Some(l) = self.nodes.get(cur as usize).and_then(|n| n.links.get(level)) {
-                for &n in read(l).iter() {
+                let links = read(l);
+                // Start loading every neighbour before scoring the first: the loads overlap.
+                for &n in links.iter() {
+                    m.prefetch(n);
+                }
+                for &n in links.iter() {
                     let dn = m.dist(n);
                     if dn < d {
                         d = dn;
@@ -774,17 +779,20 @@ fn prefetch(v: &[f32]) {
     let _ = v;
 }
 
-/// Ask the CPU to start loading a code (every cache line of it).
+/// Ask the CPU to start loading every cache line of `v` (a code, or a vector about to be
+/// ranked again).
 #[inline(always)]
-fn prefetch_bytes(v: &[u8]) {
+fn prefetch_all<T>(v: &[T]) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        for line in v.chunks(64) {
-            // SAFETY: as in `prefetch`: SSE is baseline on x86-64 and prefetches never fault.
+        let p = v.as_ptr().cast::<i8>();
+        for at in (0..std::mem::size_of_val(v)).step_by(64) {
+            // SAFETY: as in `prefetch`: SSE is baseline on x86-64 and prefetches never fault
+            // (the address is inside `v` in any case).
             #[allow(unsafe_code)]
             unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast::<i8>());
+                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(at));
             }
         }
     }
@@ -888,7 +896,7 @@ impl VectorIndex for FlatHnsw {
         // estimate hold the exact best `k`; ranking all `ef` found again would cost an exact
         // product from memory per find (at ef 1,024, more than the walk itself).
         let depth = (ef + k).min(RERANK * k).max(k);
-        let mut exact: Vec<Near> = found
+        let found: Vec<(Near, Option<&[f32]>)> = found
             .into_iter()
             .take(if self.exact_walk { usize::MAX } else { depth })
             .map(|n| {
@@ -897,12 +905,24 @@ impl VectorIndex for FlatHnsw {
                 } else {
                     self.ids.get(n.1 as usize).and_then(|&p| rows.row(p))
                 };
-                match row {
-                    Some(v) if v.len() == self.dim => Near(1.0 - dot(query, v), n.1),
-                    _ => n,
-                }
+                (n, row)
             })
             .collect();
+        // The rows to rank again are scattered in memory: load two ahead of the one scored.
+        const AHEAD: usize = 2;
+        for (_, row) in found.iter().take(AHEAD) {
+            prefetch_all(row.unwrap_or(&[]));
+        }
+        let mut exact: Vec<Near> = Vec::with_capacity(found.len());
+        for (i, &(n, row)) in found.iter().enumerate() {
+            if let Some((_, next)) = found.get(i + AHEAD) {
+                prefetch_all(next.unwrap_or(&[]));
+            }
+            exact.push(match row {
+                Some(v) if v.len() == self.dim => Near(1.0 - dot(query, v), n.1),
+                _ => n,
+            });
+        }
         exact.sort_unstable();
         exact
             .into_iter()
