@@ -167,8 +167,18 @@ impl VectorIndexes {
         let (graph, slots, in_graph, dim, space, ns, covered_seq, graph_points, generation) = {
             let s = read(seg);
             let Some(graph) = s.graph.clone() else { return Ok(None) };
-            let at = (s.slots.clone(), s.in_graph.clone(), s.dim, s.space.clone(), s.ns.clone());
-            (graph, at.0, at.1, at.2, at.3, at.4, s.covered_seq, s.graph_points, s.generation)
+            let (slots, in_graph) = (s.slots.clone(), s.in_graph.clone());
+            (
+                graph,
+                slots,
+                in_graph,
+                s.dim,
+                s.space.clone(),
+                s.ns.clone(),
+                s.covered_seq,
+                s.graph_points,
+                s.generation,
+            )
         };
         std::fs::create_dir_all(dir).map_err(|e| IndexError::Io { path: dir.clone(), source: e })?;
         let key = persist::manifest_key(&space, &ns);
