@@ -787,13 +787,17 @@ fn prefetch_all<T>(v: &[T]) {
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
         let p = v.as_ptr().cast::<i8>();
-        for at in (0..std::mem::size_of_val(v)).step_by(64) {
+        let len = std::mem::size_of_val(v);
+        // A plain loop: `step_by` cost a sixth of this function's time in the profile.
+        let mut at = 0;
+        while at < len {
             // SAFETY: as in `prefetch`: SSE is baseline on x86-64 and prefetches never fault
             // (the address is inside `v` in any case).
             #[allow(unsafe_code)]
             unsafe {
                 _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(at));
             }
+            at += 64;
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
