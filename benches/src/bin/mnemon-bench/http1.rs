@@ -46,27 +46,6 @@ impl Conn {
         token: Option<&str>,
         body: Option<&[u8]>,
     ) -> std::io::Result<Answer> {
-        let r = self.exchange(method, path, token, body);
-        if r.is_err() {
-            self.stream = None;
-        }
-        r
-    }
-
-    fn exchange(
-        &mut self,
-        method: &str,
-        path: &str,
-        token: Option<&str>,
-        body: Option<&[u8]>,
-    ) -> std::io::Result<Answer> {
-        if self.stream.is_none() {
-            let s = TcpStream::connect(&self.addr)?;
-            s.set_nodelay(true)?;
-            s.set_read_timeout(Some(Duration::from_secs(60)))?;
-            self.stream = Some(BufReader::with_capacity(64 * 1024, s));
-        }
-        let Some(stream) = self.stream.as_mut() else { return Err(std::io::ErrorKind::NotConnected.into()) };
         self.head.clear();
         write!(self.head, "{method} {path} HTTP/1.1\r\nHost: {}\r\n", self.addr)?;
         if let Some(t) = token {
@@ -79,6 +58,23 @@ impl Conn {
         if let Some(b) = body {
             self.head.extend_from_slice(b);
         }
+        let r = self.exchange();
+        if r.is_err() {
+            self.stream = None;
+        }
+        r
+    }
+
+    /// Send the request in `head` (connecting first if there is no connection) and read the
+    /// answer.
+    fn exchange(&mut self) -> std::io::Result<Answer> {
+        if self.stream.is_none() {
+            let s = TcpStream::connect(&self.addr)?;
+            s.set_nodelay(true)?;
+            s.set_read_timeout(Some(Duration::from_secs(60)))?;
+            self.stream = Some(BufReader::with_capacity(64 * 1024, s));
+        }
+        let Some(stream) = self.stream.as_mut() else { return Err(std::io::ErrorKind::NotConnected.into()) };
         stream.get_mut().write_all(&self.head)?;
         let (answer, close) = read_response(stream)?;
         if close {
