@@ -14,6 +14,9 @@
 //! assert!(!remember.read_only);
 //! let made = remember.call(&session, serde_json::json!({"kind": "learning", "text": "redb is embedded"}))?;
 //! assert!(made["id"].is_string());
+//! // What a server sends: the response as JSON text, written once from the output.
+//! let text = remember.call_json(&session, serde_json::json!({"kind": "learning", "text": "one copy"}))?;
+//! assert!(serde_json::from_slice::<serde_json::Value>(&text)?["id"].is_string());
 //! // Arguments that are not the request's are an input error.
 //! let bad = remember.call(&session, serde_json::json!({"kind": 3})).unwrap_err();
 //! assert_eq!(bad.code(), mnemon::Code::InvalidInput);
