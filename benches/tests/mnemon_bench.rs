@@ -159,6 +159,18 @@ fn serve_loads_a_real_server_and_checks_every_write() {
         report["operations"].as_array().unwrap().iter().map(|o| o["op"].as_str().unwrap()).collect();
     assert_eq!(ops, ["get", "list_as_of", "search", "write"], "{report}");
     assert!(report["stdio_writes_per_s"].as_f64().unwrap() > 0.0, "{report}");
+    // The group commits the server's metrics counted, and the processor time it took.
+    assert!(report["commits"].as_f64().unwrap() >= 1.0, "{report}");
+    assert!(report["jobs_per_commit"].as_f64().unwrap() >= 1.0, "{report}");
+    assert!(report["commit_ms"].as_f64().unwrap() > 0.0, "{report}");
+    assert!(report["server_cpu_us_per_call"].as_f64().unwrap() > 0.0, "{report}");
+    // Only writes: no other operation in the report.
+    let writes = serve_report(&["--seconds", "1", "--writes-only", "--no-stdio"]);
+    let ops: Vec<&str> =
+        writes["operations"].as_array().unwrap().iter().map(|o| o["op"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["write"], "{writes}");
+    assert_eq!(writes["lost"], 0, "{writes}");
+    assert_eq!(writes["writes_only"], true, "{writes}");
     bench(&["serve", "--agents", "0"]).fails(2, "at least 1");
     bench(&["serve", "--seconds", "2", "--kill-at", "3"]).fails(2, "--kill-at");
 }

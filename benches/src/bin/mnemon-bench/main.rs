@@ -224,6 +224,10 @@ enum Bench {
         /// durable commit), as an agent with several memories to store at once would send.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000))]
         batch: u64,
+        /// Only durable writes, no searches, listings or reads: the server's ceiling for
+        /// one-write calls.
+        #[arg(long)]
+        writes_only: bool,
     },
     /// `mnemon serve --cluster` nodes on three nats-servers (scripts/fetch-nats-server.sh):
     /// write and search throughput with one node and with three, a lagging node's catch-up,
@@ -407,7 +411,18 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
             std::time::Duration::from_millis(*think_ms),
             reference.as_deref(),
         ),
-        Bench::Serve { mnemon, agents, namespaces, seconds, no_stdio, exclusive, kill_at, chroma, batch } => {
+        Bench::Serve {
+            mnemon,
+            agents,
+            namespaces,
+            seconds,
+            no_stdio,
+            exclusive,
+            kill_at,
+            chroma,
+            batch,
+            writes_only,
+        } => {
             let exe = mnemon_exe(mnemon.as_ref())?;
             if *agents == 0 || *namespaces == 0 || *seconds == 0 {
                 return Err(usage("--agents, --namespaces and --seconds must be at least 1"));
@@ -429,6 +444,7 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
                 kill_at,
                 chroma: chroma.clone(),
                 batch: usize::try_from(*batch).unwrap_or(1),
+                writes_only: *writes_only,
             };
             serve::run(out, &exe, &load)
         }

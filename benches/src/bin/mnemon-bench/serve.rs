@@ -53,15 +53,20 @@ pub struct Load {
     /// Writes per write call: above 1, each write call is one batch of this many
     /// (`POST /v1/ns/{ns}/batch`, one durable commit).
     pub batch: usize,
+    /// Only writes (no searches, listings or reads).
+    pub writes_only: bool,
 }
 
 /// Run the workload: `agents` threads over `namespaces` namespaces for `seconds`.
 pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
-    let Load { agents, namespaces, seconds, stdio, exclusive, kill_at, ref chroma, batch } = *load;
+    let Load { agents, namespaces, seconds, stdio, exclusive, kill_at, ref chroma, batch, writes_only } =
+        *load;
+    let mix: &[&str] = if writes_only { &["write"] } else { &MIX };
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("served.redb");
     let token = create_token(mnemon, &db)?;
     let (server, addr) = start_server(mnemon, &db, agents, exclusive, "127.0.0.1:0")?;
+    let cpu_before = (cpu_seconds(&server.id().to_string()), cpu_seconds("self"));
     let server = std::sync::Mutex::new(server);
     let url = format!("http://{addr}");
     let started = Instant::now();
@@ -72,7 +77,7 @@ pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
             .map(|a| {
                 scope.spawn({
                     let (url, token) = (url.clone(), token.clone());
-                    move || agent(a, &url, &token, namespaces, batch, deadline)
+                    move || agent(a, &url, &token, (namespaces, mix, batch), deadline)
                 })
             })
             .collect();
@@ -85,6 +90,11 @@ pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
     let mut server = server.into_inner().map_err(|_| anyhow::anyhow!("the server's handle was poisoned"))?;
     let restarted = restarted.transpose()?;
     let elapsed = started.elapsed().as_secs_f64();
+    // The processor time the server (unless it was restarted) and the agents took during the run.
+    let cpu = match (cpu_before, cpu_seconds(&server.id().to_string()), cpu_seconds("self")) {
+        ((Some(s0), Some(c0)), Some(s1), Some(c1)) if kill_at.is_none() => Some((s1 - s0, c1 - c0)),
+        _ => None,
+    };
     // Every acknowledged write is in the export.
     let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(600)).build()?;
     let mut exported = HashSet::new();
@@ -100,6 +110,18 @@ pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
             exported.insert(v["id"].as_str().unwrap_or_default().to_string());
         }
     }
+    let commits =
+        client.get(format!("{url}/metrics")).bearer_auth(&token).send()?.error_for_status()?.text()?;
+    let metric = |name: &str| {
+        commits.lines().find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok()).unwrap_or(0.0)
+    };
+    // The group commits since the server (re)started: how many, write calls and time each.
+    let (commits, jobs, commit_s) = (
+        metric("mnemon_commit_jobs_count "),
+        metric("mnemon_commit_jobs_sum "),
+        metric("mnemon_commit_seconds_sum{durable=\"true\"} "),
+    );
+    let per_commit = (commits > 0.0).then(|| (jobs / commits, commit_s * 1e3 / commits));
     let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
     let stopped = server.wait()?;
     let acknowledged: Vec<(String, String)> = seen.iter().flat_map(|s| s.written.iter().cloned()).collect();
@@ -131,6 +153,8 @@ pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
         })
         .collect();
     let writes_per_s = acknowledged.len() as f64 / elapsed;
+    // Processor time per call, in microseconds: the server's and the agents'.
+    let cpu_us = cpu.map(|(s, c)| (s * 1e6 / total.max(1) as f64, c * 1e6 / total.max(1) as f64));
     let stdio_rate = if stdio { Some(stdio_writes(mnemon, dir.path(), agents, seconds)?) } else { None };
     let chroma = chroma.as_deref().map(|venv| crate::chroma::run(venv, agents, seconds)).transpose()?;
     if out.json {
@@ -138,6 +162,7 @@ pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
             "agents": agents, "namespaces": namespaces, "batch": batch, "seconds": elapsed, "calls": total,
             "acknowledged_writes": acknowledged.len(), "writes_per_s": writes_per_s, "lost": lost,
             "failures": failures, "server_exit": stopped.code(), "stdio_writes_per_s": stdio_rate,
+            "writes_only": writes_only, "commits": commits, "jobs_per_commit": per_commit.map(|c| c.0), "commit_ms": per_commit.map(|c| c.1), "server_cpu_us_per_call": cpu_us.map(|c| c.0), "agents_cpu_us_per_call": cpu_us.map(|c| c.1),
             "killed_at_s": kill_at.map(|k| k.as_secs_f64()), "restart_ms": restarted.map(|r| r.as_secs_f64() * 1e3),
             "chroma": chroma.as_ref().map(|c| json!({"adds_per_s": c.adds_per_s, "add_p50_ms": c.add_ms.0, "add_p99_ms": c.add_ms.1,
                 "query_p50_ms": c.query_ms.0, "query_p99_ms": c.query_ms.1, "failures": c.failures, "lost": c.lost})),
@@ -149,7 +174,20 @@ pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
             total as f64 / elapsed
         ))?;
         out.line(table(&["operation", "calls", "per s", "p50 ms", "p95 ms", "p99 ms"], &rows))?;
+        if let (Some((server_us, agents_us)), Some((server_s, _))) = (cpu_us, cpu) {
+            out.line(format!(
+                "processor time per call: server {server_us:.0} µs, agents {agents_us:.0} µs (the server used {:.2} of the machine's {} cores)",
+                server_s / elapsed,
+                std::thread::available_parallelism().map_or(1, usize::from)
+            ))?;
+        }
         out.line(format!("acknowledged durable writes: {} ({writes_per_s:.0}/s); lost: {lost}; non-2xx: {failures:?}; server exit: {:?}", acknowledged.len(), stopped.code()))?;
+        if let Some((jobs, ms)) = per_commit {
+            out.line(format!(
+                "group commits: {commits:.0} ({jobs:.1} write calls each, {ms:.2} ms each to write its pages and fsync them; {:.0} % of the run in those)",
+                commits * ms / 10.0 / elapsed
+            ))?;
+        }
         if let (Some(k), Some(r)) = (kill_at, restarted) {
             out.line(format!(
                 "killed with SIGKILL at {:.1} s and serving again {:.0} ms later; every acknowledged write was checked in the export after the restart",
@@ -171,6 +209,18 @@ pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
         bail!("{lost} acknowledged writes are not in the export");
     }
     Ok(())
+}
+
+/// The processor time (user and system) a process has taken so far, in seconds: `pid` a
+/// process id or `self`; `None` where `/proc` does not tell (not Linux).
+fn cpu_seconds(pid: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name (which is in parentheses and may hold spaces):
+    // utime and stime are the 14th and 15th of the line, in clock ticks (USER_HZ, 100/s).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
 }
 
 fn ns_name(n: usize) -> String {
@@ -250,14 +300,20 @@ fn start_server(
 
 /// One agent: calls in the mix's order until the deadline, on one keep-alive connection; each
 /// write call writes `batch` memories.
-fn agent(a: usize, url: &str, token: &str, namespaces: usize, batch: usize, deadline: Instant) -> Seen {
+fn agent(
+    a: usize,
+    url: &str,
+    token: &str,
+    (namespaces, mix, batch): (usize, &[&'static str], usize),
+    deadline: Instant,
+) -> Seen {
     let mut seen = Seen::default();
     let mut conn = crate::http1::Conn::new(crate::http1::split_url(url).0);
     let ns = ns_name(a % namespaces);
     let mut i = 0usize;
     let mut mine: Vec<String> = Vec::new();
     while Instant::now() < deadline {
-        let op = MIX[i % MIX.len()];
+        let op = mix[i % mix.len()];
         i += 1;
         let t = Instant::now();
         let (method, path, body) = match op {
