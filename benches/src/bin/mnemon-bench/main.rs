@@ -206,7 +206,7 @@ enum Bench {
         /// How long to run, in seconds.
         #[arg(long, default_value_t = 10)]
         seconds: u64,
-        /// Skip the side-by-side run of the writes through `mnemon mcp` stdio processes.
+        /// Skip the side-by-side run of the same load through `mnemon mcp` stdio processes.
         #[arg(long)]
         no_stdio: bool,
         /// Serve with `--exclusive` (the file to the server alone).

@@ -41,7 +41,7 @@ pub struct Load {
     pub namespaces: usize,
     /// How long to run.
     pub seconds: u64,
-    /// Also run the writes through `mnemon mcp` stdio processes.
+    /// Also run the same load through `mnemon mcp` stdio processes.
     pub stdio: bool,
     /// Serve with `--exclusive`.
     pub exclusive: bool,
@@ -155,13 +155,15 @@ pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
     let writes_per_s = acknowledged.len() as f64 / elapsed;
     // Processor time per call, in microseconds: the server's and the agents'.
     let cpu_us = cpu.map(|(s, c)| (s * 1e6 / total.max(1) as f64, c * 1e6 / total.max(1) as f64));
-    let stdio_rate = if stdio { Some(stdio_writes(mnemon, dir.path(), agents, seconds)?) } else { None };
+    let stdio_rates =
+        if stdio { Some(stdio_load(mnemon, dir.path(), (agents, namespaces, mix), seconds)?) } else { None };
+    let stdio_rate = stdio_rates.map(|r| r.0);
     let chroma = chroma.as_deref().map(|venv| crate::chroma::run(venv, agents, seconds)).transpose()?;
     if out.json {
         out.json_line(&json!({
             "agents": agents, "namespaces": namespaces, "batch": batch, "seconds": elapsed, "calls": total,
             "acknowledged_writes": acknowledged.len(), "writes_per_s": writes_per_s, "lost": lost,
-            "failures": failures, "server_exit": stopped.code(), "stdio_writes_per_s": stdio_rate,
+            "failures": failures, "server_exit": stopped.code(), "stdio_writes_per_s": stdio_rate, "stdio_calls_per_s": stdio_rates.map(|r| r.1),
             "writes_only": writes_only, "commits": commits, "jobs_per_commit": per_commit.map(|c| c.0), "commit_ms": per_commit.map(|c| c.1), "server_cpu_us_per_call": cpu_us.map(|c| c.0), "agents_cpu_us_per_call": cpu_us.map(|c| c.1),
             "killed_at_s": kill_at.map(|k| k.as_secs_f64()), "restart_ms": restarted.map(|r| r.as_secs_f64() * 1e3),
             "chroma": chroma.as_ref().map(|c| json!({"adds_per_s": c.adds_per_s, "add_p50_ms": c.add_ms.0, "add_p99_ms": c.add_ms.1,
@@ -201,8 +203,11 @@ pub fn run(out: &mut Out, mnemon: &Path, load: &Load) -> Result<()> {
                 c.adds_per_s, c.adds_per_s / writes_per_s, c.add_ms.0, c.add_ms.1, c.query_ms.0, c.query_ms.1, c.failures, c.lost
             ))?;
         }
-        if let Some(r) = stdio_rate {
-            out.line(format!("the same writes through {agents} `mnemon mcp` stdio processes on one file: {r:.0}/s ({:.1}x)", writes_per_s / r))?;
+        if let Some((w, c)) = stdio_rates {
+            out.line(format!(
+                "the same load through {agents} `mnemon mcp` stdio processes on one file: {w:.0} durable writes/s (the server took {:.1}x), {c:.0} calls/s",
+                writes_per_s / w
+            ))?;
         }
     }
     if lost > 0 {
@@ -363,16 +368,22 @@ fn agent(
     seen
 }
 
-/// Durable writes per second through `agents` `mnemon mcp` processes on one file, each driven
-/// by its own thread for `seconds`.
-fn stdio_writes(mnemon: &Path, dir: &Path, agents: usize, seconds: u64) -> Result<f64> {
+/// The same load through `agents` `mnemon mcp` processes on one file, each driven by its own
+/// thread for `seconds`, calling the MCP tools in the mix's order (`remember`, `recall`,
+/// `list` as of a past time, `get` of a memory it wrote): durable writes and calls per second.
+fn stdio_load(
+    mnemon: &Path,
+    dir: &Path,
+    (agents, namespaces, mix): (usize, usize, &[&'static str]),
+    seconds: u64,
+) -> Result<(f64, f64)> {
     let db = dir.join("stdio.redb");
     let mut procs = Vec::new();
     for a in 0..agents {
         let mut child = Command::new(mnemon)
             .arg("--db")
             .arg(&db)
-            .args(["--ns", &ns_name(a % 16), "mcp"])
+            .args(["--ns", &ns_name(a % namespaces), "mcp"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -391,32 +402,46 @@ fn stdio_writes(mnemon: &Path, dir: &Path, agents: usize, seconds: u64) -> Resul
     }
     let started = Instant::now();
     let deadline = started + Duration::from_secs(seconds);
-    let written: usize = std::thread::scope(|scope| {
+    let (writes, calls) = std::thread::scope(|scope| {
         let handles: Vec<_> = procs
             .iter_mut()
             .enumerate()
             .map(|(a, (_, stdin, stdout))| {
                 scope.spawn(move || {
-                    let mut n = 0;
-                    while Instant::now() < deadline {
-                        let args = json!({"name": "remember", "arguments": {"kind": "learning", "text": format!("agent {a} learned fact {n}")}});
-                        if rpc(stdin, stdout, n as u64 + 1, "tools/call", args).is_err() {
+                    let (mut writes, mut calls) = (0usize, 0usize);
+                    let mut last: Option<String> = None;
+                    for i in 0usize.. {
+                        if Instant::now() >= deadline {
                             break;
                         }
-                        n += 1;
+                        let op = mix[i % mix.len()];
+                        let (tool, arguments) = match (op, &last) {
+                            ("write", _) => ("remember", json!({"kind": "learning", "text": format!("agent {a} learned fact {i} about topic{} and module{}", i % 37, i % 11)})),
+                            ("search", _) => ("recall", json!({"query": format!("topic{} module{}", i % 37, i % 11), "limit": 10})),
+                            ("list_as_of", _) => ("list", json!({"limit": 20, "as_of": "2020-01-01"})),
+                            (_, Some(id)) => ("get", json!({"id": id})),
+                            (_, None) => continue,
+                        };
+                        let args = json!({"name": tool, "arguments": arguments});
+                        let Ok(answer) = rpc(stdin, stdout, i as u64 + 1, "tools/call", args) else { break };
+                        calls += 1;
+                        if op == "write" {
+                            writes += 1;
+                            last = answer["result"]["structuredContent"]["id"].as_str().map(str::to_string);
+                        }
                     }
-                    n
+                    (writes, calls)
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+        handles.into_iter().map(|h| h.join().unwrap_or((0, 0))).fold((0, 0), |t, c| (t.0 + c.0, t.1 + c.1))
     });
-    let rate = written as f64 / started.elapsed().as_secs_f64();
+    let elapsed = started.elapsed().as_secs_f64();
     for (mut child, stdin, _) in procs {
         drop(stdin);
         let _ = child.wait();
     }
-    Ok(rate)
+    Ok((writes as f64 / elapsed, calls as f64 / elapsed))
 }
 
 fn rpc(
