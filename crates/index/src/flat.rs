@@ -25,14 +25,21 @@ use crate::graph::{Connectivity, HnswParams, NoRows, Rows, VectorIndex};
 use crate::kernel::dot;
 use crate::quant::{Quantiser, QueryCode};
 
-/// The graph file's format: 2 holds the codes and their ranges instead of the `f32` vectors.
-const MAGIC: &[u8; 8] = b"MNHNSW02";
+/// The graph file's format: 2 holds the codes and their ranges instead of the `f32` vectors,
+/// 3 also each code's cut (see [`Quantiser::encode`]).
+const MAGIC: &[u8; 8] = b"MNHNSW03";
 /// Format 1 (vectors as `f32`): refused, so the index rebuilds it from the database.
 const MAGIC_1: &[u8; 8] = b"MNHNSW01";
+/// Format 2 (codes without their cuts): refused, so the index rebuilds it.
+const MAGIC_2: &[u8; 8] = b"MNHNSW02";
 const MAX_LEVEL: usize = 16;
-/// A search on codes ranks this many times `k` of its best finds again by the exact vectors
+/// A search on codes ranks its finds again by the exact vectors until the next one's refined
+/// estimate is this many of its standard deviations beyond the `k`-th exact distance
 /// (chosen on the `clustered` and `topics` data sets, docs/index.md).
-const RERANK: usize = 4;
+const SPREADS: f32 = 4.0;
+/// A search on codes estimates again (see [`Quantiser::refine`]) at most this many times `k`
+/// of its finds, the nearest by the walk's estimate.
+const REFINE: usize = 16;
 
 /// A distance and a node, ordered by distance (then node, for determinism).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -118,6 +125,13 @@ pub struct FlatHnsw {
     /// node, [`Quantiser::stride`] bytes each, in insertion order.
     quant: Option<Quantiser>,
     codes: Vec<u8>,
+    /// Per node, the norm of what its code's ranges cut off its vector (0 for most; see
+    /// [`Quantiser::encode`]): how much further than the rounding its estimates may be off.
+    cuts: Vec<f32>,
+    /// A bit per node: whether its cut is above 0. A search reads it for every find it
+    /// ranks, and reads `cuts` only where it is set: 100k nodes' bits stay in the nearest
+    /// cache, where their cuts would be a cache miss per find.
+    cut_bits: Vec<u64>,
 }
 
 /// How a walk measures the distance from its query to a node, and starts loading what that
@@ -221,6 +235,8 @@ impl FlatHnsw {
             repaired: 0,
             quant: None,
             codes: Vec::new(),
+            cuts: Vec::new(),
+            cut_bits: Vec::new(),
         })
     }
 
@@ -459,9 +475,31 @@ impl FlatHnsw {
         let quant = self.quant.get_or_insert_with(|| Quantiser::fit(&self.data, self.dim));
         let have = self.codes.len() / quant.stride();
         for row in self.data.chunks_exact(self.dim).skip(have) {
-            quant.encode(row, &mut self.codes);
+            self.cuts.push(quant.encode(row, &mut self.codes));
         }
         self.codes.shrink_to_fit();
+        self.cuts.shrink_to_fit();
+        self.mark_cuts();
+    }
+
+    /// Set `cut_bits` from `cuts`.
+    fn mark_cuts(&mut self) {
+        self.cut_bits = vec![0; self.cuts.len().div_ceil(64)];
+        for (i, _) in self.cuts.iter().enumerate().filter(|(_, c)| **c > 0.0) {
+            if let Some(w) = self.cut_bits.get_mut(i / 64) {
+                *w |= 1 << (i % 64);
+            }
+        }
+    }
+
+    /// What the ranges cut off node `i`'s vector (see [`Quantiser::encode`]).
+    #[inline]
+    fn cut(&self, i: u32) -> f32 {
+        let i = i as usize;
+        match self.cut_bits.get(i / 64) {
+            Some(w) if w & (1 << (i % 64)) == 0 => 0.0,
+            _ => self.cuts.get(i).copied().unwrap_or(f32::INFINITY),
+        }
     }
 
     /// The neighbour-selection heuristic: walk candidates nearest first and keep one only if
@@ -655,7 +693,10 @@ impl FlatHnsw {
         match r.take(8).ok_or_else(|| bad("truncated"))? {
             m if m == MAGIC => {}
             m if m == MAGIC_1 => {
-                return Err(bad("a graph of format 1 (f32 vectors), rebuilt in format 2 (codes)"));
+                return Err(bad("a graph of format 1 (f32 vectors), rebuilt in format 3 (codes)"));
+            }
+            m if m == MAGIC_2 => {
+                return Err(bad("a graph of format 2 (codes without their cuts), rebuilt in format 3"));
             }
             _ => return Err(bad("not a mnemon graph file")),
         }
@@ -711,6 +752,16 @@ impl FlatHnsw {
             g.nodes.push(Node { level, links });
         }
         g.codes = r.take(n.saturating_mul(quant.stride())).ok_or_else(|| bad("truncated"))?.to_vec();
+        g.cuts = r
+            .take(n.saturating_mul(4))
+            .ok_or_else(|| bad("truncated"))?
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        if g.cuts.iter().any(|c| !(c.is_finite() && *c >= 0.0)) {
+            return Err(bad("cuts out of range"));
+        }
+        g.mark_cuts();
         g.quant = Some(quant);
         if r.at != bytes.len() {
             return Err(bad("trailing bytes"));
@@ -884,53 +935,77 @@ impl VectorIndex for FlatHnsw {
             return Vec::new();
         }
         let ef = ef.max(k);
-        let found = match &self.quant {
+        // The finds, nearest first by a lower bound of their exact distance, each with its
+        // estimated distance (on exact vectors: both are the exact distance).
+        let found: Vec<(Near, f32)> = match &self.quant {
             Some(quant) if !self.exact_walk && self.codes.len() == self.ids.len() * quant.stride() => {
                 let m = Coded { quant, codes: &self.codes, q: quant.query(query) };
-                // Rank `k` more than `ef` again by the exact vectors (see `search_level`).
-                self.walk(&m, ep, top, ef, keep, k)
+                // Keep `k` more than `ef` (see `search_level`) and bound each find's exact
+                // distance from below: its estimate made again with the exact query (see
+                // `Quantiser::refine`), less `SPREADS` standard deviations of that estimate's
+                // rounding error and what the ranges cut off its vector (one added after they
+                // were fitted) times the query's norm. Only the first `REFINE * k` by the
+                // walk's estimate: it misplaces finds by a few places, not more (ranking only
+                // its first `4k` exactly lost nothing on any data set), and at a large `ef`
+                // bounding every find would cost more than the rows it spares.
+                let norm = dot(query, query).sqrt();
+                let rounding = SPREADS * m.q.spread();
+                let mut found: Vec<(Near, f32)> = self
+                    .walk(&m, ep, top, ef, keep, k)
+                    .into_iter()
+                    .take(REFINE * k)
+                    .map(|n| {
+                        let cut = self.cut(n.1);
+                        let estimate = 1.0 - quant.refine(&m.q, m.code(n.1));
+                        (Near(estimate - rounding - norm * cut, n.1), estimate)
+                    })
+                    .collect();
+                found.sort_unstable_by_key(|f| f.0);
+                found
             }
-            _ if self.data.len() == self.ids.len() * self.dim => {
-                self.walk(&Exact { g: self, q: query }, ep, top, ef, keep, 0)
-            }
+            _ if self.data.len() == self.ids.len() * self.dim => self
+                .walk(&Exact { g: self, q: query }, ep, top, ef, keep, 0)
+                .into_iter()
+                .map(|n| (n, n.0))
+                .collect(),
             _ => return Vec::new(),
         };
-        // The walk's distances are estimates: rank its best finds by the exact vectors. The
-        // estimates only shuffle neighbours of nearly equal distance, so the best `4k` by
-        // estimate hold the exact best `k`; ranking all `ef` found again would cost an exact
-        // product from memory per find (at ef 1,024, more than the walk itself).
-        let depth = (ef + k).min(RERANK * k).max(k);
-        let found: Vec<(Near, Option<&[f32]>)> = found
-            .into_iter()
-            .take(if self.exact_walk { usize::MAX } else { depth })
-            .map(|n| {
-                let row = if self.exact_walk {
-                    Some(self.vector(n.1))
-                } else {
-                    self.ids.get(n.1 as usize).and_then(|&p| rows.row(p))
-                };
-                (n, row)
-            })
-            .collect();
-        // The rows to rank again are scattered in memory: load two ahead of the one scored.
-        const AHEAD: usize = 2;
-        for (_, row) in found.iter().take(AHEAD) {
-            prefetch_all(row.unwrap_or(&[]));
-        }
-        let mut exact: Vec<Near> = Vec::with_capacity(found.len());
-        for (i, &(n, row)) in found.iter().enumerate() {
-            if let Some((_, next)) = found.get(i + AHEAD) {
-                prefetch_all(next.unwrap_or(&[]));
+        let row = |n: u32| -> Option<&[f32]> {
+            if self.exact_walk {
+                Some(self.vector(n))
+            } else {
+                self.ids.get(n as usize).and_then(|&p| rows.row(p))
             }
-            exact.push(match row {
-                Some(v) if v.len() == self.dim => Near(1.0 - dot(query, v), n.1),
-                _ => n,
-            });
+        };
+        // Rank the finds by their exact vectors, in the order of their bounds, until the next
+        // bound is beyond the `k`-th exact distance: those left are out of the best `k` but
+        // for a chance of about 1 in 30,000 each (the refined estimate's rounding error is
+        // near normal, and the bound allows `SPREADS` of its standard deviations). A row is
+        // an exact product from memory, a chain of cache misses, so most finds are never
+        // read: the bounds of the best few are close, the rest far.
+        let mut best: Vec<Near> = Vec::with_capacity(k + 1);
+        if let Some(first) = found.first().and_then(|(n, _)| row(n.1)) {
+            prefetch_all(first);
         }
-        exact.sort_unstable();
-        exact
-            .into_iter()
-            .take(k)
+        for (i, &(n, estimate)) in found.iter().enumerate() {
+            if best.len() >= k && best.last().is_some_and(|w| n.0 > w.0) {
+                break;
+            }
+            // The next row is scattered in memory too: start loading it.
+            if let Some(next) = found.get(i + 1).and_then(|(n, _)| row(n.1)) {
+                prefetch_all(next);
+            }
+            let near = match row(n.1) {
+                Some(v) if v.len() == self.dim => Near(1.0 - dot(query, v), n.1),
+                _ => Near(estimate, n.1),
+            };
+            let at = best.partition_point(|b| *b < near);
+            if at < k {
+                best.insert(at, near);
+                best.truncate(k);
+            }
+        }
+        best.into_iter()
             .filter_map(|n| self.ids.get(n.1 as usize).map(|&p| Scored { point: p, score: 1.0 - n.0 }))
             .collect()
     }
@@ -976,6 +1051,9 @@ impl VectorIndex for FlatHnsw {
             }
         }
         w.write_all(&self.codes).map_err(io)?;
+        for cut in &self.cuts {
+            w.write_all(&cut.to_le_bytes()).map_err(io)?;
+        }
         let f = w.into_inner().map_err(|e| IndexError::Io { path: path.clone(), source: e.into_error() })?;
         f.sync_all().map_err(io)?;
         Ok(vec![path])
@@ -1003,6 +1081,8 @@ impl VectorIndex for FlatHnsw {
             .sum();
         self.data.capacity() * 4
             + self.codes.capacity()
+            + self.cuts.capacity() * 4
+            + self.cut_bits.capacity() * 8
             + self.frozen.capacity() * 4
             + self.ids.capacity() * 4
             + upper
@@ -1069,6 +1149,10 @@ mod tests {
         std::fs::write(&p, &old).unwrap();
         let e = FlatHnsw::load(dir.path(), "t").unwrap_err().to_string();
         assert!(e.contains("format 1"), "{e}");
+        old[..8].copy_from_slice(MAGIC_2);
+        std::fs::write(&p, &old).unwrap();
+        let e = FlatHnsw::load(dir.path(), "t").unwrap_err().to_string();
+        assert!(e.contains("format 2"), "{e}");
     }
 
     /// The recall@10 of `g` over `queries` against the exact top 10 of `data`.
@@ -1118,6 +1202,26 @@ mod tests {
             g.memory(),
             exact.memory()
         );
+        // The second batch was coded on the first one's ranges: some of it reaches beyond.
+        assert_eq!(g.cuts.len(), 4_000);
+        assert!(g.cuts[..2_500].iter().all(|&c| c == 0.0));
+        assert!(g.cuts[2_500..].iter().any(|&c| c > 0.0));
+        // Ranking by the exact vectors stops at the estimates' bounds (the cuts included),
+        // and finds the same best 10 as ranking every find of the walk by its exact vector.
+        let quant = g.quant.as_ref().unwrap();
+        let (ep, top) = read(&g.entry).unwrap();
+        for q in queries.chunks_exact(dim) {
+            let m = Coded { quant, codes: &g.codes, q: quant.query(q) };
+            let mut all: Vec<Near> = g
+                .walk(&m, ep, top, 64, None, 10)
+                .into_iter()
+                .map(|n| Near(1.0 - dot(q, rows.row(n.1).unwrap()), n.1))
+                .collect();
+            all.sort_unstable();
+            let want: Vec<u32> = all.iter().take(10).map(|n| n.1).collect();
+            let got: Vec<u32> = g.search(q, 10, 64, None, &rows).iter().map(|s| s.point).collect();
+            assert_eq!(got, want);
+        }
         // Scores are exact cosines, not estimates.
         let q = &queries[..dim];
         for h in g.search(q, 5, 64, None, &rows) {
