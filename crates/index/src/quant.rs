@@ -132,7 +132,6 @@ impl Quantiser {
             })
             .collect();
         codes.resize(self.stride, 0);
-        #[allow(clippy::cast_precision_loss)]
         let spread = (scaled.iter().map(|x| x * x).sum::<f32>() / 12.0).sqrt();
         scaled.resize(self.stride, 0.0);
         QueryCode { codes, scale, offset, scaled, spread }
