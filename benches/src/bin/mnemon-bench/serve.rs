@@ -228,6 +228,16 @@ fn cpu_seconds(pid: &str) -> Option<f64> {
     Some(ticks as f64 / 100.0)
 }
 
+/// The text of agent `a`'s memory `fact`, made at its `i`-th call, about a module.
+fn memory_text(a: usize, fact: &str, module: usize, i: usize) -> String {
+    format!("agent {a} learned fact {fact} about topic{} and module{module}", i % 37)
+}
+
+/// The search an agent makes at its `i`-th call (words of the memories' texts).
+fn search_query(i: usize) -> String {
+    format!("topic{} module{}", i % 37, i % 11)
+}
+
 fn ns_name(n: usize) -> String {
     format!("project:bench-{n}")
 }
@@ -324,20 +334,20 @@ fn agent(
         let (method, path, body) = match op {
             "write" if batch > 1 => {
                 let writes: Vec<Value> = (0..batch)
-                    .map(|b| json!({"op": "remember", "kind": "learning", "text": format!("agent {a} learned fact {i}.{b} about topic{} and module{}", i % 37, b % 11)}))
+                    .map(|b| json!({"op": "remember", "kind": "learning", "text": memory_text(a, &format!("{i}.{b}"), b % 11, i)}))
                     .collect();
                 ("POST", format!("/v1/ns/{ns}/batch"), Some(json!({ "writes": writes })))
             }
             "write" => (
                 "POST",
                 format!("/v1/ns/{ns}/memories"),
-                Some(
-                    json!({"kind": "learning", "text": format!("agent {a} learned fact {i} about topic{} and module{}", i % 37, i % 11)}),
-                ),
+                Some(json!({"kind": "learning", "text": memory_text(a, &i.to_string(), i % 11, i)})),
             ),
-            "search" => {
-                ("GET", format!("/v1/ns/{ns}/search?query=topic{}+module{}&limit=10", i % 37, i % 11), None)
-            }
+            "search" => (
+                "GET",
+                format!("/v1/ns/{ns}/search?query={}&limit=10", search_query(i).replace(' ', "+")),
+                None,
+            ),
             "list_as_of" => ("GET", format!("/v1/ns/{ns}/records?limit=20&as_of=2020-01-01"), None),
             _ => match mine.last() {
                 Some(id) => ("GET", format!("/v1/ns/{ns}/records/{id}"), None),
@@ -416,8 +426,8 @@ fn stdio_load(
                         }
                         let op = mix[i % mix.len()];
                         let (tool, arguments) = match (op, &last) {
-                            ("write", _) => ("remember", json!({"kind": "learning", "text": format!("agent {a} learned fact {i} about topic{} and module{}", i % 37, i % 11)})),
-                            ("search", _) => ("recall", json!({"query": format!("topic{} module{}", i % 37, i % 11), "limit": 10})),
+                            ("write", _) => ("remember", json!({"kind": "learning", "text": memory_text(a, &i.to_string(), i % 11, i)})),
+                            ("search", _) => ("recall", json!({"query": search_query(i), "limit": 10})),
                             ("list_as_of", _) => ("list", json!({"limit": 20, "as_of": "2020-01-01"})),
                             (_, Some(id)) => ("get", json!({"id": id})),
                             (_, None) => continue,
