@@ -45,6 +45,7 @@ mod db;
 pub mod domain;
 mod embedding;
 mod error;
+pub mod feed;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod graph;

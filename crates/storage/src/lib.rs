@@ -78,9 +78,11 @@ pub use id::{IdError, Namespace, RecordId};
 pub use json::JsonText;
 pub use kind::{Kind, UnknownKind};
 pub use lexical::{FRESH_LIMIT, LexicalHit, SEGMENT_FANOUT};
-pub use read::{AsOf, CommitLogEntry, ListPath, ListQuery, Problem, RecordsAt, Snapshot};
+pub use read::{
+    AsOf, ChangeOp, CommitLogEntry, ListPath, ListQuery, LogChange, Problem, RecordsAt, Snapshot,
+};
 pub use record::{Envelope, Op, Record, Status, TTL_DAYS, Visible};
-pub use store::{CommitStats, Durability, Histogram, Receipt, Store, StoreOptions};
+pub use store::{COMMIT_POLL, CommitStats, Commits, Durability, Histogram, Receipt, Store, StoreOptions};
 pub use text::{Text, TextList};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use vector::{MAX_DIMENSION, VectorSpace, check_space_name, normalise};

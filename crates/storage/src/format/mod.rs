@@ -70,6 +70,13 @@
 //!   format-11 to -14 file is upgraded by numbering each segment's texts and writing its
 //!   blocks again, numbered (and with the bounds of format 12); opened read-only, its keyed
 //!   blocks are read as they are.
+//! - 16: a commit log entry (`mnemon.log`, entry version 2) names what each change was: the
+//!   record's kind, the operation (the revision's, a forgetting, a vector), the revision and
+//!   its transaction time, which the change feed reads (`Snapshot::commits_after`). Older
+//!   entries stay readable as they are (their changes name only the record), so the upgrade
+//!   records the version; the version keeps older builds, which cannot read the new entries,
+//!   from opening files written since. Since 16 a forgetting also moves the latest
+//!   transaction time (`last_tx`), so that the log's times never go back.
 //!
 //! A file with a newer version is refused with [`OpenError::NewerFormat`]; one older than
 //! [`OLDEST_SUPPORTED_FORMAT_VERSION`] with [`OpenError::TooOld`]; anything between is upgraded
@@ -122,11 +129,13 @@ pub enum FormatVersion {
     Counted = 14,
     /// Segment postings naming their texts by number.
     NumberedTexts = 15,
+    /// Commit log entries naming what each change was.
+    ChangeLog = 16,
 }
 
 impl FormatVersion {
     /// The version this build writes.
-    pub const CURRENT: FormatVersion = FormatVersion::NumberedTexts;
+    pub const CURRENT: FormatVersion = FormatVersion::ChangeLog;
     /// The oldest version this build opens (upgrading it when a writer opens it).
     pub const OLDEST: FormatVersion = FormatVersion::First;
 

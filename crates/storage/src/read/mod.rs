@@ -162,6 +162,41 @@ pub struct CommitLogEntry {
     pub tx: Timestamp,
     /// The records it changed.
     pub changed: Vec<(Namespace, RecordId)>,
+    /// What each change did, in the order the commit made them (one per entry of `changed`).
+    pub changes: Vec<LogChange>,
+}
+
+/// What one change of a commit did to a record (see [`CommitLogEntry::changes`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogChange {
+    /// The record's namespace.
+    pub namespace: Namespace,
+    /// The record.
+    pub id: RecordId,
+    /// Its kind (`None` in entries written before format 16).
+    pub kind: Option<crate::Kind>,
+    /// What happened to it.
+    pub op: ChangeOp,
+    /// The revision written (for a forgetting, the latest one erased; for a vector, the one
+    /// it attaches to; 0 before format 16).
+    pub rev: u32,
+    /// When: the revision's transaction time, or the forgetting's. Never less than an earlier
+    /// change's, so the log is ordered by it.
+    pub tx: Timestamp,
+}
+
+/// What a change did (see [`LogChange`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ChangeOp {
+    /// A revision was written by this operation.
+    Wrote(crate::record::Op),
+    /// Every revision was erased.
+    Forgot,
+    /// A vector was stored for the record (its revisions did not change).
+    Vector,
+    /// An entry written before format 16, which did not say.
+    Unrecorded,
 }
 
 /// A problem found by [`Snapshot::verify`].

@@ -226,10 +226,44 @@ impl Snapshot {
 
     /// The commit log after `seq`: `(seq, transaction time, changed records)`.
     pub fn commits_after(&self, seq: u64) -> Result<Vec<CommitLogEntry>, Error> {
+        self.commits_after_at_most(seq, usize::MAX)
+    }
+
+    /// The place in the commit log just before the first commit whose transaction time is at
+    /// or after `tx` (a binary search: a commit's time is never less than an earlier one's,
+    /// and never less than any of its changes'): reading the log after it misses no change
+    /// at or after `tx`.
+    pub fn commit_before(&self, tx: Timestamp) -> Result<u64, Error> {
+        self.ctx((|| {
+            let Some(t) = self.open_optional(tables::LOG)? else { return Ok(0) };
+            let time_at = |seq: u64| -> Result<Option<(u64, i64)>, Error> {
+                match t.range(seq..)?.next() {
+                    Some(r) => {
+                        let (k, v) = r?;
+                        Ok(Some((k.value(), write::decode_commit(v.value())?.tx)))
+                    }
+                    None => Ok(None),
+                }
+            };
+            // The answer lies in [lo, hi]: every commit at or before `lo` is before `tx`.
+            let (mut lo, mut hi) = (0u64, self.meta.commit_seq);
+            while lo < hi {
+                let mid = lo + (hi - lo).div_ceil(2);
+                match time_at(mid)? {
+                    Some((seq, t)) if t < tx.as_micros() => lo = seq.max(mid),
+                    _ => hi = mid - 1,
+                }
+            }
+            Ok(lo)
+        })())
+    }
+
+    /// [`Self::commits_after`], at most `limit` commits.
+    pub fn commits_after_at_most(&self, seq: u64, limit: usize) -> Result<Vec<CommitLogEntry>, Error> {
         self.ctx((|| {
             let mut rows: Vec<(u64, Vec<u8>)> = Vec::new();
             if let Some(t) = self.open_optional(tables::LOG)? {
-                for r in t.range(seq.saturating_add(1)..)? {
+                for r in t.range(seq.saturating_add(1)..)?.take(limit) {
                     let (k, v) = r?;
                     rows.push((k.value(), v.value().to_vec()));
                 }
@@ -240,12 +274,29 @@ impl Snapshot {
             let mut out = Vec::new();
             for (seq, bytes) in rows {
                 let entry = write::decode_commit(&bytes)?;
-                let changed = entry
-                    .changed
+                let changes: Vec<LogChange> = entry
+                    .changes
                     .into_iter()
-                    .filter_map(|(n, id)| Namespace::new(n).ok().map(|n| (n, RecordId::from_u128(id))))
+                    .filter_map(|c| {
+                        let namespace = Namespace::new(c.ns).ok()?;
+                        let op = match c.what {
+                            write::LoggedChange::FORGET => ChangeOp::Forgot,
+                            write::LoggedChange::VECTOR => ChangeOp::Vector,
+                            code => crate::record::Op::from_code(code)
+                                .map_or(ChangeOp::Unrecorded, ChangeOp::Wrote),
+                        };
+                        Some(LogChange {
+                            namespace,
+                            id: RecordId::from_u128(c.id),
+                            kind: Kind::from_code(c.kind),
+                            op,
+                            rev: c.rev,
+                            tx: Timestamp::from_micros(c.tx),
+                        })
+                    })
                     .collect();
-                out.push(CommitLogEntry { seq, tx: Timestamp::from_micros(entry.tx), changed });
+                let changed = changes.iter().map(|c| (c.namespace.clone(), c.id)).collect();
+                out.push(CommitLogEntry { seq, tx: Timestamp::from_micros(entry.tx), changed, changes });
             }
             Ok(out)
         })())

@@ -74,7 +74,7 @@ pub(crate) fn unseal<'a>(
 
 impl Op {
     /// The stable one-byte code of an operation (part of the file format).
-    const fn code(self) -> u8 {
+    pub(crate) const fn code(self) -> u8 {
         match self {
             Op::Insert => 0,
             Op::Revise => 1,
@@ -85,7 +85,7 @@ impl Op {
         }
     }
 
-    const fn from_code(c: u8) -> Option<Op> {
+    pub(crate) const fn from_code(c: u8) -> Option<Op> {
         Some(match c {
             0 => Op::Insert,
             1 => Op::Revise,

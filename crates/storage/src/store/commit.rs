@@ -40,7 +40,7 @@ pub(super) fn commit(
     }
     let shared = shared.is_some();
     let mut per_job: Vec<(Result<Vec<Outcome>, Error>, Timestamp)> = Vec::with_capacity(first.len());
-    let mut changed: Vec<(String, u128)> = Vec::new();
+    let mut changed: Vec<crate::write::LoggedChange> = Vec::new();
     let mut wrote = false;
     // A shared file has no non-durable commits (redb keeps them in one process's memory).
     let mut durable = shared;
@@ -104,7 +104,13 @@ pub(super) fn commit(
                     (std::mem::take(&mut planner.changes), std::mem::take(&mut planner.outcomes));
                 drop(planner);
                 let planned = match (planned, late) {
-                    (Ok(()), Some(e)) if changes.iter().any(|c| matches!(c, Change::Write { .. })) => Err(e),
+                    (Ok(()), Some(e))
+                        if changes
+                            .iter()
+                            .any(|c| matches!(c, Change::Write { .. } | Change::Forget { .. })) =>
+                    {
+                        Err(e)
+                    }
                     (planned, _) => planned,
                 };
                 match planned {
@@ -112,8 +118,12 @@ pub(super) fn commit(
                     Ok(()) => {
                         wrote |= !changes.is_empty();
                         for change in changes {
-                            if let Change::Write { new, .. } = &change {
-                                last_tx = last_tx.max(new.recorded_at);
+                            // A forgetting moves the latest time too (format 16), so that
+                            // the commit log's times never go back (the change feed's order).
+                            match &change {
+                                Change::Write { new, .. } => last_tx = last_tx.max(new.recorded_at),
+                                Change::Forget { .. } => last_tx = last_tx.max(job_tx),
+                                _ => {}
                             }
                             if let Some(c) = tables.apply(change, job_tx.as_micros())? {
                                 changed.push(c);

@@ -36,8 +36,11 @@ use crate::time::{Clock, SystemClock, Timestamp};
 use crate::write::{Outcome, WriteOp};
 
 mod commit;
+mod signal;
 mod stats;
 mod writer;
+
+pub use signal::{Commits, POLL as COMMIT_POLL};
 
 use commit::*;
 pub use stats::{CommitStats, Histogram};
@@ -147,6 +150,10 @@ struct Inner {
     damage: Damage,
     /// How durable [`Store::write`]'s jobs are.
     durability: Durability,
+    /// The commits announced to watchers (see [`Store::commits`]).
+    commits: Arc<Commits>,
+    /// Whether other processes may commit to the file (shared, or this handle read-only).
+    others_commit: bool,
 }
 
 /// A handle on an open mnemon database. Cheap to clone, `Send + Sync`: any number of threads
@@ -229,6 +236,17 @@ fn probe_file(path: &Path) -> Result<bool, OpenError> {
     Ok(true)
 }
 
+impl Inner {
+    fn snapshot(&self) -> Result<Snapshot, Error> {
+        let txn = match &self.db {
+            Handle::Writable(w) => w.database()?.begin_read(),
+            Handle::ReadOnly(db) => db.begin_read(),
+        }
+        .map_err(|e| Error::from(e).with_path(&self.path))?;
+        Snapshot::new(txn, &self.path, Arc::clone(&self.clock), self.format, self.damage.clone())
+    }
+}
+
 impl Store {
     /// Open (or, with `options.create`, create) the database at `path`.
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, Error> {
@@ -270,6 +288,8 @@ impl Store {
                     clock: options.clock,
                     format,
                     durability: options.durability,
+                    commits: Arc::default(),
+                    others_commit: true,
                 }),
             });
         }
@@ -301,7 +321,9 @@ impl Store {
         } else {
             return Err(OpenError::Missing { path }.into());
         };
+        let commits = Arc::<Commits>::default();
         let writer = Writer {
+            commits: Arc::clone(&commits),
             db: RwLock::new(Some(Arc::new(db))),
             cache_size: options.cache_size,
             acknowledged: AtomicU64::new(0),
@@ -326,8 +348,25 @@ impl Store {
                 clock: options.clock,
                 format: format::FORMAT_VERSION,
                 durability: options.durability,
+                commits,
+                others_commit: options.shared,
             }),
         })
+    }
+
+    /// The commits of the file, announced as they happen: what a change feed waits on. This
+    /// handle's commits are announced at once; while the handle lives, other processes'
+    /// commits to a shared file (or the writer's, under a read-only handle) are looked for
+    /// every [`COMMIT_POLL`] from the first call on.
+    pub fn commits(&self) -> Result<Arc<Commits>, Error> {
+        let commits = Arc::clone(&self.inner.commits);
+        commits.announce(self.snapshot()?.meta().commit_seq);
+        if self.inner.others_commit {
+            commits.poll_file(Arc::downgrade(&self.inner), |inner: &Inner| {
+                inner.snapshot().ok().map(|s| s.meta().commit_seq)
+            });
+        }
+        Ok(commits)
     }
 
     /// The database file.
@@ -399,18 +438,7 @@ impl Store {
 
     /// A consistent read-only view at the latest commit.
     pub fn snapshot(&self) -> Result<Snapshot, Error> {
-        let txn = match &self.inner.db {
-            Handle::Writable(w) => w.database()?.begin_read(),
-            Handle::ReadOnly(db) => db.begin_read(),
-        }
-        .map_err(|e| Error::from(e).with_path(&self.inner.path))?;
-        Snapshot::new(
-            txn,
-            &self.inner.path,
-            Arc::clone(&self.inner.clock),
-            self.inner.format,
-            self.inner.damage.clone(),
-        )
+        self.inner.snapshot()
     }
 
     /// Commit a batch of operations atomically, as durably as the store was opened

@@ -145,6 +145,8 @@ pub(super) const GATHER_YIELD: Duration = Duration::from_micros(50);
 
 /// The group-commit queue of a writable store.
 pub(super) struct Writer {
+    /// Where each commit is announced (see [`super::Store::commits`]).
+    pub(super) commits: Arc<super::Commits>,
     /// The open database; `None` after an I/O error until it opens again (see
     /// [`Writer::reopen`]).
     pub(super) db: RwLock<Option<Arc<Database>>>,
@@ -258,6 +260,7 @@ impl Writer {
         match (self.reopen(true), attempted) {
             (Ok(now), Some((seq, results))) if now >= seq => {
                 self.acknowledged.fetch_max(seq, Ordering::AcqRel);
+                self.commits.announce(seq);
                 results
             }
             (Ok(_), _) | (Err(_), None) => failed(Error::CommitFailed { path: self.path.clone(), reason }),
@@ -463,6 +466,7 @@ impl Writer {
                         (Ok(()), took) => {
                             self.stats.add(results.len(), durable, took);
                             self.acknowledged.fetch_max(seq, Ordering::AcqRel);
+                            self.commits.announce(seq);
                             results
                         }
                         (Err(e), _) => {

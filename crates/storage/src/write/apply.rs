@@ -84,7 +84,7 @@ impl WriteTables<'_> {
     /// (restored revisions carry older ones). Where a row goes (`CURRENT` or `ENDED`) is
     /// decided at the later of it and the time `CURRENT` has been swept through, which a job
     /// committed at a replicated log's time may precede (see `Store::write_at`).
-    pub(crate) fn apply(&mut self, change: Change, commit_tx: i64) -> Result<Option<(String, u128)>, Error> {
+    pub(crate) fn apply(&mut self, change: Change, commit_tx: i64) -> Result<Option<LoggedChange>, Error> {
         let placed_at = commit_tx.max(self.swept_through);
         match change {
             Change::Write { old, new, old_key, new_key } => {
@@ -141,9 +141,16 @@ impl WriteTables<'_> {
                 {
                     self.identity.get_mut()?.insert((ns, kind, k.as_str()), id)?;
                 }
-                Ok(Some((ns.to_string(), id)))
+                Ok(Some(LoggedChange {
+                    ns: ns.to_string(),
+                    id,
+                    kind,
+                    what: new.op.code(),
+                    rev: new.rev,
+                    tx: new.recorded_at.as_micros(),
+                }))
             }
-            Change::Forget { namespace, id } => {
+            Change::Forget { namespace, id, tx } => {
                 let ns = namespace.as_str();
                 let key = id.as_u128();
                 let mut all: Vec<Record> = Vec::new();
@@ -174,13 +181,28 @@ impl WriteTables<'_> {
                 }
                 self.forget_vectors(ns, key)?;
                 self.lexical.forget(ns, key, &all)?;
-                Ok(Some((ns.to_string(), key)))
+                let (kind, rev) = all.last().map_or((u8::MAX, 0), |r| (r.kind().code(), r.rev));
+                Ok(Some(LoggedChange {
+                    ns: ns.to_string(),
+                    id: key,
+                    kind,
+                    what: LoggedChange::FORGET,
+                    rev,
+                    tx,
+                }))
             }
-            Change::Vector { namespace, id, space, from_rev, vector } => {
+            Change::Vector { namespace, id, kind, space, from_rev, vector } => {
                 let bytes = vector::encode(&vector);
                 let (ns, key) = (namespace.as_str(), id.as_u128());
                 self.vectors.get_mut()?.insert((space.as_str(), ns, key, from_rev), bytes.as_slice())?;
-                Ok(Some((ns.to_string(), key)))
+                Ok(Some(LoggedChange {
+                    ns: ns.to_string(),
+                    id: key,
+                    kind,
+                    what: LoggedChange::VECTOR,
+                    rev: from_rev,
+                    tx: commit_tx,
+                }))
             }
             Change::Space { name, dimension } => {
                 let row = vector::encode_space(dimension, Timestamp::from_micros(commit_tx));
@@ -265,9 +287,9 @@ pub(crate) fn log_commit(
     log: &mut Table<u64, &'static [u8]>,
     seq: u64,
     tx: i64,
-    changed: Vec<(String, u128)>,
+    changes: Vec<LoggedChange>,
 ) -> Result<(), Error> {
-    let bytes = codec::encode_versioned(COMMIT_VERSION, &CommitEntry { tx, changed })
+    let bytes = codec::encode_versioned(COMMIT_VERSION, &CommitEntry { tx, changes })
         .map_err(|e| Error::Codec { table: names::LOG, source: e })?;
     log.insert(seq, bytes.as_slice())?;
     Ok(())

@@ -299,10 +299,11 @@ pub(crate) enum Change {
     /// A new revision (`old` is the previous latest, if any), with the identity keys of both
     /// (computed once, when planned).
     Write { old: Option<Box<Record>>, new: Box<Record>, old_key: Option<String>, new_key: Option<String> },
-    /// Erase the record.
-    Forget { namespace: Namespace, id: RecordId },
-    /// Store a vector (already normalised and checked against its space).
-    Vector { namespace: Namespace, id: RecordId, space: String, from_rev: u32, vector: Vec<f32> },
+    /// Erase the record (at transaction time `tx`).
+    Forget { namespace: Namespace, id: RecordId, tx: i64 },
+    /// Store a vector (already normalised and checked against its space) for a record of kind
+    /// code `kind`.
+    Vector { namespace: Namespace, id: RecordId, kind: u8, space: String, from_rev: u32, vector: Vec<f32> },
     /// Register a vector space.
     Space { name: String, dimension: u32 },
     /// Set or delete an auxiliary row.
@@ -321,18 +322,71 @@ pub struct NamespaceCounters {
 }
 
 const NAMESPACE_VERSION: u8 = 1;
-const COMMIT_VERSION: u8 = 1;
+/// Commit log entries before format 16: the changed records only.
+const COMMIT_VERSION_1: u8 = 1;
+/// Since format 16: what each change was ([`LoggedChange`]).
+const COMMIT_VERSION: u8 = 2;
 
-/// The stored commit log entry (in `mnemon.log`).
+/// A commit log entry as formats 3 to 15 stored it (in `mnemon.log`).
+#[derive(Serialize, Deserialize)]
+struct CommitEntryV1 {
+    tx: i64,
+    changed: Vec<(String, u128)>,
+}
+
+/// The stored commit log entry (in `mnemon.log`, entry version 2).
 #[derive(Serialize, Deserialize)]
 pub(crate) struct CommitEntry {
     pub(crate) tx: i64,
-    pub(crate) changed: Vec<(String, u128)>,
+    pub(crate) changes: Vec<LoggedChange>,
 }
 
+/// What one change of a commit did to a record, as the commit log keeps it (format 16).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct LoggedChange {
+    pub(crate) ns: String,
+    pub(crate) id: u128,
+    /// The record's kind code.
+    pub(crate) kind: u8,
+    /// [`LoggedChange::FORGET`], [`LoggedChange::VECTOR`], or the revision's operation code.
+    pub(crate) what: u8,
+    /// The revision written (for a forgetting, the latest one erased; for a vector, the one it
+    /// attaches to).
+    pub(crate) rev: u32,
+    /// The transaction time of the change (the revision's `recorded_at`, or the forgetting's).
+    pub(crate) tx: i64,
+}
+
+impl LoggedChange {
+    /// `what` of a forgetting.
+    pub(crate) const FORGET: u8 = 100;
+    /// `what` of a vector stored for a record.
+    pub(crate) const VECTOR: u8 = 101;
+    /// `what` of a change an entry of version 1 recorded (which did not say).
+    pub(crate) const UNRECORDED: u8 = 255;
+}
+
+/// A commit log entry of either version (a version-1 entry's changes say only which record).
 pub(crate) fn decode_commit(bytes: &[u8]) -> Result<CommitEntry, Error> {
-    codec::decode_versioned("commit entry", COMMIT_VERSION, bytes)
-        .map_err(|e| Error::Codec { table: names::LOG, source: e })
+    let err = |e| Error::Codec { table: names::LOG, source: e };
+    if bytes.first() == Some(&COMMIT_VERSION_1) {
+        let v1: CommitEntryV1 =
+            codec::decode_versioned("commit entry", COMMIT_VERSION_1, bytes).map_err(err)?;
+        let changes = v1
+            .changed
+            .into_iter()
+            .map(|(ns, id)| LoggedChange {
+                ns,
+                id,
+                kind: u8::MAX,
+                what: LoggedChange::UNRECORDED,
+                rev: 0,
+                tx: v1.tx,
+            })
+            .collect();
+        return Ok(CommitEntry { tx: v1.tx, changes });
+    }
+    codec::decode_versioned("commit entry", COMMIT_VERSION, bytes).map_err(err)
 }
 
 /// Where formats 1 and 2 kept a commit log entry in the meta table.

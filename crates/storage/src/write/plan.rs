@@ -165,7 +165,8 @@ impl<'a, 'txn> Planner<'a, 'txn> {
             }
         }
         let vector = vector::normalise(v)?;
-        self.changes.push(Change::Vector { namespace, id, space, from_rev: rec.rev, vector });
+        let kind = rec.kind().code();
+        self.changes.push(Change::Vector { namespace, id, kind, space, from_rev: rec.rev, vector });
         self.outcomes.push(Outcome::VectorStored { id, rev: rec.rev });
         Ok(())
     }
@@ -459,7 +460,7 @@ impl<'a, 'txn> Planner<'a, 'txn> {
             self.identity.insert((namespace.clone(), old.kind().code(), k), None);
         }
         self.records.insert((namespace.clone(), id), None);
-        self.changes.push(Change::Forget { namespace, id });
+        self.changes.push(Change::Forget { namespace, id, tx: self.tx.as_micros() });
         self.outcomes.push(Outcome::Forgotten { id, revisions: old.rev + 1 });
         Ok(())
     }

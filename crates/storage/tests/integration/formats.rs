@@ -105,8 +105,21 @@ fn every_earlier_format_opens_upgrades_and_reads_back() {
             ns.clone(),
             Body::Learning(body::Learning { text: "written after the upgrade".into(), ..Default::default() }),
         );
+        let id = rec.id;
         store.write(vec![WriteOp::Insert(rec)]).unwrap();
         assert_eq!(store.snapshot().unwrap().list(&ns, &ListQuery::new()).unwrap().len(), 3);
+        // The older commit log entries still read (they say which record, not what happened);
+        // the new one says what it did.
+        let log = store.snapshot().unwrap().commits_after(0).unwrap();
+        let (last, older) = log.split_last().unwrap();
+        assert!(
+            older.iter().flat_map(|c| &c.changes).all(|c| c.op == ChangeOp::Unrecorded),
+            "format {version}"
+        );
+        assert!(older.iter().any(|c| !c.changed.is_empty()), "format {version}");
+        assert_eq!(last.changes.len(), 1);
+        assert_eq!((last.changes[0].id, last.changes[0].op), (id, ChangeOp::Wrote(Op::Insert)));
+        assert_eq!(last.changes[0].kind, Some(Kind::Learning));
         drop(store);
         assert!(Store::check_integrity(&path).unwrap(), "format {version}");
     }

@@ -2,6 +2,7 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 
 mod batches;
+mod changes;
 mod crash;
 mod eio;
 mod formats;
