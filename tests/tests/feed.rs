@@ -69,6 +69,8 @@ fn every_operation_appears_once_in_order_and_resumes_from_any_change() {
     let decisions = db.changes(&ChangeFilter::default().kinds([Kind::Decision]), Some(start), 100).unwrap();
     assert_eq!(decisions.changes.len(), 4);
     assert!("yesterday~1".parse::<Cursor>().is_err());
+    let empty = Db::create(dir.path().join("empty.redb")).unwrap().changes_now().unwrap();
+    assert_eq!(empty.to_string().parse::<Cursor>().unwrap(), empty);
 }
 
 #[test]

@@ -146,7 +146,8 @@ impl FromStr for Cursor {
             Some((t, n)) => (t, n.parse::<u32>().map_err(|_| bad())?),
             None => (s.trim(), u32::MAX),
         };
-        let tx = Timestamp::parse(time).map_err(|_| bad())?;
+        // `-inf`: before the first change (what an empty database's "now" is).
+        let tx = if time == "-inf" { Timestamp::MIN } else { Timestamp::parse(time).map_err(|_| bad())? };
         Ok(Cursor { tx, seen })
     }
 }
@@ -409,6 +410,24 @@ impl Watch {
             }
             self.commits.wait_past(self.seen_seq, left);
         }
+    }
+
+    /// The next changes, at most `limit`, waiting at most `wait` for a first one; `next` is
+    /// where the page ends (an empty page's `next` may still have moved past changes the
+    /// filter left out).
+    pub fn next_page(&mut self, limit: usize, wait: Duration) -> Result<ChangePage> {
+        if self.buffer.is_empty()
+            && let Some(c) = self.next_timeout(wait)?
+        {
+            self.buffer.push_front(c);
+        }
+        let n = limit.max(1).min(self.buffer.len());
+        let changes: Vec<Change> = self.buffer.drain(..n).collect();
+        let next = match changes.last() {
+            Some(last) if !self.buffer.is_empty() => last.cursor,
+            _ => self.cursor,
+        };
+        Ok(ChangePage { changes, next })
     }
 
     /// The next change, as a future: pending until a commit brings one. Reading the log once

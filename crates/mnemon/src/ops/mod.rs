@@ -31,6 +31,7 @@ mod agent;
 mod batch;
 mod catalog;
 mod domain;
+mod feed;
 mod file;
 mod index;
 mod memory;
@@ -53,6 +54,7 @@ pub use domain::{
     DecisionActive, DecisionStatusSet, Ensured, EntityByType, EntityEnsure, EntityFind, EntityLink,
     EntityMention, EntityMerge, EntitySet, Link, Linked, Transcript,
 };
+pub use feed::{Changes, MAX_CHANGES, MAX_WAIT_MS};
 pub use file::{DbStats, GraphExport, GraphImport, GraphLines, NamespaceNames, Namespaces, Prune};
 pub use index::{IndexBuild, IndexStatus, Indexes, Reindex, Reindexed};
 pub use memory::{
@@ -194,6 +196,7 @@ pub fn each(visitor: &mut impl Visitor) {
     visitor.visit::<Prune>();
     visitor.visit::<DbStats>();
     visitor.visit::<Namespaces>();
+    visitor.visit::<Changes>();
     visitor.visit::<VectorPut>();
     visitor.visit::<VectorSearch>();
     visitor.visit::<Reindex>();

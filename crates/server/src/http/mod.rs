@@ -4,6 +4,7 @@
 //! than queued without bound).
 
 pub mod args;
+mod events;
 pub mod metrics;
 pub mod openapi;
 mod problem;
@@ -161,6 +162,7 @@ impl App {
             )
             .route("/v1/ns/{ns}/ops/{op}", post(call_named))
             .route("/v1/ops/{op}", post(call_named))
+            .route("/v1/ns/{ns}/events", get(events::stream))
             .route("/v1/ns/{ns}/export", get(transfer::export))
             .route("/v1/export", get(transfer::export_all))
             .route("/v1/ns/{ns}/import", post(transfer::import));

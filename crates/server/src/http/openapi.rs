@@ -190,6 +190,18 @@ fn transfer_paths(paths: &mut Map<String, Value>, ns_param: &Value) {
         "responses": {"200": {"description": "JSON lines.", "content": {"application/jsonl": {"schema": {"type": "string"}}}},
                       "default": {"description": "A problem.", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}},
     }}));
+    paths.insert("/v1/ns/{ns}/events".into(), json!({"get": {
+        "operationId": "events",
+        "summary": "The namespace's change feed",
+        "description": "Committed changes as Server-Sent Events, from now on (or after `since`, or the `Last-Event-ID` header: a change's cursor or a time), oldest first. Each event is named `change`; its data is the change as JSON (namespace, id, kind, op, rev, tx, cursor) and its id the cursor to resume after it. `kind` and `tag` filter (repeated or comma-separated). Scope: read.",
+        "parameters": [ns_param,
+            {"name": "kind", "in": "query", "required": false, "schema": {"type": "string"}, "description": "Only these kinds (comma-separated)."},
+            {"name": "tag", "in": "query", "required": false, "schema": {"type": "string"}, "description": "Only revisions carrying one of these tags (comma-separated)."},
+            {"name": "since", "in": "query", "required": false, "schema": {"type": "string"}, "description": "Start after this cursor or time."},
+            {"name": "Last-Event-ID", "in": "header", "required": false, "schema": {"type": "string"}, "description": "Resume after this change (overrides `since`)."}],
+        "responses": {"200": {"description": "An event stream.", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                      "default": {"description": "A problem.", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}},
+    }}));
     paths.insert("/v1/export".into(), json!({"get": {
         "operationId": "export_all",
         "summary": "Export every namespace",
