@@ -162,6 +162,16 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Agent(cmd) => crate::groups::agent::agent(&cli, &mut out, cmd)?,
         Command::Episode(cmd) => crate::groups::agent::episode(&cli, &mut out, cmd)?,
         Command::Tagged { tag } => crate::groups::project::tagged(&cli, &mut out, tag)?,
+        Command::Watch { kinds, tags, since, all, count, idle } => {
+            let req = mnemon::ops::Changes {
+                since: since.clone(),
+                kinds: kinds.iter().map(|k| k.name().to_string()).collect(),
+                tags: tags.clone(),
+                namespaces: if *all { vec!["*".into()] } else { Vec::new() },
+                ..Default::default()
+            };
+            crate::watch::watch(&cli, &mut out, req, *count, *idle)?
+        }
         Command::Consolidate { older_than } => {
             crate::groups::project::consolidate(&cli, &mut out, *older_than)?
         }

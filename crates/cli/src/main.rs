@@ -13,6 +13,7 @@ mod search;
 mod serve;
 mod tour;
 mod vectors;
+mod watch;
 
 /// The last panic's message and place, kept by the panic hook (see `main`).
 static LAST_PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);

@@ -408,6 +408,32 @@ pub enum Command {
     /// A cluster of `mnemon serve --cluster` nodes (docs/cluster.md).
     #[command(subcommand)]
     Cluster(ClusterCmd),
+    /// Follow the changes committed to --ns as they happen, from any process (agents through
+    /// MCP, other commands, a server's clients): one line each (JSON lines with --json), until
+    /// interrupted. Each names the time, the operation (insert, revise, supersede, superseded,
+    /// retire, expire, forget), the kind, the namespace, the record and its revision; with
+    /// --json, its `cursor` resumes a later watch (--since) with nothing missed or repeated.
+    Watch {
+        /// Only changes of this kind (repeatable).
+        #[arg(long = "kind", value_name = "KIND", value_parser = kind)]
+        kinds: Vec<Kind>,
+        /// Only changes of revisions carrying this tag (repeatable).
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        /// Start after this place: a change's cursor or a time (RFC 3339 or a date). Default:
+        /// now, only what comes next.
+        #[arg(long, value_name = "T")]
+        since: Option<String>,
+        /// Watch every namespace the command reaches, not only --ns.
+        #[arg(long)]
+        all: bool,
+        /// Stop after N changes.
+        #[arg(long, value_name = "N")]
+        count: Option<usize>,
+        /// Stop when no change came for this many seconds.
+        #[arg(long, value_name = "SECONDS")]
+        idle: Option<f64>,
+    },
     /// Current records of every kind carrying TAG.
     Tagged {
         /// The tag.
