@@ -20,7 +20,20 @@ impl Snapshot {
 
     /// [`Snapshot::list`], also saying which access path answered.
     pub fn list_explain(&self, ns: &Namespace, q: &ListQuery) -> Result<(Vec<Record>, ListPath), Error> {
-        self.ctx(self.list_inner(ns, q))
+        self.ctx((|| {
+            let (records, path) = self.list_inner(ns, q)?;
+            // Each as it stood at the valid time (see `write::as_valid_at`): rarely any to mend.
+            if !records.iter().any(|r| r.superseded_by.is_some()) {
+                return Ok((records, path));
+            }
+            let (v, _) = self.resolve(q.as_of);
+            let revisions = self.txn.open_table(tables::REVISIONS)?;
+            let records = records
+                .into_iter()
+                .map(|r| write::as_valid_at(&revisions, r, v))
+                .collect::<Result<_, _>>()?;
+            Ok((records, path))
+        })())
     }
 
     fn list_inner(&self, ns: &Namespace, q: &ListQuery) -> Result<(Vec<Record>, ListPath), Error> {

@@ -216,7 +216,10 @@ impl RecordsAt<'_> {
     pub fn get(&self, ns: &Namespace, id: RecordId) -> Result<Option<Record>, Error> {
         self.snap.ctx((|| {
             let r = write::revision_at(&self.revisions, ns, id, self.known)?;
-            Ok(r.filter(|r| r.is_visible_at(Timestamp::from_micros(self.valid))))
+            match r.filter(|r| r.is_visible_at(Timestamp::from_micros(self.valid))) {
+                Some(r) => Ok(Some(write::as_valid_at(&self.revisions, r, self.valid)?)),
+                None => Ok(None),
+            }
         })())
     }
 }

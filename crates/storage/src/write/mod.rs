@@ -489,6 +489,43 @@ pub(crate) fn revision_at(
     revision_at_with(revisions, ns, id, k, |r| r)
 }
 
+/// `rec` as it stood at valid time `valid`. A supersession marks the replaced decision's
+/// status `superseded` in the revision that closes its valid interval, but until the
+/// interval's end the decision was what it was: viewed at a valid time before the end, it
+/// shows the status of its latest earlier revision that was not superseded.
+pub(crate) fn as_valid_at(
+    revisions: &impl ReadableTable<RevKey, &'static [u8]>,
+    mut rec: Record,
+    valid: i64,
+) -> Result<Record, Error> {
+    let superseded_later =
+        rec.superseded_by.is_some() && rec.valid_until.is_some_and(|u| valid < u.as_micros());
+    if !superseded_later {
+        return Ok(rec);
+    }
+    let Body::Decision(d) = &rec.body else { return Ok(rec) };
+    if d.status != crate::body::DecisionStatus::Superseded {
+        return Ok(rec);
+    }
+    let mut known = rec.recorded_at.as_micros();
+    while let Some(earlier) = revision_at(revisions, &rec.namespace, rec.id, known.saturating_sub(1))? {
+        if let Body::Decision(e) = &earlier.body
+            && e.status != crate::body::DecisionStatus::Superseded
+        {
+            let status = e.status;
+            if let Body::Decision(d) = &mut rec.body {
+                d.status = status;
+            }
+            break;
+        }
+        if earlier.recorded_at.as_micros() >= known {
+            break;
+        }
+        known = earlier.recorded_at.as_micros();
+    }
+    Ok(rec)
+}
+
 /// [`revision_at`], handing the record to `finish` (see `record::decode_revision_with`).
 #[inline(always)]
 pub(crate) fn revision_at_with<T>(
