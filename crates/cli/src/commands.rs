@@ -155,6 +155,10 @@ pub fn run(cli: Cli) -> Result<()> {
             usize::try_from(*max_reply_bytes).unwrap_or(usize::MAX),
         )?,
         Command::Serve(args) => crate::serve::serve(&cli, args)?,
+        Command::Ui { listen } => {
+            file_only(&cli, "ui")?;
+            crate::serve::ui(&cli, *listen)?
+        }
         Command::Token(cmd) => crate::serve::token(&cli, &mut out, cmd)?,
         Command::Memory(cmd) => crate::groups::memory::memory(&cli, &mut out, cmd)?,
         Command::Project(cmd) => crate::groups::project::project(&cli, &mut out, cmd)?,

@@ -103,6 +103,44 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> Result<()> {
     })
 }
 
+/// `mnemon ui`: the web view of the file on loopback, signed in by a one-time URL printed
+/// on standard output; until SIGTERM or Ctrl-C.
+pub(crate) fn ui(cli: &Cli, listen: std::net::SocketAddr) -> Result<()> {
+    if !listen.ip().is_loopback() {
+        return Err(usage(format!(
+            "mnemon ui listens on loopback only, not {listen}: to serve others, use `mnemon serve` with tokens (its view is at /ui)"
+        )));
+    }
+    logging("text")?;
+    // Shared: agents keep writing to the file while it is viewed.
+    let db = with_embedder(cli, Db::builder(&cli.db).shared(true).create(true))?.open()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the view's runtime")?;
+    runtime.block_on(async {
+        let listener =
+            tokio::net::TcpListener::bind(listen).await.with_context(|| format!("cannot listen on {listen}"))?;
+        let addr = listener.local_addr().context("cannot read the listening address")?;
+        let secret = mnemon_server::ui::new_secret();
+        let mut options = mnemon_server::Options::default();
+        options.config.allowed_hosts = mnemon_server::local_hosts(addr);
+        options.config.ui = mnemon_server::ui::UiMode::Owner { secret: secret.clone() };
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "http://{addr}/ui/login?secret={secret}")?;
+            out.flush()?;
+        }
+        tracing::info!(
+            "the view of {} is served on http://{addr}/ui/ (open the printed link once to sign in; Ctrl-C stops)",
+            cli.db.display()
+        );
+        mnemon_server::serve(db, listener, options, signal()).await?;
+        Ok(())
+    })
+}
+
 /// Start this process's cluster node: the partitions `hosted`, their files in --db.
 async fn start_node(
     cli: &Cli,

@@ -314,6 +314,24 @@ impl Db {
         Ok(ChangePage { changes: out, next })
     }
 
+    /// When each namespace last changed, as far as the latest `commits` commits tell (a
+    /// namespace not changed in them is missing).
+    pub fn last_changes(&self, commits: usize) -> Result<std::collections::BTreeMap<String, Timestamp>> {
+        let mut out = std::collections::BTreeMap::new();
+        let dbs = if self.is_partitioned() { self.partitions() } else { vec![self.clone()] };
+        for db in dbs {
+            for commit in db.snapshot()?.latest_commits(commits)? {
+                for c in &commit.changes {
+                    if ChangeOp::of(c.op).is_some() {
+                        let t = out.entry(c.namespace.to_string()).or_insert(c.tx);
+                        *t = (*t).max(c.tx);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The place after every change committed so far: where a reader that wants only what
     /// comes next starts.
     pub fn changes_now(&self) -> Result<Cursor> {

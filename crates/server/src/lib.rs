@@ -26,6 +26,7 @@ pub mod http;
 pub mod mcp;
 mod serve;
 pub mod tokens;
+pub mod ui;
 
 pub use serve::{Options, ServeError, TlsError, serve, tls_config};
 

@@ -408,6 +408,16 @@ pub enum Command {
     /// A cluster of `mnemon serve --cluster` nodes (docs/cluster.md).
     #[command(subcommand)]
     Cluster(ClusterCmd),
+    /// Open a web view of the file in a browser: the namespaces, each in sections, search,
+    /// every record's revisions and supersession chain, what changed between two moments, and
+    /// memory as of any valid and transaction time; add, edit, supersede, retire and forget
+    /// entries; pages follow agents' writes live. Serves on loopback and prints one sign-in
+    /// URL (its secret works once); the file stays open to agents. Stops on Ctrl-C.
+    Ui {
+        /// The loopback address to listen on (default: a free port).
+        #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR:PORT")]
+        listen: std::net::SocketAddr,
+    },
     /// Follow the changes committed to --ns as they happen, from any process (agents through
     /// MCP, other commands, a server's clients): one line each (JSON lines with --json), until
     /// interrupted. Each names the time, the operation (insert, revise, supersede, superseded,

@@ -4,7 +4,7 @@
 //! than queued without bound).
 
 pub mod args;
-mod events;
+pub(crate) mod events;
 pub mod metrics;
 pub mod openapi;
 mod problem;
@@ -50,6 +50,8 @@ pub struct Config {
     pub mcp_max_reply: usize,
     /// The node of a cluster this server is (see [`Cluster`]); none for a single file.
     pub cluster: Option<Arc<dyn Cluster>>,
+    /// How browsers sign in to the web view at `/ui` (see [`crate::ui`]).
+    pub ui: crate::ui::UiMode,
 }
 
 /// The header a write's answer carries its consistency token in, and a read sends it back
@@ -84,6 +86,7 @@ impl Default for Config {
             queue: 256,
             mcp_max_reply: crate::mcp::MAX_REPLY as usize,
             cluster: None,
+            ui: crate::ui::UiMode::default(),
         }
     }
 }
@@ -101,6 +104,8 @@ struct Inner {
     /// The OpenAPI document, written once.
     openapi: bytes::Bytes,
     metrics: metrics::Metrics,
+    /// The web view's sign-ins and sessions.
+    ui: crate::ui::UiState,
 }
 
 impl App {
@@ -115,7 +120,13 @@ impl App {
         let queue = Arc::new(Semaphore::new(config.queue.max(1)));
         let openapi = serde_json::to_vec_pretty(&openapi::document(&catalog)).unwrap_or_default().into();
         let metrics = metrics::Metrics::new(db.clone());
-        App(Arc::new(Inner { db, catalog, shapes, config, queue, openapi, metrics }))
+        let ui = crate::ui::UiState::new(config.ui.clone());
+        App(Arc::new(Inner { db, catalog, shapes, config, queue, openapi, metrics, ui }))
+    }
+
+    /// The web view's state.
+    pub(crate) fn ui(&self) -> &crate::ui::UiState {
+        &self.0.ui
     }
 
     /// The database.
@@ -181,6 +192,7 @@ impl App {
             .route_layer(middleware::from_fn_with_state(self.clone(), mcp_caller));
         router
             .merge(mcp)
+            .merge(crate::ui::router())
             .fallback(|| async {
                 Problem::new(StatusCode::NOT_FOUND, "no_route", "no such route; see /v1/operations")
             })
@@ -464,12 +476,17 @@ impl App {
     /// The session a request runs in: its token checked (in force, reaching namespace `named`
     /// or naming one itself, of scope `need` at least), allowed what the token reaches.
     /// Blocking: reads the token's row.
-    fn session(&self, token: Option<&str>, named: Option<&str>, need: Scope) -> Result<Session, Problem> {
+    pub(crate) fn session(
+        &self,
+        token: Option<&str>,
+        named: Option<&str>,
+        need: Scope,
+    ) -> Result<Session, Problem> {
         self.authorize(token, named, need).map(|(session, _)| session)
     }
 
     /// [`Self::session`], and the token's scope (`None` without authentication).
-    fn authorize(
+    pub(crate) fn authorize(
         &self,
         token: Option<&str>,
         named: Option<&str>,
@@ -511,7 +528,7 @@ impl App {
 
     /// The token `presented`, if it is in force (401 if not) and its scope reaches `need`
     /// (403 if not).
-    fn token(&self, presented: &str, need: Scope) -> Result<TokenInfo, Problem> {
+    pub(crate) fn token(&self, presented: &str, need: Scope) -> Result<TokenInfo, Problem> {
         let db = self.db();
         let info = match tokens::verify(db, presented, db.now()) {
             Ok(info) => info,

@@ -258,6 +258,14 @@ impl Snapshot {
         })())
     }
 
+    /// The latest `limit` commits of the log, newest first.
+    pub fn latest_commits(&self, limit: usize) -> Result<Vec<CommitLogEntry>, Error> {
+        let after = self.meta.commit_seq.saturating_sub(u64::try_from(limit).unwrap_or(u64::MAX));
+        let mut commits = self.commits_after_at_most(after, limit)?;
+        commits.reverse();
+        Ok(commits)
+    }
+
     /// [`Self::commits_after`], at most `limit` commits.
     pub fn commits_after_at_most(&self, seq: u64, limit: usize) -> Result<Vec<CommitLogEntry>, Error> {
         self.ctx((|| {
