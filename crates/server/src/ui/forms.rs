@@ -175,6 +175,16 @@ pub(super) async fn add(
     .await
 }
 
+/// `POST /ui/ns/{ns}/r/{id}/forget` (from the confirmation page): erase the record.
+pub(super) async fn forget(
+    state: State<App>,
+    headers: HeaderMap,
+    Path((ns, id)): Path<(String, String)>,
+    form: Form<Fields>,
+) -> Response {
+    act(state, headers, Path((ns, id, "forget".into())), form).await
+}
+
 /// `POST /ui/ns/{ns}/r/{id}/{action}`: revise, supersede, retire, expire or forget.
 pub(super) async fn act(
     State(app): State<App>,

@@ -240,12 +240,12 @@ pub(crate) fn router() -> Router<App> {
         .route("/ui/ns/{ns}/changes", get(pages::changes))
         .route("/ui/ns/{ns}/add", post(forms::add))
         .route("/ui/ns/{ns}/r/{id}", get(pages::record))
-        .route("/ui/ns/{ns}/r/{id}/forget", get(pages::forget_confirm))
+        .route("/ui/ns/{ns}/r/{id}/forget", get(pages::forget_confirm).post(forms::forget))
         .route("/ui/ns/{ns}/r/{id}/{action}", post(forms::act))
 }
 
 /// What every page's response carries: no caching, the Content-Security-Policy (no inline
-/// script, nothing from elsewhere), no framing, no sniffing, no referrer.
+/// script, nothing from elsewhere), no framing, no sniffing, no referrer to other sites (`same-origin`: with `no-referrer` browsers send `Origin: null` on form posts, which the Origin check refuses).
 pub(crate) fn secure(mut response: Response) -> Response {
     let h = response.headers_mut();
     let set = |h: &mut HeaderMap, k: &'static str, v: &'static str| {
@@ -258,7 +258,7 @@ pub(crate) fn secure(mut response: Response) -> Response {
     );
     set(h, "x-content-type-options", "nosniff");
     set(h, "x-frame-options", "DENY");
-    set(h, "referrer-policy", "no-referrer");
+    set(h, "referrer-policy", "same-origin");
     if !h.contains_key(header::CACHE_CONTROL) {
         set(h, "cache-control", "no-store");
     }

@@ -324,7 +324,7 @@ fn entry(h: &mut String, r: &Record, v: Timestamp, now: Timestamp, ns: &str, qs:
                 field("supersedes", html::short(s));
             }
             if let Some(s) = r.superseded_by {
-                field("superseded by", html::short(s));
+                field("replaced by", format!("{} from {}", html::short(s), when(r.valid_until)));
             }
         }
         Kind::Task => {
@@ -598,7 +598,14 @@ pub(super) async fn record(
                 fields(&mut main, r);
                 main.push_str("</section>");
             }
-            None => main.push_str("<p class=\"empty\">Not valid (or not yet known) at the chosen time. Its revisions:</p>"),
+            None => {
+                let known = at.known_at.as_deref().and_then(|k| Timestamp::parse(k).ok()).unwrap_or(now);
+                let state = match revisions.iter().rev().find(|r| r.recorded_at <= known) {
+                    Some(r) => format!("{} at the chosen time", html::status(r, v)),
+                    None => "not yet known at the chosen time".into(),
+                };
+                let _ = write!(main, "<p class=\"empty\">Not valid then: {}. Its revisions:</p>", esc(&state));
+            }
         }
         // The timeline of revisions.
         main.push_str("<section><h2>Revisions</h2><form method=\"get\" class=\"compare\">");
