@@ -170,11 +170,12 @@ fn decisions_statuses_supersession_and_links() {
     let chain: Vec<_> = decisions.history(new).unwrap().into_iter().map(|r| r.id).collect();
     assert_eq!(chain, vec![old, new]);
     // What was true before, as known then: the old decision, accepted; as known now, it was
-    // valid then but is marked superseded.
+    // still accepted then (its state then), and we now know what replaced it.
     let then = ns.get_as_of(old, mnemon::AsOf::valid_at(before).known_at(before)).unwrap().unwrap();
     assert!(matches!(then.body, Body::Decision(d) if d.status == DecisionStatus::Accepted));
     let now_known = ns.get_as_of(old, before).unwrap().unwrap();
-    assert!(matches!(now_known.body, Body::Decision(d) if d.status == DecisionStatus::Superseded));
+    assert!(matches!(now_known.body, Body::Decision(d) if d.status == DecisionStatus::Accepted));
+    assert_eq!(now_known.superseded_by, Some(new));
     assert!(decisions.set_status(old, DecisionStatus::Accepted).is_err());
 
     let t = ns.tasks().create(task("Port the store to redb")).unwrap();

@@ -63,6 +63,7 @@ fn the_official_python_sdk_drives_a_session() {
             "ok realistic session",
             "ok agent memory",
             "ok high-level client",
+            "ok resource subscriptions",
             "ok concurrent calls",
             "ok two servers on one file",
             "ok restart",

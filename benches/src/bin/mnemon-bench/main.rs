@@ -26,6 +26,7 @@ mod ann_text;
 mod calls;
 mod chroma;
 mod cluster;
+mod feed;
 mod fvecs;
 mod http1;
 mod mcp;
@@ -189,6 +190,20 @@ enum Bench {
         /// installed by scripts/fetch-reference-memory-server.sh); it gets MEMORY_FILE_PATH.
         #[arg(long)]
         reference: Option<String>,
+    },
+    /// The change feed's latency, from a durable write's acknowledgement to a reader, at
+    /// steady write rates: in process (`Db::watch`), over Server-Sent Events from `mnemon
+    /// serve`, and as MCP resource notifications from `mnemon mcp`.
+    Feed {
+        /// The `mnemon` executable to serve (default: the one built beside this benchmark).
+        #[arg(long, value_name = "PATH")]
+        mnemon: Option<PathBuf>,
+        /// Writes a second (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "100,1000")]
+        rates: Vec<u32>,
+        /// Seconds of writes at each rate and on each path.
+        #[arg(long, default_value_t = 5)]
+        seconds: u64,
     },
     /// A farm of agents against `mnemon serve` on a loopback port: N threads with keep-alive
     /// connections, durable writes, searches, as-of listings and reads over many namespaces
@@ -403,6 +418,12 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
             ann_text::ann_text(out, built.as_ref(), dir, &sources, lock, *n, *queries, *gt_k)
         }
         Bench::Calls { db, ns, ids, n } => calls::run(out, db, ns, ids, *n),
+        Bench::Feed { mnemon, rates, seconds } => {
+            if rates.contains(&0) || *seconds == 0 {
+                return Err(usage("--rates and --seconds must be at least 1"));
+            }
+            feed::run(out, &mnemon_exe(mnemon.as_ref())?, rates, *seconds)
+        }
         Bench::Mcp { mnemon, sizes, samples, think_ms, reference } => mcp::run(
             out,
             mnemon.as_deref(),

@@ -113,7 +113,9 @@ fn revise_retire_supersede_forget_history_chain() {
         .to_string();
     e.run(&["get", &id]).fails(1, "superseded by");
     let old = e.run(&["--json", "get", &id, "--as-of", "2024-02-01"]).json();
-    assert_eq!(old["body"]["status"], "superseded");
+    // On 1 February it was still what it was: its status then, and the link to its successor.
+    assert_eq!(old["body"]["status"], "accepted");
+    assert_eq!(old["status"], "active");
     assert_eq!(old["superseded_by"], new.as_str());
     let chain = e.run(&["--json", "chain", &new]).json_lines();
     assert_eq!(chain.len(), 2);

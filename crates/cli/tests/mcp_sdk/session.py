@@ -216,6 +216,51 @@ async def high_level_client():
     print("ok high-level client")
 
 
+async def resource_subscriptions():
+    """Told when memory changes: `subscriptions/listen` (2026-07-28) through the high-level
+    client, and the legacy `resources/subscribe` with notifications to a message handler;
+    each time another process (the command line) writes."""
+    from mcp.client.subscriptions import ResourceUpdated
+    import subprocess
+
+    def write(ns, text):
+        done = subprocess.run([EXE, "--db", DB, "--ns", ns, "add", "learning", "--data", '{"text": "%s"}' % text],
+                              capture_output=True, text=True, env={"PATH": os.environ.get("PATH", "")})
+        check(done.returncode == 0, done.stderr)
+
+    params = StdioServerParameters(command=EXE, args=["--db", DB, "--ns", "watched", "mcp"],
+                                   env={"PATH": os.environ.get("PATH", "")})
+    uri = "mnemon://memory/watched"
+    async with Client(params) as c:
+        listed = [r.uri for r in (await c.list_resources()).resources]
+        check(uri in [str(u) for u in listed], listed)
+        async with c.listen(resource_subscriptions=[uri, "memory://knowledge-graph"]) as sub:
+            check(uri in (sub.honored.resource_subscriptions or []), sub.honored)
+            write("watched", "written by another process")
+            event = await asyncio.wait_for(sub.__anext__(), 10)
+            check(isinstance(event, ResourceUpdated) and str(event.uri) == uri, event)
+            text = (await c.read_resource(uri)).contents[0].text
+            check("written by another process" in text, text)
+    updated = asyncio.Queue()
+
+    async def handler(message):
+        if getattr(message, "method", "") == "notifications/resources/updated":
+            await updated.put(str(message.params.uri))
+
+    async with AsyncExitStack() as stack:
+        read, write_stream = await stack.enter_async_context(stdio_client(params))
+        session = await stack.enter_async_context(ClientSession(read, write_stream, message_handler=handler))
+        await session.initialize()
+        await session.subscribe_resource(uri)
+        write("watched", "written again")
+        got = await asyncio.wait_for(updated.get(), 10)
+        check(got == uri, got)
+        write("elsewhere", "not watched")
+        await asyncio.sleep(0.3)
+        check(updated.empty(), "a write elsewhere was notified")
+    print("ok resource subscriptions")
+
+
 async def concurrent_calls():
     async with Server() as s:
         writes = [s.call("create_entities", {"entities": [{"name": f"c{i}", "entityType": "t", "observations": [f"o{i}"]}]})
@@ -275,6 +320,7 @@ async def main():
     await realistic_session()
     await agent_memory()
     await high_level_client()
+    await resource_subscriptions()
     await concurrent_calls()
     await two_servers_one_file()
     await restart()

@@ -23,7 +23,7 @@ from typing import List
 from . import _native
 from ._db import Db, Namespace, connect, open
 from ._groups import Agent, Conversations, Decisions, Entities, Episodes, Knowledge, Memory, Project, Tasks, Vectors
-from ._values import Context, Hit, Record
+from ._values import Change, Context, Hit, Record
 from .errors import Conflict, Damaged, Error, Forbidden, InvalidInput, NotFound, Unavailable
 
 __version__: str = _native.VERSION
@@ -37,6 +37,7 @@ __all__ = [
     "Record",
     "Hit",
     "Context",
+    "Change",
     "Tasks",
     "Decisions",
     "Entities",

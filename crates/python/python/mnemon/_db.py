@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
+import asyncio
+import time as _time
+from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Union
 
 from . import _native
 from ._groups import Agent, Conversations, Decisions, Entities, Episodes, Knowledge, Memory, Project, Tasks, Vectors
-from ._values import Context, Hit, Id, Record, Time, id_arg, strings, time_arg, wrap
+from ._values import Change, Context, Hit, Id, Record, Time, id_arg, strings, time_arg, wrap
 from .errors import InvalidInput
 
 __all__ = ["Db", "Namespace", "open", "connect"]
@@ -303,6 +305,89 @@ class Namespace:
         """Figures of this namespace: records by kind, tags."""
         return self._raw("stats", {})
 
+    # The change feed.
+    def changes(
+        self,
+        since: Optional[Union[str, Time]] = None,
+        *,
+        kinds: Union[str, List[str], tuple] = (),
+        tags: Union[str, List[str], tuple] = (),
+        limit: int = 100,
+        wait: float = 0.0,
+    ) -> "tuple[List[Change], str]":
+        """The changes committed to this namespace after ``since`` (a change's ``cursor``, an
+        earlier call's next place, or a time; default now), oldest first, at most ``limit``,
+        waiting up to ``wait`` seconds (at most 30) for a first one: ``(changes, next)``, where
+        ``next`` is the place to go on from."""
+        page = self._raw(
+            "changes",
+            {
+                "since": _place(since),
+                "kinds": strings("kinds", kinds),
+                "tags": strings("tags", tags),
+                "limit": limit,
+                "wait_ms": int(max(0.0, wait) * 1000),
+            },
+        )
+        return [Change(c) for c in page["changes"]], page["next"]
+
+    def watch(
+        self,
+        kinds: Union[str, List[str], tuple] = (),
+        *,
+        tags: Union[str, List[str], tuple] = (),
+        since: Optional[Union[str, Time]] = None,
+        timeout: Optional[float] = None,
+    ) -> Iterator[Change]:
+        """Each change committed to this namespace from now (or after ``since``), as it
+        happens, from any writer (agents through MCP, the command line, other processes, a
+        server's clients): an iterator that waits for the next one. Only ``kinds`` and
+        ``tags`` if given. It ends when no change came for ``timeout`` seconds (never, by
+        default); resume a later watch from the last change's ``cursor``."""
+        place = self.changes(since, kinds=kinds, tags=tags, limit=1)[1] if since is None else _place(since)
+        quiet = _time.monotonic()
+        while True:
+            wait = _WAIT
+            if timeout is not None:
+                left = timeout - (_time.monotonic() - quiet)
+                if left <= 0:
+                    return
+                wait = min(wait, left)
+            changes, place = self.changes(place, kinds=kinds, tags=tags, limit=1000, wait=wait)
+            if changes:
+                quiet = _time.monotonic()
+            yield from changes
+
+    async def awatch(
+        self,
+        kinds: Union[str, List[str], tuple] = (),
+        *,
+        tags: Union[str, List[str], tuple] = (),
+        since: Optional[Union[str, Time]] = None,
+        timeout: Optional[float] = None,
+    ) -> AsyncIterator[Change]:
+        """:meth:`watch` as an async iterator: the waiting happens on a worker thread, so the
+        event loop goes on; cancelling the task stops it within a second."""
+        if since is None:
+            place = (await asyncio.to_thread(self.changes, None, kinds=kinds, tags=tags, limit=1))[1]
+        else:
+            place = _place(since)
+        quiet = _time.monotonic()
+        while True:
+            wait = 1.0
+            if timeout is not None:
+                left = timeout - (_time.monotonic() - quiet)
+                if left <= 0:
+                    return
+                wait = min(wait, left)
+            changes, place = await asyncio.to_thread(
+                self.changes, place, kinds=kinds, tags=tags, limit=1000, wait=wait
+            )
+            if changes:
+                quiet = _time.monotonic()
+            for c in changes:
+                yield c
+
     # Relevance.
     def search(
         self,
@@ -368,6 +453,17 @@ class Namespace:
 
     def __repr__(self) -> str:
         return f"mnemon.Namespace({self.name!r})"
+
+
+#: How long one call of a watch waits for a change (under a server's limit and a proxy's).
+_WAIT = 25.0
+
+
+def _place(since: Optional[Union[str, Time]]) -> Optional[str]:
+    """A place in the change feed: a cursor as it is, a time as RFC 3339."""
+    if since is None or isinstance(since, str):
+        return since
+    return time_arg("since", since)
 
 
 def open(

@@ -276,6 +276,38 @@ class Hit:
         return f"Hit({self.score:.3f}, {self.record!r})"
 
 
+class Change:
+    """One committed change to a record (from :meth:`Namespace.watch`): ``namespace``, ``id``,
+    ``kind``, ``op`` (insert, revise, supersede, superseded, retire, expire, forget), ``rev``,
+    ``tx`` (its transaction time, an aware datetime) and ``cursor`` (pass it as ``since`` to
+    resume after this change: nothing missed, nothing twice). It carries no content: fetch the
+    record with :meth:`Namespace.get` if it is wanted."""
+
+    __slots__ = ("namespace", "id", "kind", "op", "rev", "tx", "cursor")
+
+    def __init__(self, data: Mapping[str, Any]):
+        self.namespace: str = data["namespace"]
+        self.id: str = data["id"]
+        self.kind: Optional[str] = data.get("kind")
+        self.op: str = data["op"]
+        self.rev: int = data["rev"]
+        self.tx: _dt.datetime = parse_time(data["tx"])  # type: ignore[assignment]
+        self.cursor: str = data["cursor"]
+
+    def to_dict(self) -> dict:
+        """The change as JSON-ready values."""
+        return {k: (self.tx.isoformat() if k == "tx" else getattr(self, k)) for k in self.__slots__}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Change) and self.cursor == other.cursor and self.id == other.id
+
+    def __hash__(self) -> int:
+        return hash((self.cursor, self.id))
+
+    def __repr__(self) -> str:
+        return f"Change({self.op} {self.kind or 'record'} {self.id} rev {self.rev} at {self.cursor})"
+
+
 class Context(str):
     """A context block: the text to put in a prompt (it is the string itself), with
     ``tokens`` (its size), ``ids`` (the records in it, in order) and ``left_out`` (items that

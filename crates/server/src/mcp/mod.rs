@@ -17,9 +17,10 @@ use mnemon::ops::Session;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
+    ReadResourceResponse, ReadResourceResult, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -27,10 +28,11 @@ use serde_json::{Value, json};
 use crate::tokens::Scope;
 
 mod framing;
+mod resources;
 mod tools;
 
 const REFERENCE_TOOLS: &str = include_str!("reference-tools.json");
-const GRAPH_URI: &str = "memory://knowledge-graph";
+use resources::GRAPH_URI;
 
 /// The server: one database handle; the session its tools run in (a stdio server's own, or
 /// over HTTP each request's, see [`Caller`]); its tools.
@@ -43,6 +45,8 @@ pub struct MemoryServer {
     own: tools::OwnTools,
     tools: Vec<Tool>,
     idle: Arc<Idle>,
+    /// The client's resource subscriptions.
+    subscriptions: resources::Subscriptions,
 }
 
 /// Who makes an HTTP request, as the server's authentication found: the session it runs in
@@ -196,7 +200,15 @@ impl MemoryServer {
             .map_err(|e| ServeError::Protocol(format!("the embedded tool list: {e}")))?;
         let own = tools::OwnTools::new();
         tools.extend(own.tools.iter().cloned());
-        Ok(MemoryServer { db, session: None, max_reply, own, tools, idle: Arc::default() })
+        Ok(MemoryServer {
+            db,
+            session: None,
+            max_reply,
+            own,
+            tools,
+            idle: Arc::default(),
+            subscriptions: resources::Subscriptions::default(),
+        })
     }
 
     /// The caller of a request: the stdio server's own session, or the one the HTTP layer put
@@ -309,7 +321,7 @@ impl MemoryServer {
 
 impl ServerHandler for MemoryServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+        ServerConfig::new(resources::capabilities())
             .with_server_info(Implementation::new("mnemon", env!("CARGO_PKG_VERSION")))
     }
 
@@ -376,14 +388,47 @@ impl ServerHandler for MemoryServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        serde_json::from_value(json!({ "resultType": "complete", "resources": [{
-            "uri": GRAPH_URI, "name": "knowledge-graph", "title": "Knowledge Graph",
-            "description": "The full knowledge graph with all entities and relations",
-            "mimeType": "application/json"
-        }]}))
-        .map_err(|e| McpError::internal_error(e.to_string(), None))
+        let caller = self.caller(&context)?;
+        serde_json::from_value(resources::list(&caller.session))
+            .map_err(|e| McpError::internal_error(e.to_string(), None))
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        let uris: Vec<String> = requested
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|u| resources::known(u))
+            .cloned()
+            .collect();
+        Some(SubscriptionFilter::builder().resource_subscriptions(uris).build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let caller = self.caller(context.request_context())?;
+        resources::listen(context, &caller.session).await
+    }
+
+    #[allow(deprecated, reason = "resources/subscribe, for clients of protocols before 2026-07-28")]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let caller = self.caller(&context)?;
+        self.subscriptions.subscribe(&request.uri, &caller.session, &context)
+    }
+
+    #[allow(deprecated, reason = "resources/unsubscribe, for clients of protocols before 2026-07-28")]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscriptions.unsubscribe(&request.uri);
+        Ok(())
     }
 
     async fn read_resource(
@@ -391,10 +436,18 @@ impl ServerHandler for MemoryServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        let caller = self.caller(&context)?;
+        if let Some(text) = resources::read_memory(&request.uri, &caller.session)? {
+            let r: ReadResourceResult =
+                serde_json::from_value(json!({ "resultType": "complete", "contents": [{
+                    "uri": request.uri, "mimeType": "application/json", "text": text
+                }]}))
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            return Ok(r.into());
+        }
         if request.uri != GRAPH_URI {
             return Err(McpError::resource_not_found(format!("unknown resource {}", request.uri), None));
         }
-        let caller = self.caller(&context)?;
         let g = caller
             .session
             .ns(None)
