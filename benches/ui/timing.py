@@ -1,6 +1,7 @@
 """The web view's speed in headless chromium (Playwright, scripts/fetch-browser.sh) on a
-namespace of N records: time to first paint of the namespace page, and from moving the time
-slider to the past page's first paint.
+namespace of N records: the namespace page's load (from the navigation's start to the end of
+its load event: a bound on its first paint, which headless chromium here does not report), and
+from moving the time slider to the past page's load.
 
     ~/.cache/mnemon/browser/bin/python benches/ui/timing.py target/release/mnemon [N] [ROUNDS]
 """
@@ -38,7 +39,10 @@ def main():
     ui = subprocess.Popen([MNEMON, "ui"], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     login = ui.stdout.readline().strip()
     base = login.split("/ui/")[0]
-    paint = "performance.getEntriesByType('paint').find(e => e.name === 'first-contentful-paint')?.startTime ?? null"
+    # First contentful paint when the browser reports one (headless chromium may not), else
+    # the end of the load event: either way from the navigation's start.
+    paint = ("(performance.getEntriesByType('paint').find(e => e.name === 'first-contentful-paint') || {}).startTime"
+             " || (performance.getEntriesByType('navigation')[0] || {}).loadEventEnd || null")
     firsts, moves = [], []
     try:
         with sync_playwright() as p:
@@ -54,7 +58,8 @@ def main():
                 t0 = time.perf_counter()
                 with page.expect_navigation():
                     page.eval_on_selector("#slider", "s => { s.value = String(Number(s.min) + Math.random() * (Number(s.max) - Number(s.min)) * 0.9); s.dispatchEvent(new Event('change')); }")
-                page.wait_for_function(paint + " !== null")
+                while page.evaluate(paint) is None:
+                    time.sleep(0.002)
                 moves.append((time.perf_counter() - t0) * 1000)
             b.close()
     finally:
@@ -62,8 +67,8 @@ def main():
         ui.wait()
     print(json.dumps({
         "records": N,
-        "first_paint_ms": {"median": statistics.median(firsts), "max": max(firsts), "all": [round(x) for x in firsts]},
-        "slider_to_paint_ms": {"median": statistics.median(moves), "max": max(moves), "all": [round(x) for x in moves]},
+        "page_load_ms": {"median": statistics.median(firsts), "max": max(firsts), "all": [round(x) for x in firsts]},
+        "slider_to_load_ms": {"median": statistics.median(moves), "max": max(moves), "all": [round(x) for x in moves]},
     }))
 
 

@@ -9,7 +9,9 @@
 //!   process (this one, through the shared file) writes; the server notifies once per burst.
 //!
 //! A change's latency is from the writer's acknowledgement (the durable commit returned) to the
-//! reader's receipt; an event read before the acknowledgement came back counts as 0. For MCP,
+//! reader's receipt, an event read before the acknowledgement came back counting as 0 (the
+//! commit is announced before its writers are answered); and, as an upper bound, from the
+//! start of the write call, its durable commit included. For MCP,
 //! where a notification stands for every change since the last one, the latency of a
 //! notification is from the acknowledgement of the first change it covers.
 
@@ -28,22 +30,27 @@ use serde_json::{Value, json};
 
 use crate::report::{Out, table};
 
-/// When each id was acknowledged and when it was seen.
+/// When each id's write was called and acknowledged, and when it was seen.
 #[derive(Default)]
 struct Times {
+    called: HashMap<String, Instant>,
     acked: HashMap<String, Instant>,
     seen: HashMap<String, Instant>,
 }
 
-/// Latencies in milliseconds, sorted.
-fn latencies(t: &Times) -> Vec<f64> {
-    let mut out: Vec<f64> = t
-        .seen
-        .iter()
-        .filter_map(|(id, s)| t.acked.get(id).map(|a| s.saturating_duration_since(*a).as_secs_f64() * 1e3))
-        .collect();
-    out.sort_by(f64::total_cmp);
-    out
+/// Latencies in milliseconds, sorted: from the acknowledgement (0 when the event came first)
+/// and from the call.
+fn latencies(t: &Times) -> (Vec<f64>, Vec<f64>) {
+    let since = |from: &HashMap<String, Instant>| {
+        let mut out: Vec<f64> = t
+            .seen
+            .iter()
+            .filter_map(|(id, s)| from.get(id).map(|a| s.saturating_duration_since(*a).as_secs_f64() * 1e3))
+            .collect();
+        out.sort_by(f64::total_cmp);
+        out
+    };
+    (since(&t.acked), since(&t.called))
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
@@ -69,13 +76,16 @@ fn paced(
         if let Some(wait) = slot.checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);
         }
+        let called = Instant::now();
         let id = write(i)?;
-        times.lock().unwrap_or_else(std::sync::PoisonError::into_inner).acked.insert(id, Instant::now());
+        let mut t = times.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        t.acked.insert(id.clone(), Instant::now());
+        t.called.insert(id, called);
     }
     Ok(())
 }
 
-fn in_process(dir: &Path, rate: u32, n: usize) -> Result<Vec<f64>> {
+fn in_process(dir: &Path, rate: u32, n: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     let db = Db::builder(dir.join(format!("inproc-{rate}.redb"))).create(true).open()?;
     let times = Arc::new(Mutex::new(Times::default()));
     let mut watch = db.ns("bench")?.watch(ChangeFilter::default())?;
@@ -102,7 +112,7 @@ fn in_process(dir: &Path, rate: u32, n: usize) -> Result<Vec<f64>> {
     Ok(latencies(&t))
 }
 
-fn sse(mnemon: &Path, dir: &Path, rate: u32, n: usize) -> Result<Vec<f64>> {
+fn sse(mnemon: &Path, dir: &Path, rate: u32, n: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     let db = dir.join(format!("sse-{rate}.redb"));
     let mut child = Command::new(mnemon)
         .arg("--db")
@@ -173,7 +183,7 @@ fn sse(mnemon: &Path, dir: &Path, rate: u32, n: usize) -> Result<Vec<f64>> {
 
 /// MCP: notifications per burst; each notification's latency is from the acknowledgement of
 /// the first change after the previous notification.
-fn mcp(mnemon: &Path, dir: &Path, rate: u32, n: usize) -> Result<(Vec<f64>, usize)> {
+fn mcp(mnemon: &Path, dir: &Path, rate: u32, n: usize) -> Result<(Vec<f64>, Vec<f64>, usize)> {
     let path = dir.join(format!("mcp-{rate}.redb"));
     let db = Db::builder(&path).create(true).shared(true).open()?;
     let mut child = Command::new(mnemon)
@@ -226,8 +236,10 @@ fn mcp(mnemon: &Path, dir: &Path, rate: u32, n: usize) -> Result<(Vec<f64>, usiz
     };
     let times = Mutex::new(Times::default());
     let order: Mutex<Vec<Instant>> = Mutex::default();
+    let calls: Mutex<Vec<Instant>> = Mutex::default();
     let ns = db.ns("bench")?;
     paced(n, rate, &times, |i| {
+        calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(Instant::now());
         let id = ns.add(Learning { text: format!("note {i}"), ..Default::default() })?.to_string();
         order.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(Instant::now());
         Ok(id)
@@ -238,19 +250,22 @@ fn mcp(mnemon: &Path, dir: &Path, rate: u32, n: usize) -> Result<(Vec<f64>, usiz
     let _ = child.wait();
     let _ = reader.join();
     let acks = order.into_inner().unwrap_or_default();
+    let calls = calls.into_inner().unwrap_or_default();
     let notes = notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     // Each notification covers the writes acknowledged since the one before it.
-    let mut out = Vec::new();
+    let (mut from_ack, mut from_call) = (Vec::new(), Vec::new());
     let mut first = 0usize;
     for note in &notes {
         let covered = acks[first..].iter().take_while(|a| *a <= note).count();
         if covered > 0 {
-            out.push(note.saturating_duration_since(acks[first]).as_secs_f64() * 1e3);
+            from_ack.push(note.saturating_duration_since(acks[first]).as_secs_f64() * 1e3);
+            from_call.push(note.saturating_duration_since(calls[first]).as_secs_f64() * 1e3);
             first += covered;
         }
     }
-    out.sort_by(f64::total_cmp);
-    Ok((out, notes.len()))
+    from_ack.sort_by(f64::total_cmp);
+    from_call.sort_by(f64::total_cmp);
+    Ok((from_ack, from_call, notes.len()))
 }
 
 /// Run the three paths at each rate, `seconds` of writes each.
@@ -260,32 +275,46 @@ pub fn run(out: &mut Out, mnemon: &Path, rates: &[u32], seconds: u64) -> Result<
     let mut json_rows = Vec::new();
     for &rate in rates {
         let n = usize::try_from(u64::from(rate) * seconds).unwrap_or(usize::MAX).max(1);
-        let paths: [(&str, Vec<f64>, usize); 3] = [
-            ("in process", in_process(dir.path(), rate, n)?, n),
-            ("SSE", sse(mnemon, dir.path(), rate, n)?, n),
-            {
-                let (l, notes) = mcp(mnemon, dir.path(), rate, n)?;
-                ("MCP (another process writes)", l, notes)
-            },
-        ];
-        for (path, l, events) in paths {
-            let (p50, p99, max) = (pct(&l, 0.5), pct(&l, 0.99), l.last().copied().unwrap_or(f64::NAN));
+        let (a, c) = in_process(dir.path(), rate, n)?;
+        let (a2, c2) = sse(mnemon, dir.path(), rate, n)?;
+        let (a3, c3, notes) = mcp(mnemon, dir.path(), rate, n)?;
+        let paths =
+            [("in process", a, c, n), ("SSE", a2, c2, n), ("MCP (another process writes)", a3, c3, notes)];
+        for (path, ack, call, events) in paths {
+            let p = |l: &[f64], q: f64| pct(l, q);
             rows.push(vec![
                 path.to_string(),
                 rate.to_string(),
                 n.to_string(),
                 events.to_string(),
-                format!("{p50:.2}"),
-                format!("{p99:.2}"),
-                format!("{max:.2}"),
+                format!("{:.2}", p(&ack, 0.5)),
+                format!("{:.2}", p(&ack, 0.99)),
+                format!("{:.2}", p(&call, 0.5)),
+                format!("{:.2}", p(&call, 0.99)),
+                format!("{:.2}", call.last().copied().unwrap_or(f64::NAN)),
             ]);
-            json_rows.push(json!({"path": path, "rate": rate, "writes": n, "events": events, "p50_ms": p50, "p99_ms": p99, "max_ms": max}));
+            json_rows.push(json!({"path": path, "rate": rate, "writes": n, "events": events,
+                "from_ack_p50_ms": p(&ack, 0.5), "from_ack_p99_ms": p(&ack, 0.99),
+                "from_call_p50_ms": p(&call, 0.5), "from_call_p99_ms": p(&call, 0.99)}));
         }
     }
     if out.json {
         out.json_line(&json!({"feed": json_rows}))?;
     } else {
-        out.line(table(&["path", "writes/s", "writes", "events", "p50 ms", "p99 ms", "max ms"], &rows))?;
+        out.line(table(
+            &[
+                "path",
+                "writes/s",
+                "writes",
+                "events",
+                "ack→event p50 ms",
+                "p99",
+                "call→event p50 ms",
+                "p99",
+                "max",
+            ],
+            &rows,
+        ))?;
     }
     Ok(())
 }
