@@ -5,9 +5,10 @@
 //! (`mcp_sdk/http_session.py`).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn python() -> PathBuf {
     let venv = std::env::var_os("MNEMON_MCP_SDK_VENV").map(PathBuf::from).unwrap_or_else(|| {
@@ -22,37 +23,10 @@ fn python() -> PathBuf {
     py
 }
 
-/// Run `script` (in tests/mcp_sdk/) with the SDK's Python, the binary and a work directory:
-/// its standard output, after checking it exited 0 and printed every step of `steps`.
+/// Run `script` (in tests/mcp_sdk/) with the SDK's Python: see [`common::python_steps`].
 fn run_script(script: &str, steps: &[&str]) {
-    let work = tempfile::tempdir().unwrap();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_sdk").join(script);
-    let mut child = Command::new(python())
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_mnemon"))
-        .arg(work.path())
-        .env("MNEMON_MINILM_DIR", work.path().join("model"))
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(work.path().join("stdout.txt")).unwrap())
-        .stderr(std::fs::File::create(work.path().join("stderr.txt")).unwrap())
-        .spawn()
-        .unwrap();
-    // A hung session fails the test instead of hanging CI.
-    let deadline = Instant::now() + Duration::from_secs(300);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("the SDK session did not finish in 300 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let status = child.wait().unwrap();
-    let stdout = std::fs::read_to_string(work.path().join("stdout.txt")).unwrap();
-    let stderr = std::fs::read_to_string(work.path().join("stderr.txt")).unwrap();
-    assert!(status.success(), "session failed:\n{stdout}\n{stderr}");
-    for step in steps {
-        assert!(stdout.contains(step), "missing {step:?}:\n{stdout}\n{stderr}");
-    }
+    common::python_steps(&python(), &script, steps, Duration::from_secs(300));
 }
 
 #[test]

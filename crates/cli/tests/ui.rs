@@ -6,9 +6,10 @@
 //! the Content-Security-Policy. Screenshots go to $MNEMON_UI_SHOTS (docs/ui/ for the docs).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn python() -> PathBuf {
     let venv = std::env::var_os("MNEMON_BROWSER_VENV").map(PathBuf::from).unwrap_or_else(|| {
@@ -25,48 +26,28 @@ fn python() -> PathBuf {
 
 #[test]
 fn a_person_uses_the_web_view_in_a_real_browser() {
-    let work = tempfile::tempdir().unwrap();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/ui/view.py");
-    let mut child = Command::new(python())
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_mnemon"))
-        .arg(work.path())
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(work.path().join("stdout.txt")).unwrap())
-        .stderr(std::fs::File::create(work.path().join("stderr.txt")).unwrap())
-        .spawn()
-        .unwrap();
-    // A hung browser fails the test instead of hanging CI.
-    let deadline = Instant::now() + Duration::from_secs(300);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("the browser session did not finish in 300 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let status = child.wait().unwrap();
-    let stdout = std::fs::read_to_string(work.path().join("stdout.txt")).unwrap();
-    let stderr = std::fs::read_to_string(work.path().join("stderr.txt")).unwrap();
-    assert!(status.success(), "the browser session failed:\n{stdout}\n{stderr}");
-    for step in [
-        "signed in once",
-        "a <script> entry stays text",
-        "ok: add",
-        "ok: edit",
-        "ok: supersede",
-        "ok: retire",
-        "time controls on both axes",
-        "the slider",
-        "ok: search",
-        "an agent's write appears live",
-        "what changed",
-        "forget, after a confirmation",
-        "narrow window",
-        "a read-only token finds no way to write",
-        "CSRF is checked",
-        "Origin and Content-Security-Policy",
-    ] {
-        assert!(stdout.contains(step), "missing {step:?}:\n{stdout}\n{stderr}");
-    }
+    common::python_steps(
+        &python(),
+        &script,
+        &[
+            "signed in once",
+            "a <script> entry stays text",
+            "ok: add",
+            "ok: edit",
+            "ok: supersede",
+            "ok: retire",
+            "time controls on both axes",
+            "the slider",
+            "ok: search",
+            "an agent's write appears live",
+            "what changed",
+            "forget, after a confirmation",
+            "narrow window",
+            "a read-only token finds no way to write",
+            "CSRF is checked",
+            "Origin and Content-Security-Policy",
+        ],
+        Duration::from_secs(300),
+    );
 }

@@ -132,3 +132,37 @@ pub fn make_token(dir: &Path, db: &Path, name: &str, pattern: &str, scope: &str)
     .json();
     made["token"].as_str().expect("a token").to_string()
 }
+
+/// Run `script` with `python`, the `mnemon` binary and a fresh work directory as its
+/// arguments (and `MNEMON_MINILM_DIR` in the work directory, so that no model is found), with a
+/// deadline: its standard output, after checking it exited 0 and printed each of `steps`.
+pub fn python_steps(python: &Path, script: &Path, steps: &[&str], deadline: std::time::Duration) -> String {
+    let work = tempfile::tempdir().unwrap();
+    let mut child = Command::new(python)
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_mnemon"))
+        .arg(work.path())
+        .env("MNEMON_MINILM_DIR", work.path().join("model"))
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(work.path().join("stdout.txt")).unwrap())
+        .stderr(std::fs::File::create(work.path().join("stderr.txt")).unwrap())
+        .spawn()
+        .unwrap();
+    // A hung session fails the test instead of hanging CI.
+    let end = std::time::Instant::now() + deadline;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > end {
+            child.kill().unwrap();
+            panic!("{} did not finish in {deadline:?}", script.display());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let status = child.wait().unwrap();
+    let stdout = std::fs::read_to_string(work.path().join("stdout.txt")).unwrap();
+    let stderr = std::fs::read_to_string(work.path().join("stderr.txt")).unwrap();
+    assert!(status.success(), "{} failed:\n{stdout}\n{stderr}", script.display());
+    for step in steps {
+        assert!(stdout.contains(step), "missing {step:?}:\n{stdout}\n{stderr}");
+    }
+    stdout
+}

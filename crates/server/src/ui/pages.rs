@@ -55,6 +55,23 @@ fn chrome(viewer: &Viewer, title: String, ns: Option<&str>, at: Option<At>) -> C
     }
 }
 
+/// A page about namespace `ns` for the signed-in viewer (else the way to sign in): `f` renders
+/// it on the blocking pool with the viewer, a read session in `ns`, and whether the viewer may
+/// write there.
+async fn ns_page(
+    app: App,
+    headers: &HeaderMap,
+    ns: String,
+    f: impl FnOnce(&Viewer, Session, bool) -> Result<String, Problem> + Send + 'static,
+) -> Response {
+    let Some(viewer) = signed_in(&app, headers) else { return to_login() };
+    render(move || {
+        let (session, can_write) = viewer.session(&app, &ns, Scope::Read)?;
+        f(&viewer, session, can_write)
+    })
+    .await
+}
+
 /// The valid time a page is rendered at.
 fn valid_time(at: &At, now: Timestamp) -> Timestamp {
     at.as_of.as_deref().and_then(|s| Timestamp::parse(s).ok()).unwrap_or(now)
@@ -194,10 +211,8 @@ pub(super) async fn namespace(
     Path(ns): Path<String>,
     Query(q): Query<NsQuery>,
 ) -> Response {
-    let Some(viewer) = signed_in(&app, &headers) else { return to_login() };
-    render(move || {
+    ns_page(app, &headers, ns.clone(), move |viewer, session, can_write| {
         let at = q.at.checked()?;
-        let (session, can_write) = viewer.session(&app, &ns, Scope::Read)?;
         let now = session.db().now();
         let v = valid_time(&at, now);
         let only: Option<Kind> = q.kind.as_deref().map(|k| k.parse::<Kind>()).transpose().map_err(|e| Problem::invalid(e.to_string()))?;
@@ -258,7 +273,7 @@ pub(super) async fn namespace(
         } else {
             main.push_str("<p class=\"muted\" id=\"add\">Changes are made to memory as it is now: go back to now to add an entry.</p>");
         }
-        let mut c = chrome(&viewer, ns.clone(), Some(&ns), Some(at));
+        let mut c = chrome(viewer, ns.clone(), Some(&ns), Some(at));
         c.history = history_of(&session, &ns)?;
         if let Some(k) = only {
             c.keep.push(("kind".into(), k.name().into()));
@@ -388,10 +403,8 @@ pub(super) async fn search(
     Path(ns): Path<String>,
     Query(q): Query<SearchQuery>,
 ) -> Response {
-    let Some(viewer) = signed_in(&app, &headers) else { return to_login() };
-    render(move || {
+    ns_page(app, &headers, ns.clone(), move |viewer, session, _| {
         let at = q.at.checked()?;
-        let (session, _) = viewer.session(&app, &ns, Scope::Read)?;
         let now = session.db().now();
         let v = valid_time(&at, now);
         let qs = at.query();
@@ -439,7 +452,7 @@ pub(super) async fn search(
             }
             main.push_str("</ol>");
         }
-        let mut c = chrome(&viewer, format!("Search {ns}"), Some(&ns), Some(at));
+        let mut c = chrome(viewer, format!("Search {ns}"), Some(&ns), Some(at));
         c.keep.push(("q".into(), q.q.clone()));
         Ok(html::page(&c, &main))
     })
@@ -464,9 +477,7 @@ pub(super) async fn changes(
     Path(ns): Path<String>,
     Query(q): Query<ChangesQuery>,
 ) -> Response {
-    let Some(viewer) = signed_in(&app, &headers) else { return to_login() };
-    render(move || {
-        let (session, _) = viewer.session(&app, &ns, Scope::Read)?;
+    ns_page(app, &headers, ns.clone(), move |viewer, session, _| {
         let parse = |name: &str, v: &Option<String>| -> Result<Option<Timestamp>, Problem> {
             v.as_deref()
                 .filter(|s| !s.trim().is_empty())
@@ -542,7 +553,7 @@ pub(super) async fn changes(
             );
         }
         main.push_str("</tbody></table>");
-        Ok(html::page(&chrome(&viewer, format!("What changed in {ns}"), Some(&ns), None), &main))
+        Ok(html::page(&chrome(viewer, format!("What changed in {ns}"), Some(&ns), None), &main))
     })
     .await
 }
@@ -566,10 +577,8 @@ pub(super) async fn record(
     Path((ns, id)): Path<(String, String)>,
     Query(q): Query<RecordQuery>,
 ) -> Response {
-    let Some(viewer) = signed_in(&app, &headers) else { return to_login() };
-    render(move || {
+    ns_page(app, &headers, ns.clone(), move |viewer, session, can_write| {
         let at = q.at.checked()?;
-        let (session, can_write) = viewer.session(&app, &ns, Scope::Read)?;
         let now = session.db().now();
         let v = valid_time(&at, now);
         let revisions: Vec<Record> = session
@@ -669,7 +678,7 @@ pub(super) async fn record(
         if can_write && at.is_now() {
             super::forms::record_forms(&mut main, &ns, latest, &viewer.csrf);
         }
-        let mut c = chrome(&viewer, html::cut(&html::title_of(latest), 80), Some(&ns), Some(at));
+        let mut c = chrome(viewer, html::cut(&html::title_of(latest), 80), Some(&ns), Some(at));
         let first = revisions.iter().map(|r| r.valid_from.min(r.recorded_at)).min().unwrap_or(now);
         c.history = (first < now).then_some((first, now));
         Ok(html::page(&c, &main))
@@ -756,9 +765,7 @@ pub(super) async fn forget_confirm(
     headers: HeaderMap,
     Path((ns, id)): Path<(String, String)>,
 ) -> Response {
-    let Some(viewer) = signed_in(&app, &headers) else { return to_login() };
-    render(move || {
-        let (session, can_write) = viewer.session(&app, &ns, Scope::Read)?;
+    ns_page(app, &headers, ns.clone(), move |viewer, session, can_write| {
         if !can_write {
             return Err(Problem::forbidden("your token reads only"));
         }
@@ -783,7 +790,7 @@ pub(super) async fn forget_confirm(
             revisions.len(),
             esc(&ns_path(&ns, &format!("/r/{id}")))
         );
-        Ok(html::page(&chrome(&viewer, "Forget".into(), Some(&ns), None), &main))
+        Ok(html::page(&chrome(viewer, "Forget".into(), Some(&ns), None), &main))
     })
     .await
 }
