@@ -112,8 +112,9 @@ pub(crate) fn ui(cli: &Cli, listen: std::net::SocketAddr) -> Result<()> {
         )));
     }
     logging("text")?;
-    // Shared: agents keep writing to the file while it is viewed.
-    let db = with_embedder(cli, Db::builder(&cli.db).shared(true).create(true))?.open()?;
+    // Shared: agents keep writing to the file while it is viewed. Not created: a mistyped
+    // path is an error, not an empty view.
+    let db = with_embedder(cli, Db::builder(&cli.db).shared(true))?.open()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

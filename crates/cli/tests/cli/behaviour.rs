@@ -429,3 +429,17 @@ fn damage_marks_the_file_until_check_finds_it_sound() {
     assert!(!mark.exists());
     e.run(&["add", "learning", "--data", r#"{"text":"after the check"}"#]).ok();
 }
+
+#[test]
+fn ui_and_watch_refuse_what_they_cannot_do_in_one_line() {
+    let e = Env::new();
+    // No database: the view does not create an empty one.
+    e.run(&["ui"]).fails(1, "no mnemon database");
+    e.run(&["init"]).ok();
+    e.run(&["ui", "--listen", "0.0.0.0:0"]).fails(2, "loopback only");
+    e.run(&["watch", "--since", "yesterday"]).fails(2, "not a place in the change feed");
+    e.run(&["watch", "--idle=-1"]).fails(2, "--idle");
+    e.run(&["--server", "http://127.0.0.1:9", "ui"]).fails(2, "works on a database file");
+    // From the start of the log, the init wrote nothing: an idle watch ends empty.
+    assert_eq!(e.run(&["--json", "watch", "--since", "2000-01-01", "--idle", "0.2"]).ok(), "");
+}
