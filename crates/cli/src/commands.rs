@@ -145,10 +145,13 @@ pub fn run(cli: Cli) -> Result<()> {
             crate::groups::upkeep::prune(&cli, &mut out, o)?
         }
         Command::Cluster(cmd) => crate::serve::cluster(&mut out, cmd)?,
+        Command::Mcp { action: Some(crate::cli::McpCmd::Install { client, name, file, print }), .. } => {
+            crate::mcp_install::install(&cli, &mut out, client, name, file.as_deref(), *print)?
+        }
         Command::Mcp { .. } | Command::Serve(_) | Command::Token(_) if cli.server.is_some() => {
             file_only(&cli, "this command")?
         }
-        Command::Mcp { allow_ns, max_reply_bytes } => mnemon_server::mcp::serve_stdio(
+        Command::Mcp { allow_ns, max_reply_bytes, .. } => mnemon_server::mcp::serve_stdio(
             with_embedder(&cli, Db::builder(&cli.db).shared(true).create(true))?.open()?,
             &cli.ns,
             allow_ns,

@@ -7,6 +7,7 @@ use clap::Parser;
 mod cli;
 mod commands;
 mod groups;
+mod mcp_install;
 mod open;
 mod output;
 mod search;

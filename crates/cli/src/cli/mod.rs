@@ -90,6 +90,33 @@ pub struct AsOfArgs {
     pub known_at: Option<Timestamp>,
 }
 
+/// `mnemon mcp` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum McpCmd {
+    /// Write mnemon's entry into an MCP client's configuration file (merged: the file's other
+    /// servers kept, a backup made first): it starts this binary on --db (made absolute), in
+    /// --ns; with --server (or MNEMON_URL), it points at that server's /mcp with the token
+    /// (--token, MNEMON_TOKEN) as a bearer header. Files: claude-desktop
+    /// ~/.config/Claude/claude_desktop_config.json (macOS ~/Library/Application Support/Claude,
+    /// Windows %APPDATA%\Claude), claude-code ./.mcp.json, cursor ~/.cursor/mcp.json, vscode
+    /// ./.vscode/mcp.json, windsurf ~/.codeium/windsurf/mcp_config.json, zed
+    /// ~/.config/zed/settings.json.
+    Install {
+        /// The client.
+        #[arg(value_parser = crate::mcp_install::CLIENTS)]
+        client: String,
+        /// The server's name in the client.
+        #[arg(long, default_value = "mnemon")]
+        name: String,
+        /// Another configuration file than the client's usual one.
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
+        /// Print the entry instead of writing it.
+        #[arg(long)]
+        print: bool,
+    },
+}
+
 /// Fields shared by commands that create records.
 #[derive(Debug, Args, Clone)]
 pub struct NewArgs {
@@ -385,8 +412,13 @@ pub enum Command {
     /// resource), plus mnemon's own tools (remember, recall, context, get, list, supersede,
     /// history, chain, task, forget; scoped memory, episodes, role and project knowledge). Any number of servers and mnemon commands share the file.
     /// The tools work in --ns; a `namespace` argument naming another is refused unless it
-    /// matches an --allow-ns pattern.
+    /// matches an --allow-ns pattern. `mnemon mcp install CLIENT` registers it with an MCP
+    /// client.
+    #[command(args_conflicts_with_subcommands = true)]
     Mcp {
+        /// Register mnemon with an MCP client instead of serving.
+        #[command(subcommand)]
+        action: Option<McpCmd>,
         /// Also let the tools reach the namespaces matching PATTERN: a name, or a glob where
         /// `*` stands for any run of characters (`project:*`, `*` for all). Repeatable.
         #[arg(long = "allow-ns", value_name = "PATTERN")]

@@ -7,6 +7,7 @@ mod common;
 mod domain;
 mod imports;
 mod inputs;
+mod mcp_install;
 mod records;
 mod search;
 
