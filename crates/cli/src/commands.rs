@@ -158,6 +158,22 @@ pub fn run(cli: Cli) -> Result<()> {
             usize::try_from(*max_reply_bytes).unwrap_or(usize::MAX),
         )?,
         Command::Serve(args) => crate::serve::serve(&cli, args)?,
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let shell: clap_complete::Shell =
+                shell.parse().map_err(|_| usage(format!("no completions for {shell:?}")))?;
+            let mut cmd = crate::cli::Cli::command();
+            // Made whole first: a reader that stops early is a write error, not a panic.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "mnemon", &mut script);
+            out.line(String::from_utf8_lossy(&script).trim_end())?;
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            let mut page = Vec::new();
+            clap_mangen::Man::new(crate::cli::Cli::command()).render(&mut page)?;
+            out.line(String::from_utf8_lossy(&page).trim_end())?;
+        }
         Command::Ui { listen } => {
             file_only(&cli, "ui")?;
             crate::serve::ui(&cli, *listen)?

@@ -450,6 +450,16 @@ pub enum Command {
         #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR:PORT")]
         listen: std::net::SocketAddr,
     },
+    /// Print a shell's completions for mnemon: `mnemon completions bash >
+    /// ~/.local/share/bash-completion/completions/mnemon` (zsh: a file `_mnemon` in a folder of
+    /// $fpath; fish: ~/.config/fish/completions/mnemon.fish; powershell: add to $PROFILE).
+    Completions {
+        /// The shell.
+        #[arg(value_parser = ["bash", "zsh", "fish", "powershell", "elvish"])]
+        shell: String,
+    },
+    /// Print mnemon's manual page (roff): `mnemon man > ~/.local/share/man/man1/mnemon.1`.
+    Man,
     /// Follow the changes committed to --ns as they happen, from any process (agents through
     /// MCP, other commands, a server's clients): one line each (JSON lines with --json), until
     /// interrupted. Each names the time, the operation (insert, revise, supersede, superseded,

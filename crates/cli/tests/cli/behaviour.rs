@@ -443,3 +443,25 @@ fn ui_and_watch_refuse_what_they_cannot_do_in_one_line() {
     // From the start of the log, the init wrote nothing: an idle watch ends empty.
     assert_eq!(e.run(&["--json", "watch", "--since", "2000-01-01", "--idle", "0.2"]).ok(), "");
 }
+
+#[test]
+fn completions_and_the_manual_page_are_generated() {
+    let e = Env::new();
+    for (shell, marker) in [
+        ("bash", "complete -F _mnemon"),
+        ("zsh", "#compdef mnemon"),
+        ("fish", "complete -c mnemon"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ] {
+        let script = e.run(&["completions", shell]).ok().to_string();
+        assert!(
+            script.contains(marker) || script.contains("_mnemon"),
+            "{shell}: {}",
+            &script[..200.min(script.len())]
+        );
+        assert!(script.contains("watch") && script.contains("install"), "{shell}: every command");
+    }
+    e.run(&["completions", "tcsh"]).fails(2, "possible values");
+    let man = e.run(&["man"]).ok().to_string();
+    assert!(man.contains(".TH mnemon 1") && man.contains("bitemporal"), "{}", &man[..300.min(man.len())]);
+}
