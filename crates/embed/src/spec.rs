@@ -64,7 +64,7 @@ impl fmt::Display for EmbedderSpec {
 
 impl EmbedderSpec {
     /// The embedder a new database gets when none is asked for: the local model when this
-    /// build has it and its files are installed (in [`LocalMiniLm::default_dir`](crate::LocalMiniLm::default_dir),
+    /// build has it and its files are installed (in `LocalMiniLm::default_dir`, feature `local-minilm`,
     /// by scripts/fetch-minilm.sh), else `None`: the hashing embedder. `mnemon init` and the
     /// Python package's `open` of a new file both follow it.
     pub fn default_for_new_database() -> Option<EmbedderSpec> {

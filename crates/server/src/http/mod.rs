@@ -1,4 +1,4 @@
-//! The HTTP API: the [routes](routes), the guard every request passes (Host and Origin), the
+//! The HTTP API: the [`routes`], the guard every request passes (Host and Origin), the
 //! check of its token, and the run of its operation on the blocking pool, at most
 //! [`Config::queue`] at once (a request beyond that is answered 503 with `Retry-After` rather
 //! than queued without bound).

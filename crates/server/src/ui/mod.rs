@@ -1,13 +1,13 @@
 //! The web view: memory for the people who run agents, under `/ui`.
 //!
-//! Pages are rendered on the server, every value escaped ([`html`]), from the operation
+//! Pages are rendered on the server, every value escaped (`html.rs`), from the operation
 //! layer's answers: the namespaces with their counts, a namespace in seed 003's sections and
 //! one per other kind, search with the explanation of each score, a record's revisions,
 //! supersession chain and the difference between two revisions, and what changed between two
 //! transaction times. Every page takes `as_of` (valid time) and `known_at` (transaction time)
 //! and renders memory as of that pair; the URL holds them. Changes go through the same
 //! operations as the API's (forms posted with a per-session CSRF token). A small script
-//! ([`assets`]) keeps open pages live through the change feed and drives the time slider;
+//! (`assets/app.js`) keeps open pages live through the change feed and drives the time slider;
 //! the pages work without it.
 //!
 //! Two ways in ([`UiMode`]): `mnemon serve` signs a browser in with a token (its namespaces
