@@ -632,7 +632,7 @@ pub(super) async fn record(
         for r in &revisions {
             let _ = write!(
                 main,
-                "<li class=\"rev op-{op}\"><span class=\"pick\"><label><input type=\"radio\" name=\"a\" value=\"{rev}\"{ca}> a</label> <label><input type=\"radio\" name=\"b\" value=\"{rev}\"{cb}> b</label></span> <strong>rev {rev}</strong> <span class=\"badge\">{op}</span> recorded {rec}{rep} · valid {vf} → {vu} · {st}</li>",
+                "<li class=\"rev op-{op}\"><span class=\"pick\"><label><input type=\"radio\" name=\"a\" value=\"{rev}\"{ca}> a</label> <label><input type=\"radio\" name=\"b\" value=\"{rev}\"{cb}> b</label></span> <strong>rev {rev}</strong> <span class=\"badge\">{op}</span> recorded {rec}{rep} · valid {vf} → {vu}{st}</li>",
                 op = esc(&format!("{:?}", r.op).to_lowercase()),
                 rev = r.rev,
                 ca = if a == Some(r.rev) { " checked" } else { "" },
@@ -641,7 +641,10 @@ pub(super) async fn record(
                 rep = r.replaced_at.map_or(String::new(), |t| format!(", replaced {}", esc(&when(Some(t))))),
                 vf = esc(&when(Some(r.valid_from))),
                 vu = esc(&when(r.valid_until)),
-                st = esc(&html::kind_state(r)),
+                st = match html::kind_state(r) {
+                    s if s.is_empty() => String::new(),
+                    s => format!(" · {}", esc(&s)),
+                },
             );
         }
         main.push_str("</ol>");
