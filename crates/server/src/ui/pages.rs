@@ -222,8 +222,9 @@ pub(super) async fn namespace(
         let _ = write!(main, "<h1>{}</h1>", esc(&ns));
         let _ = write!(
             main,
-            "<p class=\"actions\"><a href=\"{}\">What changed</a> · <a href=\"#add\">Add an entry</a></p>",
-            esc(&format!("{}{}", ns_path(&ns, "/changes"), if qs.is_empty() { String::new() } else { format!("?{qs}") }))
+            "<p class=\"actions\"><a href=\"{}\">What changed</a>{}</p>",
+            esc(&format!("{}{}", ns_path(&ns, "/changes"), if qs.is_empty() { String::new() } else { format!("?{qs}") })),
+            if can_write && at.is_now() { " · <a href=\"#add\">Add an entry</a>" } else { "" }
         );
         search_form(&mut main, &ns, "", &at);
         let mut relations: Vec<Record> = Vec::new();
