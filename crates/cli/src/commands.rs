@@ -174,6 +174,7 @@ pub fn run(cli: Cli) -> Result<()> {
             clap_mangen::Man::new(crate::cli::Cli::command()).render(&mut page)?;
             out.line(String::from_utf8_lossy(&page).trim_end())?;
         }
+        Command::Model(cmd) => crate::model::model(&mut out, cmd)?,
         Command::Ui { listen } => {
             file_only(&cli, "ui")?;
             crate::serve::ui(&cli, *listen)?

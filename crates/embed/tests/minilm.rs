@@ -76,7 +76,7 @@ fn similar_sentences_are_closer_than_unrelated_ones() {
 fn a_missing_model_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let e = LocalMiniLm::open(dir.path()).unwrap_err().to_string();
-    assert!(e.contains("model.safetensors") && e.contains("fetch-minilm.sh"), "{e}");
+    assert!(e.contains("model.safetensors") && e.contains("mnemon model fetch"), "{e}");
     // A damaged weights file is an error, not a panic.
     std::fs::write(dir.path().join("model.safetensors"), b"not safetensors").unwrap();
     std::fs::copy(LocalMiniLm::default_dir().join("config.json"), dir.path().join("config.json")).unwrap();

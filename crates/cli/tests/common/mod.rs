@@ -46,7 +46,10 @@ pub fn run_at(dir: &Path, db: &Path, args: &[&str], stdin: Option<&str>) -> Run 
 /// given here: a developer's own settings never reach a test).
 pub fn run_env(dir: &Path, db: &Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mnemon"));
-    cmd.env_remove("MNEMON_URL").env_remove("MNEMON_TOKEN").envs(env.iter().copied());
+    cmd.env_remove("MNEMON_URL")
+        .env_remove("MNEMON_TOKEN")
+        .env_remove("MNEMON_MODEL_URL")
+        .envs(env.iter().copied());
     // The local model is looked for in `dir/model` (absent unless a test links it there), so
     // that `init` picks the hashing embedder whatever this machine has installed.
     cmd.current_dir(dir)

