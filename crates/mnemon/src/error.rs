@@ -168,6 +168,14 @@ pub enum Error {
         /// What failed.
         message: String,
     },
+    /// A write of a batch was refused, so none of the batch was written.
+    #[error("write {index} of the batch (counting from 0): {source}; nothing of the batch was written")]
+    InBatch {
+        /// Its place in the batch.
+        index: usize,
+        /// Why it was refused.
+        source: Box<Error>,
+    },
     /// An operation's answer could not be written as JSON.
     #[error("cannot write the answer of {what}: {message}")]
     Encode {
@@ -289,6 +297,7 @@ impl Error {
             Error::Rule { .. } | Error::Contended { .. } => Code::Conflict,
             Error::Panicked { .. } => Code::Damaged,
             Error::Remote { code, .. } => *code,
+            Error::InBatch { source, .. } => source.code(),
             Error::ImportStopped { cause, .. } if cause.is_damage() => Code::Damaged,
             Error::Index(_)
             | Error::ImportStopped { .. }

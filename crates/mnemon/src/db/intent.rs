@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use mnemon_storage::{NewRecord, OnConflict, Outcome, RecordId, Timestamp, WriteOp};
+use mnemon_storage::{Namespace, NewRecord, OnConflict, Outcome, RecordId, Timestamp, WriteOp};
 use serde_json::Value;
 
 use super::{Db, Ns};
@@ -29,36 +29,58 @@ pub(crate) enum Intent {
 }
 
 /// An intent planned: the storage operation to commit (none when a live record already holds
-/// a new record's identity: `existing`), and the operations embedding its text.
+/// a new record's identity: `existing`), the operations embedding its text, or the text still
+/// to embed (with the batch's others, in one call of the embedder).
 pub(crate) struct Planned {
     op: Option<WriteOp>,
     existing: Option<RecordId>,
     embed: Vec<WriteOp>,
+    text: Option<(RecordId, String)>,
 }
 
 impl Ns {
-    /// Plan `intent` against the database as it is now.
+    /// Plan `intent` against the database as it is now; a new record's text is left to embed.
     pub(crate) fn plan(&self, intent: Intent) -> Result<Planned> {
         let (op, embed) = match intent {
             Intent::Insert(mut record) => {
                 record.namespace = self.ns.clone();
+                // The storage's own checks, here too: a batch's bad record is then named by
+                // its place (the commit would refuse it without saying which it was).
+                record.body.validate().map_err(|e| crate::Error::Storage(e.into()))?;
+                record.envelope.validate().map_err(|e| crate::Error::Storage(e.into()))?;
                 self.check_rules(&record)?;
                 if record.on_conflict == OnConflict::ReturnExisting
                     && let Some(key) = self.identity_key(&record)
                     && let Some(id) = self.db.snapshot()?.identity(&self.ns, record.body.kind(), &key)?
                 {
-                    return Ok(Planned { op: None, existing: Some(id), embed: Vec::new() });
+                    return Ok(Planned { op: None, existing: Some(id), embed: Vec::new(), text: None });
                 }
-                let embed = self.db.embed_ops(&self.ns, &[(record.id, record.body.text())])?;
-                (WriteOp::Insert(record), embed)
+                let text = Some((record.id, record.body.text()));
+                return Ok(Planned {
+                    op: Some(WriteOp::Insert(record)),
+                    existing: None,
+                    embed: Vec::new(),
+                    text,
+                });
             }
             Intent::Revise { id, patch } => self.plan_revise_json(id, &patch)?,
-            Intent::Supersede { old, new } => self.plan_supersede(old, new)?,
+            Intent::Supersede { old, mut new } => {
+                new.body.validate().map_err(|e| crate::Error::Storage(e.into()))?;
+                new.envelope.validate().map_err(|e| crate::Error::Storage(e.into()))?;
+                let new = self.checked_successor(old, new)?;
+                let text = Some((new.id, new.body.text()));
+                return Ok(Planned {
+                    op: Some(WriteOp::Supersede { old, new }),
+                    existing: None,
+                    embed: Vec::new(),
+                    text,
+                });
+            }
             Intent::Retire { id, at } => (WriteOp::Retire { namespace: self.ns.clone(), id, at }, Vec::new()),
             Intent::Expire { id, at } => (WriteOp::Expire { namespace: self.ns.clone(), id, at }, Vec::new()),
             Intent::Erase { id } => (WriteOp::Forget { namespace: self.ns.clone(), id }, Vec::new()),
         };
-        Ok(Planned { op: Some(op), existing: None, embed })
+        Ok(Planned { op: Some(op), existing: None, embed, text: None })
     }
 }
 
@@ -90,12 +112,24 @@ impl Db {
             }
         }
         let mut planned = Vec::with_capacity(intents.len());
-        for (ns, intent) in intents {
-            planned.push(ns.plan(intent)?);
+        // The new texts of each namespace, embedded in one call per namespace.
+        let mut texts: Vec<(Namespace, Vec<(RecordId, String)>)> = Vec::new();
+        for (index, (ns, intent)) in intents.into_iter().enumerate() {
+            let mut p = ns.plan(intent).map_err(|e| crate::Error::InBatch { index, source: Box::new(e) })?;
+            if let Some(t) = p.text.take() {
+                match texts.iter_mut().find(|(n, _)| n == ns.name()) {
+                    Some((_, v)) => v.push(t),
+                    None => texts.push((ns.name().clone(), vec![t])),
+                }
+            }
+            planned.push(p);
         }
         let mut ops: Vec<WriteOp> = planned.iter().filter_map(|p| p.op.clone()).collect();
         let written = ops.len();
         ops.extend(planned.iter_mut().flat_map(|p| std::mem::take(&mut p.embed)));
+        for (ns, items) in &texts {
+            ops.extend(self.embed_ops(ns, items)?);
+        }
         let receipt = if ops.is_empty() { None } else { Some(self.write(ops)?) };
         let commit = match &receipt {
             Some(r) => r.commit_seq,

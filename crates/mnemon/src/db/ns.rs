@@ -308,19 +308,22 @@ impl Ns {
     }
 
     /// [`Self::supersede_with`] planned, not committed.
-    pub(super) fn plan_supersede(
-        &self,
-        old: RecordId,
-        mut new: NewRecord,
-    ) -> Result<(WriteOp, Vec<WriteOp>)> {
+    pub(super) fn plan_supersede(&self, old: RecordId, new: NewRecord) -> Result<(WriteOp, Vec<WriteOp>)> {
+        let new = self.checked_successor(old, new)?;
+        let embed = self.db.embed_ops(&self.ns, &[(new.id, new.body.text())])?;
+        Ok((WriteOp::Supersede { old, new }, embed))
+    }
+
+    /// `new` as the successor of `old`: in this namespace, the fields it carries over from
+    /// `old` filled in, the domain's rules checked.
+    pub(super) fn checked_successor(&self, old: RecordId, mut new: NewRecord) -> Result<NewRecord> {
         new.namespace = self.ns.clone();
         let prev = self
             .latest(old)?
             .ok_or_else(|| mnemon_storage::Error::NotFound { namespace: self.ns.clone(), id: old })?;
         crate::rules::carry_over(&prev, &mut new);
         self.check_rules(&new)?;
-        let embed = self.db.embed_ops(&self.ns, &[(new.id, new.body.text())])?;
-        Ok((WriteOp::Supersede { old, new }, embed))
+        Ok(new)
     }
 
     /// Erase every revision of the record; returns how many there were.

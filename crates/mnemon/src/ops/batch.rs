@@ -61,15 +61,16 @@ impl Operation for Batch {
     fn run(self, session: &Session) -> Result<Batched> {
         count(Some(self.writes.len()), 1, MAX_BATCH)?;
         let mut intents = Vec::with_capacity(self.writes.len());
-        for w in self.writes {
-            intents.push(match w {
-                BatchWrite::Add(a) => a.intent(session)?,
-                BatchWrite::Remember(r) => r.intent(session)?,
-                BatchWrite::Revise(r) => r.intent(session)?,
-                BatchWrite::Supersede(s) => s.intent(session)?,
-                BatchWrite::Retire(r) => r.intent(session)?,
-                BatchWrite::Forget(f) => f.intent(session)?,
-            });
+        for (index, w) in self.writes.into_iter().enumerate() {
+            let intent = match w {
+                BatchWrite::Add(a) => a.intent(session),
+                BatchWrite::Remember(r) => r.intent(session),
+                BatchWrite::Revise(r) => r.intent(session),
+                BatchWrite::Supersede(s) => s.intent(session),
+                BatchWrite::Retire(r) => r.intent(session),
+                BatchWrite::Forget(f) => f.intent(session),
+            };
+            intents.push(intent.map_err(|e| crate::Error::InBatch { index, source: Box::new(e) })?);
         }
         let (outcomes, commit) = session.db().write_intents(intents)?;
         Ok(Batched { results: outcomes.into_iter().map(WriteResult::from).collect(), commit })

@@ -67,8 +67,8 @@ pub use project::{
     ProjectLearnings, ProjectPattern, ProjectPatterns, ProjectRelations, ProjectSearch, Stats, Tagged,
 };
 pub use records::{
-    Chain, ChainOut, Forget, Forgotten, Get, GotRecord, History, List, Records, Remember, Remembered,
-    Revisions, Supersede, Superseded,
+    Chain, ChainOut, Forget, Forgotten, Get, GetMany, GotRecord, GotRecords, History, List, Records,
+    Remember, Remembered, Revisions, Supersede, Superseded,
 };
 pub use scoped::{
     Cleared, GraphImported, Imported, MemoryBrief, MemoryClear, MemoryDelete, MemoryImport,
@@ -127,6 +127,7 @@ pub fn each(visitor: &mut impl Visitor) {
     visitor.visit::<Recall>();
     visitor.visit::<Context>();
     visitor.visit::<Get>();
+    visitor.visit::<GetMany>();
     visitor.visit::<List>();
     visitor.visit::<Supersede>();
     visitor.visit::<History>();

@@ -89,6 +89,58 @@ impl Remember {
     }
 }
 
+/// Read many memories at once.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetMany {
+    /// The memories, 1 to 1,000 record ids (a unique head or tail of at least 6 hex digits
+    /// also works).
+    pub ids: Vec<String>,
+    /// Valid time to read them at (default: now). RFC 3339 or a date.
+    pub as_of: Option<String>,
+    /// Read them as they were known at this time (default: now). RFC 3339 or a date.
+    pub known_at: Option<String>,
+    /// The namespace (default: the session's).
+    pub namespace: Option<String>,
+}
+
+/// Records by id, in the order asked.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct GotRecords {
+    /// One per id asked, in order: the record, or null when none is visible then (unknown,
+    /// not yet known, or not valid at that time).
+    pub records: Vec<Option<RecordOut>>,
+}
+
+impl Operation for GetMany {
+    const NAME: &'static str = "get_many";
+    const TITLE: &'static str = "Get many memories";
+    const DESCRIPTION: &'static str = "Read many memories by id in one call, as they are now or as they were at a past time: one record (or null) per id, in order.";
+    const READ_ONLY: bool = true;
+    const MCP: bool = false;
+    type Output = GotRecords;
+
+    fn run(self, session: &Session) -> Result<GotRecords> {
+        super::count(Some(self.ids.len()), 1, MAX_GET_MANY)?;
+        let ns = session.ns(self.namespace.as_deref())?;
+        let as_of = AsOf { valid: time("as_of", &self.as_of)?, known: time("known_at", &self.known_at)? };
+        let at = as_of.valid.unwrap_or_else(|| session.db().now());
+        let mut records = Vec::with_capacity(self.ids.len());
+        for id in &self.ids {
+            let found = match ns.resolve_id(id) {
+                Ok(id) => ns.get_as_of(id, as_of)?,
+                Err(crate::Error::NoSuchId { .. }) => None,
+                Err(e) => return Err(e),
+            };
+            records.push(found.map(|r| RecordOut::new(r, at)));
+        }
+        Ok(GotRecords { records })
+    }
+}
+
+/// The most ids one `get_many` reads.
+const MAX_GET_MANY: usize = 1_000;
+
 /// Read one memory.
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
