@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::PathBuf;
-use std::sync::{OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use mnemon::ops::{Operation, Session, Visitor, each};
 use mnemon::{Code, Db, Durability};
@@ -21,11 +21,14 @@ use mnemon_client::{Client, RemoteSession};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
+mod embedder;
+mod reopen;
+
 /// What a handle reaches.
 #[derive(Clone)]
 enum Backend {
-    /// A database file, open in this process.
-    Local(Db),
+    /// A database file, open in this process (shared with the other handles on it).
+    Local(Arc<reopen::Opened>),
     /// A `mnemon serve`.
     Remote(Client),
 }
@@ -40,7 +43,7 @@ enum Conn {
 impl Conn {
     fn new(backend: &Backend, ns: &str) -> mnemon::Result<Conn> {
         Ok(match backend {
-            Backend::Local(db) => Conn::Local(Session::new(db.clone(), ns)?.allow("*")),
+            Backend::Local(db) => Conn::Local(Session::new(Db::clone(db), ns)?.allow("*")),
             Backend::Remote(client) => Conn::Remote(client.session(ns)),
         })
     }
@@ -158,7 +161,7 @@ impl Handle {
                 let written = match &backend {
                     Backend::Local(db) => {
                         let session =
-                            Session::new(db.clone(), ns.as_deref().unwrap_or("default"))?.allow("*");
+                            Session::new(Db::clone(db), ns.as_deref().unwrap_or("default"))?.allow("*");
                         session.export(ns.as_deref(), &mut out)?
                     }
                     Backend::Remote(client) => {
@@ -185,7 +188,7 @@ impl Handle {
                     let io = |e| mnemon::Error::Io { path: path.clone(), source: e };
                     match &backend {
                         Backend::Local(db) => {
-                            let session = Session::new(db.clone(), ns)?.allow("*");
+                            let session = Session::new(Db::clone(db), ns)?.allow("*");
                             let mut input = BufReader::new(File::open(&path).map_err(io)?);
                             session.import(&mut input, &path.display().to_string(), partial, &mut |_, _| {})
                         }
@@ -296,7 +299,7 @@ impl<W: Write> Write for Lines<W> {
 // Python's keyword arguments, one to one.
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (path, *, embedder=None, durability="immediate", read_only=false, create=true, shared=false, reembed=false))]
+#[pyo3(signature = (path, *, embedder=None, durability="immediate", read_only=false, create=true, shared=false, reembed=false, embedder_fn=None, embedder_name=None))]
 fn open(
     py: Python<'_>,
     path: PathBuf,
@@ -306,6 +309,8 @@ fn open(
     create: bool,
     shared: bool,
     reembed: bool,
+    embedder_fn: Option<Bound<'_, PyAny>>,
+    embedder_name: Option<String>,
 ) -> PyResult<Handle> {
     let durability = match durability {
         "immediate" => Durability::Immediate,
@@ -318,6 +323,31 @@ fn open(
             ));
         }
     };
+    // One's own embedder: built first (one probe call), so that its space names the handle.
+    let own = match embedder_fn {
+        Some(obj) => Some(
+            embedder::PyEmbedder::new(py, obj, embedder_name)
+                .map_err(|e| raise(py, Code::InvalidInput, e))?,
+        ),
+        None => None,
+    };
+    let options = reopen::Options {
+        read_only,
+        shared,
+        eventual: matches!(durability, Durability::Eventual),
+        embedder: own
+            .as_ref()
+            .map(|e| mnemon::embed::Embedder::model_id(e).to_string())
+            .or_else(|| embedder.map(str::to_string)),
+    };
+    let key = reopen::key(&path);
+    // A file this process holds already: one more handle on the same engine.
+    if let Some(opened) = reopen::find(&key, &options).map_err(|e| raise(py, Code::InvalidInput, e))? {
+        return Ok(Handle {
+            backend: RwLock::new(Some(Backend::Local(opened))),
+            target: path.display().to_string(),
+        });
+    }
     let mut builder = Db::builder(&path)
         .create(create && !read_only)
         .read_only(read_only)
@@ -336,7 +366,9 @@ fn open(
         }
         None => None,
     };
-    if let Some(spec) = spec {
+    if let Some(own) = own {
+        builder = builder.embedder(Arc::new(own));
+    } else if let Some(spec) = spec {
         let built = py.detach(|| spec.build()).map_err(|e| {
             let code = match e {
                 mnemon::embed::EmbedError::Config(_) => Code::InvalidInput,
@@ -347,7 +379,8 @@ fn open(
         builder = builder.embedder(built);
     }
     let db = py.detach(|| builder.open()).map_err(|e| error(py, &e))?;
-    Ok(Handle { backend: RwLock::new(Some(Backend::Local(db))), target: path.display().to_string() })
+    let opened = reopen::register(key, db, options);
+    Ok(Handle { backend: RwLock::new(Some(Backend::Local(opened))), target: path.display().to_string() })
 }
 
 /// A handle on the `mnemon serve` at `url`, calling with `token`; `ca_cert`, a PEM file, is

@@ -53,10 +53,21 @@ def test_error_classes(tmp_path: Path) -> None:
         mnemon.open(tmp_path / "text.redb")
     with pytest.raises(mnemon.Error):
         mnemon.open(tmp_path / "none.redb", create=False)
+    # A file another process holds.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import mnemon, sys, time; d = mnemon.open(sys.argv[1]); print('held', flush=True); time.sleep(60)",
+         str(tmp_path / "m.redb")],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(mnemon.Unavailable) as busy:
+            mnemon.open(tmp_path / "m.redb")
+        assert busy.value.code == "unavailable"
+    finally:
+        holder.kill()
+        holder.wait()
     held = mnemon.open(tmp_path / "m.redb")
-    with pytest.raises(mnemon.Unavailable) as busy:
-        mnemon.open(tmp_path / "m.redb")
-    assert busy.value.code == "unavailable"
     held.close()
     with pytest.raises(mnemon.Unavailable, match="closed"):
         held.stats()
@@ -225,9 +236,11 @@ def test_handle_life(tmp_path: Path) -> None:
     db = mnemon.open(path, embedder="hash")
     assert not db.remote and db.target == str(path) and "file" in repr(db)
     db.ns("p").add("learning", "x")
-    # The file is this process's until closed; then it opens again.
-    with pytest.raises(mnemon.Unavailable):
-        mnemon.open(path)
+    # Opened again in this process: one more handle on the same engine.
+    other = mnemon.open(path)
+    assert len(list(other.ns("p").list())) == 1
+    other.close()
+    db.ns("p").get(next(db.ns("p").list()))
     db.close()
     with mnemon.open(path) as again:
         assert len(list(again.ns("p").list())) == 1

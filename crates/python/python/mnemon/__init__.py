@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from . import _native
+from ._async import AsyncDb, AsyncNamespace, aconnect, aopen
 from ._db import Db, Namespace, connect, open
 from ._groups import Agent, Conversations, Decisions, Entities, Episodes, Knowledge, Memory, Project, Tasks, Vectors
 from ._values import Change, Context, Hit, Record
@@ -62,6 +63,10 @@ def model_dirs() -> List[Tuple[str, str, bool]]:
 __all__ = [
     "open",
     "connect",
+    "aopen",
+    "aconnect",
+    "AsyncDb",
+    "AsyncNamespace",
     "operations",
     "model_dirs",
     "Db",

@@ -192,6 +192,38 @@ class Namespace:
             record["tags"] = tag_list
         return self._raw("add", {"kind": kind, "record": record})["id"]
 
+    def add_many(self, items: "List[Union[Mapping[str, Any], str]]", *, kind: Optional[str] = None) -> List[str]:
+        """Store many records in one durable commit; their ids, in order. Each item is a dict
+        of a record's fields and envelope (``kind`` unless given here, ``text`` or the kind's
+        fields, ``tags``, ``valid_from``, ``metadata``... as :meth:`add` takes them), or, with
+        ``kind``, a string: its text. All or nothing: a bad item raises
+        :class:`mnemon.InvalidInput` naming its index, and nothing is written. Up to 10,000
+        items a call."""
+        if isinstance(items, (str, bytes, Mapping)):
+            raise InvalidInput("add_many takes a list of items")
+        writes = []
+        for i, item in enumerate(items):
+            if isinstance(item, str):
+                record: Dict[str, Any] = {"text": item}
+            elif isinstance(item, Mapping):
+                record = dict(item)
+            else:
+                raise InvalidInput(f"item {i}: a dict of fields or a string, not {type(item).__name__}")
+            k = record.pop("kind", None) or kind
+            if not k:
+                raise InvalidInput(f"item {i}: no kind (give it in the item or as kind=)")
+            for name in ("valid_from", "valid_until", "expires_at"):
+                if record.get(name) is not None:
+                    record[name] = time_arg(name, record[name])
+            if "tags" in record:
+                record["tags"] = strings("tags", record["tags"])
+            if record.get("task") is not None:
+                record["task"] = id_arg(record["task"], "task")
+            writes.append({"op": "add", "kind": k, "record": record})
+        if not writes:
+            return []
+        return [r["id"] for r in self._raw("batch", {"writes": writes})["results"]]
+
     def revise(self, id: Id, patch: Optional[Mapping[str, Any]] = None, **fields: Any) -> int:
         """Correct a record in place (a JSON merge patch of its fields: ``None`` removes one);
         the new revision's number. The old revision stays in :meth:`history`."""
@@ -246,6 +278,21 @@ class Namespace:
         ``known_at`` (default now). Raises :class:`mnemon.NotFound` if there is none."""
         args = {"id": id_arg(id), "as_of": time_arg("as_of", as_of), "known_at": time_arg("known_at", known_at)}
         return Record(self._raw("get", args)["record"])
+
+    def get_many(
+        self, ids: "List[Id]", *, as_of: Optional[Time] = None, known_at: Optional[Time] = None
+    ) -> List[Optional[Record]]:
+        """Many records in one call, in the order of ``ids``: each as :meth:`get` reads it, or
+        ``None`` where none is visible then (unknown, not yet known, or not valid at
+        ``as_of``). Up to 1,000 ids a call."""
+        args = {
+            "ids": [id_arg(i) for i in ids],
+            "as_of": time_arg("as_of", as_of),
+            "known_at": time_arg("known_at", known_at),
+        }
+        if not args["ids"]:
+            return []
+        return [None if r is None else Record(r) for r in self._raw("get_many", args)["records"]]
 
     def list(
         self,
@@ -469,7 +516,8 @@ def _place(since: Optional[Union[str, Time]]) -> Optional[str]:
 def open(
     path: PathLike,
     *,
-    embedder: Optional[str] = None,
+    embedder: Any = None,
+    embedder_name: Optional[str] = None,
     durability: str = "immediate",
     read_only: bool = False,
     create: bool = True,
@@ -487,11 +535,24 @@ def open(
     or close). ``read_only``: share the file with other readers; ``shared``: share it with
     other processes that also open it shared. ``reembed``: accept an embedder other than the
     recorded one.
+
+    ``embedder`` may also be your own: a function from a list of texts to a list of vectors
+    (lists of numbers, or a numpy array), or a LangChain ``Embeddings`` object (its
+    ``embed_documents``). The engine calls it in batches wherever it embeds (records as they
+    are written, queries), scales the vectors to unit length and stores them as the built-in
+    embedders' are; the database records its space as ``python:NAME`` (``embedder_name``, or
+    the object's ``model``/``model_name``, or the function's name) with the dimension of a
+    first probe call. A file written with one embedder refuses another unless ``reembed``.
     """
+    own = None if embedder is None or isinstance(embedder, str) else embedder
+    if own is None and embedder_name is not None:
+        raise InvalidInput("embedder_name names your own embedder: give it with embedder=")
     return Db(
         _native.open(
             os.fspath(path),
-            embedder=embedder,
+            embedder=None if own is not None else embedder,
+            embedder_fn=own,
+            embedder_name=embedder_name,
             durability=durability,
             read_only=read_only,
             create=create,

@@ -11,6 +11,9 @@ embedder) over the item's text: the string values of the fields its put named in
 (all of them by default); only what matches comes back. Filters follow LangGraph's in-memory
 store: equality, nested objects, and ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``.
 
+:class:`MnemonSaver` is LangGraph's checkpointer over mnemon: a thread's checkpoints are the
+revisions of one record, so its history is mnemon's history.
+
 Requires the ``langgraph`` package (``pip install mnemon-db[langgraph]``).
 """
 
@@ -41,7 +44,9 @@ from . import _db
 from ._values import Record, Time, time_arg
 from .errors import Forbidden, InvalidInput
 
-__all__ = ["MnemonStore"]
+from ._checkpoint import MnemonSaver
+
+__all__ = ["MnemonStore", "MnemonSaver"]
 
 #: The kind of an item's record, and the tag every item's record carries.
 KIND = "learning"
