@@ -85,6 +85,26 @@ pub fn run(cli: Cli) -> Result<()> {
                 out.line(format!("forgot {}: {n} revision(s) erased", gone.id))?;
             }
         }
+        Command::Erase { confirm, kinds, tags } => {
+            let session = connect(&cli, true)?;
+            let done = session.call(mnemon::ops::Erase {
+                namespace: cli.ns.clone(),
+                confirm: confirm.clone(),
+                kinds: kinds.iter().map(|k| k.name().to_string()).collect(),
+                tags: tags.clone(),
+            })?;
+            if out.json {
+                out.json_line(&done)?;
+            } else {
+                out.line(format!(
+                    "erased {} record(s), {} revision(s) from {}{}",
+                    done.records,
+                    done.revisions,
+                    cli.ns,
+                    done.audit.map(|a| format!(" (audit record {a} in mnemon:erasures)")).unwrap_or_default()
+                ))?;
+            }
+        }
         Command::History { id } => history(&cli, &mut out, id)?,
         Command::Chain { id } => chain(&cli, &mut out, id)?,
         Command::Export { all, format } if format == "mcp-jsonl" => {

@@ -44,6 +44,7 @@ pub mod context;
 mod db;
 pub mod domain;
 mod embedding;
+pub mod erase;
 mod error;
 pub mod feed;
 #[doc(hidden)]

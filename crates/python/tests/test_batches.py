@@ -73,3 +73,18 @@ def test_reopening_a_path_in_this_process_shares_the_engine(tmp_path: Path) -> N
     third = mnemon.open(path, read_only=True)
     assert len(list(third.ns("p").list())) == 2
     third.close()
+
+
+def test_erase_a_namespace(transport) -> None:
+    _, db = transport
+    user = db.ns("user:alice")
+    user.add_many([{"kind": "learning", "text": "Alice likes tea", "tags": ["pii"]}, {"kind": "learning", "text": "Alice's orders"}])
+    with pytest.raises(mnemon.InvalidInput, match="nothing was erased"):
+        user.erase(confirm="user:bob")
+    assert user.erase(confirm="user:alice", tags="pii")["records"] == 1
+    done = user.erase(confirm="user:alice")
+    assert done["records"] == 1 and done["audit"]
+    assert list(user.list()) == [] and user.search("Alice") == []
+    assert list(user.list(known_at="2000-01-01")) == []
+    audit = list(db.ns("mnemon:erasures").list())
+    assert len(audit) == 2 and all("alice" not in str(r.metadata) for r in audit)

@@ -253,6 +253,22 @@ pub enum Command {
         /// The record id.
         id: String,
     },
+    /// Erase, for good, every record of --ns (or those of --kind, with every --tag): every
+    /// revision, vector and index entry, so that time travel no longer sees them either (for
+    /// data-deletion requests; `forget` is one record, `retire` keeps the history). --confirm
+    /// must repeat the namespace's name. An audit record without content (counts, kinds,
+    /// hashes of the namespace and tags) goes to namespace mnemon:erasures.
+    Erase {
+        /// The namespace's name again.
+        #[arg(long, value_name = "NS")]
+        confirm: String,
+        /// Only records of this kind (repeatable).
+        #[arg(long = "kind", value_name = "KIND", value_parser = kind)]
+        kinds: Vec<Kind>,
+        /// Only records carrying this tag (repeatable: every one).
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+    },
     /// Every revision of a record, with both time intervals.
     History {
         /// The record id.

@@ -374,3 +374,22 @@ fn stats_check_and_tour() {
     assert!(listed[0].contains("Use redb"), "{listed:?}");
     assert!(!listed[1].contains("Use redb"), "{listed:?}");
 }
+
+#[test]
+fn erase_needs_the_namespace_confirmed_and_leaves_nothing() {
+    let e = Env::new();
+    e.init();
+    e.run(&["--ns", "user:1", "add", "learning", "--data", r#"{"text":"private note"}"#, "--tag", "pii"])
+        .ok();
+    e.run(&["--ns", "user:1", "add", "decision", "--data", r#"{"title":"keep"}"#]).ok();
+    e.run(&["--ns", "user:1", "erase"]).fails(2, "--confirm");
+    e.run(&["--ns", "user:1", "erase", "--confirm", "user:2"]).fails(2, "nothing was erased");
+    let some = e.run(&["--ns", "user:1", "--json", "erase", "--confirm", "user:1", "--tag", "pii"]).json();
+    assert_eq!(some["records"], 1);
+    let out = e.run(&["--ns", "user:1", "erase", "--confirm", "user:1"]).ok().to_string();
+    assert!(out.starts_with("erased 1 record(s), 1 revision(s) from user:1 (audit record"), "{out}");
+    assert!(e.run(&["--ns", "user:1", "--json", "list"]).json_lines().is_empty());
+    assert!(e.run(&["--ns", "user:1", "--json", "export"]).ok().trim().is_empty());
+    let audit = e.run(&["--ns", "mnemon:erasures", "--json", "list"]).json_lines();
+    assert_eq!(audit.len(), 2);
+}

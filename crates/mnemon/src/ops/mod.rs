@@ -31,6 +31,7 @@ mod agent;
 mod batch;
 mod catalog;
 mod domain;
+mod erase;
 mod feed;
 mod file;
 mod index;
@@ -54,6 +55,7 @@ pub use domain::{
     DecisionActive, DecisionStatusSet, Ensured, EntityByType, EntityEnsure, EntityFind, EntityLink,
     EntityMention, EntityMerge, EntitySet, Link, Linked, Transcript,
 };
+pub use erase::{Erase, Erased};
 pub use feed::{Changes, MAX_CHANGES, MAX_WAIT_MS};
 pub use file::{DbStats, GraphExport, GraphImport, GraphLines, NamespaceNames, Namespaces, Prune};
 pub use index::{IndexBuild, IndexStatus, Indexes, Reindex, Reindexed};
@@ -128,6 +130,7 @@ pub fn each(visitor: &mut impl Visitor) {
     visitor.visit::<Context>();
     visitor.visit::<Get>();
     visitor.visit::<GetMany>();
+    visitor.visit::<Erase>();
     visitor.visit::<List>();
     visitor.visit::<Supersede>();
     visitor.visit::<History>();

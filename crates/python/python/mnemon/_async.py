@@ -144,7 +144,7 @@ def _take(it: Any, n: int, done: object) -> list:
     return out
 
 
-for _name in ("call", "add", "add_many", "revise", "supersede", "retire", "expire", "forget", "get", "get_many",
+for _name in ("call", "add", "add_many", "revise", "supersede", "retire", "expire", "forget", "erase", "get", "get_many",
               "history", "chain", "tagged", "stats", "changes", "search", "context"):
     setattr(AsyncNamespace, _name, _coroutine(_name, Namespace))
 
