@@ -170,3 +170,47 @@ def test_open_owns_its_file(tmp_path) -> None:
         assert store.get(("a",), "k").value == {"v": 1}
         # The store's records are mnemon records, visible to the rest of the API.
         assert [r.kind for r in store.db.ns("langgraph:a").list()] == ["learning"]
+
+
+def _words(texts):
+    """A toy embedding function: words hashed into 8 buckets."""
+    import hashlib
+
+    out = []
+    for t in texts:
+        v = [0.0] * 8
+        for w in t.lower().split():
+            v[int(hashlib.md5(w.encode()).hexdigest(), 16) % 8] += 1.0
+        out.append(v if any(v) else [1.0] + [0.0] * 7)
+    return out
+
+
+def test_index_config_embeds_the_named_fields_with_your_function(tmp_path) -> None:
+    calls = []
+
+    def embed(texts):
+        calls.extend(texts)
+        return _words(texts)
+
+    with MnemonStore.open(tmp_path / "idx.redb", index={"embed": embed, "dims": 8, "fields": ["title"]}) as store:
+        assert store.db.embedder == "python:embed"
+        store.put(("docs",), "a", {"title": "green tea", "body": "never embedded"})
+        store.put(("docs",), "b", {"title": "black coffee", "body": "green"}, index=["body"])
+        store.put(("docs",), "c", {"title": "not searchable"}, index=False)
+        assert "green tea" in calls and "never embedded" not in calls and "not searchable" not in calls
+        hits = store.search(("docs",), query="green tea", limit=2)
+        assert [h.key for h in hits][0] == "a"
+    with pytest.raises(mnemon.InvalidInput, match="dims"):
+        MnemonStore.open(tmp_path / "d.redb", index={"embed": embed, "dims": 9})
+    # A database that embeds otherwise cannot take index['embed'].
+    with mnemon.open(tmp_path / "h.redb", embedder="hash") as db:
+        with pytest.raises(mnemon.InvalidInput, match="open the file with it"):
+            MnemonStore(db, index={"embed": embed, "dims": 8})
+
+
+def test_a_filtered_search_is_not_short(store: MnemonStore) -> None:
+    # 60 items match the query, only every tenth passes the filter: all six come back.
+    for i in range(60):
+        store.put(("many",), f"k{i}", {"text": f"shared words item {i}", "group": "kept" if i % 10 == 0 else "other"})
+    hits = store.search(("many",), query="shared words", filter={"group": "kept"}, limit=6)
+    assert sorted(h.key for h in hits) == sorted(f"k{i}" for i in range(0, 60, 10))

@@ -36,6 +36,7 @@ from langgraph.store.base import (
     PutOp,
     Result,
     SearchItem,
+    IndexConfig,
     SearchOp,
     TTLConfig,
 )
@@ -119,6 +120,39 @@ def _text(key: str, value: Dict[str, Any], index: Any) -> str:
     return "\n".join(parts) if parts else key
 
 
+def _index_fields(index: Optional[IndexConfig]) -> Optional[List[str]]:
+    """The fields a put embeds by default: every one (``None``) unless ``index`` names some."""
+    fields = (index or {}).get("fields")
+    if fields is None or list(fields) == ["$"]:
+        return None
+    if isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
+        raise InvalidInput("index['fields'] is a list of paths such as ['text', 'a.b']")
+    return list(fields)
+
+
+def _embedder(index: IndexConfig) -> Any:
+    """The function of ``index['embed']``, its dimension checked against ``index['dims']``."""
+    embed = index["embed"]
+    if isinstance(embed, str):
+        try:
+            from langchain.embeddings import init_embeddings  # type: ignore[import-not-found]
+        except ImportError as e:
+            raise InvalidInput(
+                f"index['embed'] = {embed!r} needs LangChain's init_embeddings (pip install langchain); "
+                "or give an Embeddings object or a function"
+            ) from e
+        embed = init_embeddings(embed)
+    if asyncio.iscoroutinefunction(embed):
+        raise InvalidInput("index['embed'] must be synchronous (mnemon calls it on its own threads)")
+    dims = index.get("dims")
+    if dims is not None:
+        probe = embed.embed_documents(["dimension"]) if hasattr(embed, "embed_documents") else embed(["dimension"])
+        got = len(list(probe)[0])
+        if got != dims:
+            raise InvalidInput(f"index['dims'] is {dims}, but index['embed'] returns vectors of {got}")
+    return embed
+
+
 def _compare(item_value: Any, filter_value: Any) -> bool:
     """LangGraph's filter semantics (its in-memory store's)."""
     if isinstance(filter_value, dict):
@@ -185,6 +219,7 @@ class MnemonStore(BaseStore):
         *,
         root: str = "langgraph",
         ttl: Optional[TTLConfig] = None,
+        index: Optional[IndexConfig] = None,
         _as_of: Optional[str] = None,
         _known_at: Optional[str] = None,
         _owned: bool = False,
@@ -194,21 +229,47 @@ class MnemonStore(BaseStore):
         self._db = db
         self._root = root + ":"
         self.ttl_config = ttl
+        self.index_config = index
+        self._fields = _index_fields(index)
+        if index and index.get("embed") is not None:
+            if db.remote or not (db.embedder or "").startswith("python:"):
+                raise InvalidInput(
+                    "index['embed'] embeds with your function: open the file with it "
+                    "(MnemonStore.open(path, index=...), or mnemon.open(path, embedder=...)); "
+                    f"this database embeds with {db.embedder or 'the server' + chr(39) + 's embedder'}"
+                )
         self._as_of = _as_of
         self._known_at = _known_at
         self._owned = _owned
 
     @classmethod
-    def open(cls, path: Any, *, root: str = "langgraph", ttl: Optional[TTLConfig] = None, **options: Any) -> "MnemonStore":
-        """A store over the database file at ``path`` (``options`` as :func:`mnemon.open`'s)."""
-        return cls(_db.open(path, **options), root=root, ttl=ttl, _owned=True)
+    def open(
+        cls,
+        path: Any,
+        *,
+        root: str = "langgraph",
+        ttl: Optional[TTLConfig] = None,
+        index: Optional[IndexConfig] = None,
+        **options: Any,
+    ) -> "MnemonStore":
+        """A store over the database file at ``path`` (``options`` as :func:`mnemon.open`'s).
+        ``index`` is LangGraph's index configuration: ``embed`` (a LangChain ``Embeddings``, a
+        function from texts to vectors, or a provider string that LangChain's
+        ``init_embeddings`` knows) becomes the file's embedder, ``dims`` is checked against
+        what it returns, and ``fields`` (paths such as ``"text"``, ``"a.b"``, ``"a[*].c"``;
+        ``["$"]``, the default, is every field) is what a put embeds unless it names its own
+        ``index`` (``False``: none)."""
+        if index and index.get("embed") is not None:
+            embed = _embedder(index)
+            options = {**options, "embedder": embed}
+        return cls(_db.open(path, **options), root=root, ttl=ttl, index=index, _owned=True)
 
     def as_of(self, when: Time, known_at: Optional[Time] = None) -> "MnemonStore":
         """A read-only view of the store as it was at ``when``: the items it held then, with
         the values they had then (as known at ``known_at``, by default ``when`` too)."""
         at = time_arg("when", when)
         known = time_arg("known_at", known_at) if known_at is not None else at
-        return MnemonStore(self._db, root=self._root[:-1], ttl=self.ttl_config, _as_of=at, _known_at=known)
+        return MnemonStore(self._db, root=self._root[:-1], ttl=self.ttl_config, index=self.index_config, _as_of=at, _known_at=known)
 
     @property
     def db(self) -> "_db.Db":
@@ -249,12 +310,12 @@ class MnemonStore(BaseStore):
         return next(found, None)
 
     @staticmethod
-    def _fields(record: Record) -> Dict[str, Any]:
+    def _item_fields(record: Record) -> Dict[str, Any]:
         meta = (record.metadata or {}).get("langgraph") or {}
         return meta
 
     def _item(self, record: Record, cls: type = Item, score: Optional[float] = None) -> Any:
-        meta = self._fields(record)
+        meta = self._item_fields(record)
         kwargs = dict(
             value=json.loads(meta["value"]),
             key=meta["key"],
@@ -277,7 +338,7 @@ class MnemonStore(BaseStore):
         writes = []
         now = _dt.datetime.now(_dt.timezone.utc)
         for r in records:
-            ttl = self._fields(r).get("ttl")
+            ttl = self._item_fields(r).get("ttl")
             if ttl is not None:
                 expires = (now + _dt.timedelta(minutes=ttl)).isoformat()
                 writes.append({"op": "revise", "id": r.id, "patch": {"expires_at": expires}, "namespace": r.namespace})
@@ -298,17 +359,22 @@ class MnemonStore(BaseStore):
         wanted = op.offset + op.limit
         kept: List[Tuple[Record, Optional[float]]] = []
         if op.query:
-            # Ask for more when a filter will drop some.
-            asked = min(1000, wanted * 4 if op.filter else wanted)
-            hits = self._db.ns(names[0]).search(
-                op.query,
-                limit=asked,
-                kinds=[KIND],
-                tags=[TAG],
-                also=names[1:],
-                as_of=self._as_of,
-                known_at=self._known_at,
-            )
+            # A filter drops some: ask for more until enough pass it or there are no more.
+            asked = min(10_000, wanted * 4 if op.filter else wanted)
+            while True:
+                hits = self._db.ns(names[0]).search(
+                    op.query,
+                    limit=asked,
+                    kinds=[KIND],
+                    tags=[TAG],
+                    also=names[1:],
+                    as_of=self._as_of,
+                    known_at=self._known_at,
+                )
+                passing = sum(1 for h in hits if self._passes(h.record, op.filter))
+                if passing >= wanted or len(hits) < asked or asked >= 10_000:
+                    break
+                asked = min(10_000, asked * 4)
             candidates: Iterable[Tuple[Record, Optional[float]]] = ((h.record, h.score) for h in hits)
         else:
             candidates = (
@@ -317,16 +383,20 @@ class MnemonStore(BaseStore):
                 for r in self._db.ns(name).list(KIND, tags=[TAG], as_of=self._as_of, known_at=self._known_at)
             )
         for record, score in candidates:
-            if op.filter:
-                value = json.loads(self._fields(record)["value"])
-                if not all(_compare(value.get(k), v) for k, v in op.filter.items()):
-                    continue
+            if not self._passes(record, op.filter):
+                continue
             kept.append((record, score))
             if not op.query and len(kept) >= wanted:
                 break
         page = kept[op.offset : wanted]
         self._refresh([r for r, _ in page], op.refresh_ttl)
         return [self._item(r, SearchItem, s) for r, s in page]
+
+    def _passes(self, record: Record, filter: Optional[Dict[str, Any]]) -> bool:
+        if not filter:
+            return True
+        value = json.loads(self._item_fields(record)["value"])
+        return all(_compare(value.get(k), v) for k, v in filter.items())
 
     def _list_namespaces(self, op: ListNamespacesOp) -> List[Tuple[str, ...]]:
         spaces = [self._ns_tuple(n) for n in self._namespaces(())]
@@ -361,11 +431,11 @@ class MnemonStore(BaseStore):
                 "namespace": list(namespace),
                 "key": key,
                 "value": json.dumps(dict(op.value), default=_json_default, ensure_ascii=False),
-                "created_at": (self._fields(existing)["created_at"] if existing is not None else now.isoformat()),
+                "created_at": (self._item_fields(existing)["created_at"] if existing is not None else now.isoformat()),
                 "ttl": ttl,
             }
             fields: Dict[str, Any] = {
-                "text": _text(key, dict(op.value), op.index),
+                "text": _text(key, dict(op.value), self._fields if op.index is None else op.index),
                 "metadata": {"langgraph": meta},
                 "expires_at": None if ttl is None else (now + _dt.timedelta(minutes=ttl)).isoformat(),
             }
