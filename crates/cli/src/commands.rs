@@ -26,12 +26,13 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Tour => crate::tour::run(&mut out)?,
         Command::Add { kind, new } => add(&cli, &mut out, *kind, new)?,
         Command::Get { id, as_of } => get(&cli, &mut out, id, *as_of)?,
-        Command::List { kinds, as_of, tags, agent, task, limit, explain } => {
+        Command::List { kinds, as_of, tags, agent, task, limit, explain, where_ } => {
             let q = mnemon::ops::List {
                 kinds: kinds.iter().map(|k| k.name().to_string()).collect(),
                 tags: tags.clone(),
                 agent: agent.clone(),
                 task: task.clone(),
+                where_: where_.as_deref().map(|w| crate::open::read_json(w, "--where")).transpose()?,
                 ..Default::default()
             };
             list(&cli, &mut out, q, *as_of, *limit, *explain)?;
@@ -239,6 +240,7 @@ pub fn run(cli: Cli) -> Result<()> {
             as_of: a,
             batch,
             min_score,
+            where_,
         } => {
             let req = mnemon::ops::Recall {
                 kinds: kinds.iter().map(|k| k.name().to_string()).collect(),
@@ -251,6 +253,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 min_score: *min_score,
                 as_of: crate::search::rfc3339(a.as_of),
                 known_at: crate::search::rfc3339(a.known_at),
+                where_: where_.as_deref().map(|w| crate::open::read_json(w, "--where")).transpose()?,
                 ..Default::default()
             };
             crate::search::run(&cli, &mut out, query.clone(), req, batch.as_deref())?

@@ -47,6 +47,7 @@ mod embedding;
 pub mod erase;
 mod error;
 pub mod feed;
+pub mod filter;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod graph;

@@ -206,6 +206,11 @@ pub enum Command {
         /// Also say which index answered (current table or timeline).
         #[arg(long)]
         explain: bool,
+        /// Only records passing this filter over metadata and envelope fields (JSON; `@FILE`
+        /// reads a file): `{"user_id": "42", "importance": {"$gte": 3}}`; operators $eq, $ne,
+        /// $in, $nin, $gt, $gte, $lt, $lte, $exists, $and, $or, $not.
+        #[arg(long = "where", value_name = "JSON")]
+        where_: Option<String>,
     },
     /// Correct a record: a JSON merge patch over its fields makes a new revision.
     Revise {
@@ -357,6 +362,11 @@ pub enum Command {
         /// close enough in meaning on its own.
         #[arg(long, value_name = "SCORE")]
         min_score: Option<f64>,
+        /// Only records passing this filter over metadata and envelope fields (JSON; `@FILE`
+        /// reads a file): `{"user_id": "42", "importance": {"$gte": 3}}`; operators $eq, $ne,
+        /// $in, $nin, $gt, $gte, $lt, $lte, $exists, $and, $or, $not.
+        #[arg(long = "where", value_name = "JSON")]
+        where_: Option<String>,
     },
     /// Embed every record that has no vector for the database's embedder (after a failure, or
     /// with --embedder to switch embedders).

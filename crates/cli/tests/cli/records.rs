@@ -393,3 +393,24 @@ fn erase_needs_the_namespace_confirmed_and_leaves_nothing() {
     let audit = e.run(&["--ns", "mnemon:erasures", "--json", "list"]).json_lines();
     assert_eq!(audit.len(), 2);
 }
+
+#[test]
+fn where_filters_list_and_search() {
+    let e = Env::new();
+    e.init();
+    for i in 0..30 {
+        e.add(
+            "learning",
+            &format!(r#"{{"text":"note {i}","metadata":{{"user":"u{}","n":{i}}}}}"#, i % 3),
+            &[],
+        );
+    }
+    let mine = e.run(&["--json", "list", "--where", r#"{"user":"u1","n":{"$gte":10}}"#]).json_lines();
+    assert_eq!(mine.len(), 7);
+    let hits = e
+        .run(&["--json", "search", "note", "--limit", "4", "--where", r#"{"user":{"$in":["u2"]}}"#])
+        .json_lines();
+    assert_eq!(hits.len(), 4, "{hits:?}");
+    e.run(&["list", "--where", r#"{"n":{"$gt":"many"}}"#]).fails(2, "where.n.$gt");
+    e.run(&["list", "--where", "{"]).fails(2, "--where");
+}

@@ -40,6 +40,11 @@ pub struct Recall {
     pub as_of: Option<String>,
     /// ...as it was known at this time (default: now). RFC 3339 or a date.
     pub known_at: Option<String>,
+    /// Only memories passing this filter over metadata and envelope fields (as `list`
+    /// takes it): `{"user_id": "42", "importance": {"$gte": 3}}`. The search then looks
+    /// further down its ranking until `limit` hits pass or none is left.
+    #[serde(rename = "where", default)]
+    pub where_: Option<serde_json::Value>,
     /// The namespace (default: the session's).
     pub namespace: Option<String>,
     /// Search these namespaces too, ranked together.
@@ -105,21 +110,37 @@ impl Operation for Recall {
             as_of,
             ..Default::default()
         };
-        let mut s = ns
-            .search(&self.query)
-            .limit(super::count(self.limit, 10, mnemon_index::MAX_K)?)
-            .mode(self.mode.unwrap_or_default())
-            .filter(filter);
-        if let Some(m) = self.min_score {
-            s = s.min_score(m);
-        }
-        for n in self.also {
-            s = s.also_in(n);
-        }
+        let limit = super::count(self.limit, 10, mnemon_index::MAX_K)?;
+        let search = |k: usize| {
+            let mut s =
+                ns.search(&self.query).limit(k).mode(self.mode.unwrap_or_default()).filter(filter.clone());
+            if let Some(m) = self.min_score {
+                s = s.min_score(m);
+            }
+            for n in &self.also {
+                s = s.also_in(n.clone());
+            }
+            s.run()
+        };
+        let found = match self.where_.as_ref().map(crate::filter::Where::parse).transpose()? {
+            None => search(limit)?,
+            // Further down the ranking until `limit` pass, or nothing is left to look at.
+            Some(w) => {
+                let mut k = (limit * 4).min(mnemon_index::MAX_K);
+                loop {
+                    let hits = search(k)?;
+                    let exhausted = hits.len() < k || k == mnemon_index::MAX_K;
+                    let kept: Vec<_> = hits.into_iter().filter(|h| w.matches(&h.record)).collect();
+                    if kept.len() >= limit || exhausted {
+                        break kept.into_iter().take(limit).collect();
+                    }
+                    k = (k * 4).min(mnemon_index::MAX_K);
+                }
+            }
+        };
         let at = as_of.valid.unwrap_or_else(|| session.db().now());
         let explain = self.explain;
-        let hits = s
-            .run()?
+        let hits = found
             .into_iter()
             .map(|h| Hit {
                 score: h.score,

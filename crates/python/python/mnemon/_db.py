@@ -317,10 +317,14 @@ class Namespace:
         task: Optional[Id] = None,
         limit: Optional[int] = None,
         page_size: int = 500,
+        where: Optional[Mapping[str, Any]] = None,
     ) -> Iterator[Record]:
         """The records valid at ``as_of`` (default now), as known at ``known_at`` (default
         now), newest first: an iterator that reads ``page_size`` at a time. Only ``kinds``
-        (all if none), with every tag of ``tags``, of ``agent`` or of ``task`` if given."""
+        (all if none), with every tag of ``tags``, of ``agent`` or of ``task`` if given, and
+        passing ``where``: a filter over metadata and envelope fields as Chroma and mem0 write
+        them (``{"user_id": "42", "importance": {"$gte": 3}, "$or": [...]}``), evaluated by
+        the engine."""
         if limit is not None and limit < 0:
             raise InvalidInput("`limit` must not be negative")
         base: Dict[str, Any] = {
@@ -330,6 +334,7 @@ class Namespace:
             "tags": strings("tags", tags),
             "agent": agent,
             "task": None if task is None else id_arg(task, "task"),
+            "where": None if where is None else dict(where),
         }
         return self._pages(base, limit, max(1, page_size))
 
@@ -464,11 +469,14 @@ class Namespace:
         min_score: Optional[float] = None,
         also: Union[str, List[str], tuple] = (),
         explain: bool = False,
+        where: Optional[Mapping[str, Any]] = None,
     ) -> List[Hit]:
         """The records most relevant to ``query``, best first: ``mode`` is ``hybrid`` (words
         and meaning), ``lexical`` (BM25), ``vector`` or ``exact`` (the exact scan). Only what
         matches comes back: a query that matches nothing gets an empty list. ``also`` searches
-        other namespaces too; ``explain`` tells each hit's ranks and scores."""
+        other namespaces too; ``explain`` tells each hit's ranks and scores. ``where`` (as
+        :meth:`list` takes it) keeps the hits that pass, looking further down the ranking
+        until ``limit`` pass or none is left."""
         args = {
             "query": query,
             "mode": mode,
@@ -482,6 +490,7 @@ class Namespace:
             "min_score": min_score,
             "also": strings("also", also),
             "explain": explain,
+            "where": None if where is None else dict(where),
         }
         return [Hit(h) for h in self._raw("recall", args)["hits"]]
 
