@@ -66,11 +66,18 @@ fn erasing_a_namespace_leaves_nothing_to_see_at_any_time() {
             confirm: user.into(),
             kinds: vec!["learning".into()],
             tags: vec!["pii".into(), "orders".into()],
+            ..Default::default()
         })
         .unwrap();
     assert_eq!((some.records, some.revisions), (1, 1));
     assert_eq!(list(&s, user, None, None), 2);
 
+    // Those passing a filter: Alice's note of the day, by its metadata.
+    let lyon = add(&s, user, "learning", json!({"text": "Alice flew to Lyon", "metadata": {"trip": true}}));
+    let filtered: Erase =
+        serde_json::from_value(json!({"namespace": user, "confirm": user, "where": {"trip": true}})).unwrap();
+    assert_eq!(s.call(filtered).unwrap().records, 1);
+    assert!(s.call(Get { id: lyon, namespace: Some(user.into()), ..Default::default() }).is_err());
     // Everything.
     let all = s.call(Erase { namespace: user.into(), confirm: user.into(), ..Default::default() }).unwrap();
     // The superseded decision has two revisions (as written, then marked superseded).
@@ -103,7 +110,7 @@ fn erasing_a_namespace_leaves_nothing_to_see_at_any_time() {
     let audit = s
         .call(List { namespace: Some(mnemon::erase::AUDIT_NAMESPACE.into()), ..Default::default() })
         .unwrap();
-    assert_eq!(audit.records.len(), 2);
+    assert_eq!(audit.records.len(), 3);
     let text = serde_json::to_string(
         &audit.records.iter().map(|r| r.record.envelope.metadata.as_str().to_string()).collect::<Vec<_>>(),
     )

@@ -86,13 +86,15 @@ pub fn run(cli: Cli) -> Result<()> {
                 out.line(format!("forgot {}: {n} revision(s) erased", gone.id))?;
             }
         }
-        Command::Erase { confirm, kinds, tags } => {
+        Command::Erase { confirm, kinds, tags, where_ } => {
+            let where_ = where_.as_deref().map(|w| crate::open::read_json(w, "--where")).transpose()?;
             let session = connect(&cli, true)?;
             let done = session.call(mnemon::ops::Erase {
                 namespace: cli.ns.clone(),
                 confirm: confirm.clone(),
                 kinds: kinds.iter().map(|k| k.name().to_string()).collect(),
                 tags: tags.clone(),
+                where_,
             })?;
             if out.json {
                 out.json_line(&done)?;

@@ -57,27 +57,37 @@ impl Db {
     /// [`AUDIT_NAMESPACE`] with the counts, the kinds, and the BLAKE3 hashes of the namespace
     /// and the tags (not their names, which may be the personal data erased).
     pub fn erase(&self, ns: &str, kinds: &[Kind], tags: &[String]) -> Result<Erasure> {
+        self.erase_where(ns, kinds, tags, None)
+    }
+
+    /// [`Db::erase`], keeping to the records whose latest revision also passes `filter` (the
+    /// `where` language of [`crate::filter`]).
+    pub fn erase_where(
+        &self,
+        ns: &str,
+        kinds: &[Kind],
+        tags: &[String],
+        filter: Option<&crate::filter::Where>,
+    ) -> Result<Erasure> {
         let name = Namespace::new(ns)?;
         if ns == AUDIT_NAMESPACE {
             return Err(crate::error::invalid("the erasures' audit trail is not erased"));
         }
         let snap = self.db_for(ns)?.snapshot()?;
-        // Each record's latest revision, to match the filter against.
-        let mut latest: HashMap<RecordId, (u32, Kind, Vec<String>)> = HashMap::new();
+        // Whether each record's latest revision passes the filters.
+        let mut latest: HashMap<RecordId, (u32, bool)> = HashMap::new();
         snap.for_each_revision(Some(&name), |r| {
-            let entry = latest.entry(r.id).or_insert((0, r.kind(), Vec::new()));
+            let entry = latest.entry(r.id).or_insert((0, false));
             if r.rev >= entry.0 {
-                *entry = (r.rev, r.kind(), r.envelope.tags.iter().map(ToString::to_string).collect());
+                let passes = (kinds.is_empty() || kinds.contains(&r.kind()))
+                    && tags.iter().all(|t| r.envelope.tags.iter().any(|h| h.as_str() == t))
+                    && filter.is_none_or(|w| w.matches(&r));
+                *entry = (r.rev, passes);
             }
             Ok(())
         })?;
-        let mut ids: Vec<RecordId> = latest
-            .into_iter()
-            .filter(|(_, (_, kind, have))| {
-                (kinds.is_empty() || kinds.contains(kind)) && tags.iter().all(|t| have.iter().any(|h| h == t))
-            })
-            .map(|(id, _)| id)
-            .collect();
+        let mut ids: Vec<RecordId> =
+            latest.into_iter().filter(|(_, (_, passes))| *passes).map(|(id, _)| id).collect();
         ids.sort_unstable();
         let mut revisions = 0u64;
         for chunk in ids.chunks(CHUNK) {
@@ -88,7 +98,7 @@ impl Db {
                 }
             }
         }
-        if kinds.is_empty() && tags.is_empty() {
+        if kinds.is_empty() && tags.is_empty() && filter.is_none() {
             let rows: Vec<WriteOp> = snap
                 .aux_prefix("app/")?
                 .into_iter()
@@ -99,8 +109,11 @@ impl Db {
                 self.write(rows)?;
             }
         }
-        let audit =
-            if ids.is_empty() { None } else { Some(self.audit(ns, kinds, tags, ids.len(), revisions)?) };
+        let audit = if ids.is_empty() {
+            None
+        } else {
+            Some(self.audit(ns, kinds, tags, filter.is_some(), ids.len(), revisions)?)
+        };
         Ok(Erasure { records: ids.len() as u64, revisions, erased: ids, audit })
     }
 
@@ -109,23 +122,28 @@ impl Db {
         ns: &str,
         kinds: &[Kind],
         tags: &[String],
+        filtered: bool,
         records: usize,
         revisions: u64,
     ) -> Result<RecordId> {
         let hash = |s: &str| blake3::hash(s.as_bytes()).to_hex().to_string();
         let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
-        let what = match (kinds.is_empty(), tags.is_empty()) {
+        let mut what = match (kinds.is_empty(), tags.is_empty()) {
             (true, true) => "every record".to_string(),
             (false, true) => format!("the {} records", names.join(", ")),
             (true, false) => format!("the records with {} given tag(s)", tags.len()),
             (false, false) => format!("the {} records with {} given tag(s)", names.join(", "), tags.len()),
         };
+        if filtered {
+            what = format!("{what} passing a filter");
+        }
         let text = format!("erasure: {what} of a namespace: {records} records, {revisions} revisions");
         let meta = serde_json::json!({
             "erasure": {
                 "namespace_blake3": hash(ns),
                 "kinds": kinds.iter().map(|k| k.name()).collect::<Vec<_>>(),
                 "tags_blake3": tags.iter().map(|t| hash(t)).collect::<Vec<_>>(),
+                "filtered": filtered,
                 "records": records,
                 "revisions": revisions,
             }

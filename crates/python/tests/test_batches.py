@@ -82,9 +82,11 @@ def test_erase_a_namespace(transport) -> None:
     with pytest.raises(mnemon.InvalidInput, match="nothing was erased"):
         user.erase(confirm="user:bob")
     assert user.erase(confirm="user:alice", tags="pii")["records"] == 1
+    user.add("learning", "Alice's trip", metadata={"trip": True})
+    assert user.erase(confirm="user:alice", where={"trip": True})["records"] == 1
     done = user.erase(confirm="user:alice")
     assert done["records"] == 1 and done["audit"]
     assert list(user.list()) == [] and user.search("Alice") == []
     assert list(user.list(known_at="2000-01-01")) == []
     audit = list(db.ns("mnemon:erasures").list())
-    assert len(audit) == 2 and all("alice" not in str(r.metadata) for r in audit)
+    assert len(audit) == 3 and all("alice" not in str(r.metadata) for r in audit)

@@ -273,6 +273,9 @@ pub enum Command {
         /// Only records carrying this tag (repeatable: every one).
         #[arg(long = "tag", value_name = "TAG")]
         tags: Vec<String>,
+        /// Only records passing this filter (JSON, as `list --where` takes it).
+        #[arg(long = "where", value_name = "JSON")]
+        where_: Option<String>,
     },
     /// Every revision of a record, with both time intervals.
     History {

@@ -23,6 +23,10 @@ pub struct Erase {
     /// Only records whose latest revision carries every one of these tags.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Only records passing this filter over metadata and envelope fields (as `list` takes
+    /// it): `{"user_id": "42"}`.
+    #[serde(rename = "where", default)]
+    pub where_: Option<serde_json::Value>,
 }
 
 /// What was erased.
@@ -39,7 +43,7 @@ pub struct Erased {
 impl Operation for Erase {
     const NAME: &'static str = "erase";
     const TITLE: &'static str = "Erase records for good";
-    const DESCRIPTION: &'static str = "Erase every record of a namespace (or those of some kinds, with some tags) permanently: every revision, vector and index entry, so that time travel no longer sees them either; for data-deletion requests. `confirm` must repeat the namespace's name. An audit record (counts, kinds, hashes of the namespace and tags, no content) goes to namespace mnemon:erasures. Unlike retiring, which keeps the history, this cannot be undone.";
+    const DESCRIPTION: &'static str = "Erase every record of a namespace (or those of some kinds, with some tags, passing a `where` filter) permanently: every revision, vector and index entry, so that time travel no longer sees them either; for data-deletion requests. `confirm` must repeat the namespace's name. An audit record (counts, kinds, hashes of the namespace and tags, no content) goes to namespace mnemon:erasures. Unlike retiring, which keeps the history, this cannot be undone.";
     const READ_ONLY: bool = false;
     const DESTRUCTIVE: bool = true;
     const ADMIN: bool = true;
@@ -55,7 +59,8 @@ impl Operation for Erase {
             )));
         }
         let kinds = kinds(&self.kinds)?;
-        let done = session.db().erase(ns.name().as_str(), &kinds, &self.tags)?;
+        let filter = self.where_.as_ref().map(crate::filter::Where::parse).transpose()?;
+        let done = session.db().erase_where(ns.name().as_str(), &kinds, &self.tags, filter.as_ref())?;
         Ok(Erased {
             records: done.records,
             revisions: done.revisions,

@@ -272,17 +272,32 @@ class Namespace:
         data that must not be kept). What was done."""
         return self._raw("forget", {"id": id_arg(id), "erase": erase})
 
-    def erase(self, *, confirm: str, kinds: Union[str, List[str], tuple] = (), tags: Union[str, List[str], tuple] = ()) -> Dict[str, Any]:
+    def erase(
+        self,
+        *,
+        confirm: str,
+        kinds: Union[str, List[str], tuple] = (),
+        tags: Union[str, List[str], tuple] = (),
+        where: Optional[Mapping[str, Any]] = None,
+    ) -> Dict[str, Any]:
         """Erase, for good, every record of this namespace (or those of ``kinds``, carrying
         every tag of ``tags``): every revision, vector and index entry, so that no reading at
         any time sees them again (a data-deletion request; :meth:`retire` keeps the history,
-        :meth:`forget` is one record). ``confirm`` must be this namespace's name. An audit
+        :meth:`forget` is one record); ``where`` narrows it as :meth:`list`'s does (mem0's
+        ``delete_all(user_id=...)`` is ``erase(confirm=ns.name, where={"user_id": ...})``).
+        ``confirm`` must be this namespace's name. An audit
         record without content (counts, kinds, hashes of the namespace and tags) goes to the
         namespace ``mnemon:erasures``. Through a server it needs an admin token. The answer:
         ``records``, ``revisions``, ``audit`` (the audit record's id)."""
         return self._raw(
             "erase",
-            {"namespace": self.name, "confirm": confirm, "kinds": strings("kinds", kinds), "tags": strings("tags", tags)},
+            {
+                "namespace": self.name,
+                "confirm": confirm,
+                "kinds": strings("kinds", kinds),
+                "tags": strings("tags", tags),
+                "where": None if where is None else dict(where),
+            },
         )
 
     # Reading.
