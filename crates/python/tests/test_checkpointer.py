@@ -87,6 +87,11 @@ def test_each_method(transport) -> None:
     saver.delete_thread("t/1 é")
     assert saver.get_tuple(config) is None and list(saver.list(config)) == []
     assert saver.get_tuple(other) is not None
+    # Another saver erases a thread this one has read: it is looked up again, not served stale.
+    MnemonSaver(db).delete_thread("t2")
+    assert saver.get_tuple(other) is None
+    again = saver.put(other, create_checkpoint(empty_checkpoint(), {}, 1), {"step": 9}, {})
+    assert saver.get_tuple(other).config == again
 
 
 def test_a_graph_keeps_state_interrupts_and_replays(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from langgraph.checkpoint.base import (
 
 from . import _db
 from ._values import Record
+from .errors import InvalidInput, NotFound
 
 __all__ = ["MnemonSaver"]
 
@@ -78,6 +79,9 @@ class MnemonSaver(BaseCheckpointSaver[str]):
     def __init__(self, db: "_db.Db", *, serde: Optional[SerializerProtocol] = None) -> None:
         super().__init__(serde=serde)
         self._db = db
+        # The ids of records found or made, by tag and namespace: read by id afterwards (a
+        # record's id never changes; a record erased meanwhile is looked up again).
+        self._ids: Dict[Tuple[str, str], str] = {}
 
     # Names and records.
     @staticmethod
@@ -92,7 +96,16 @@ class MnemonSaver(BaseCheckpointSaver[str]):
         return [unquote(n[len(ROOT) :]) for n in names if n.startswith(ROOT)]
 
     def _find(self, ns: "_db.Namespace", tag: str) -> Optional[Record]:
-        return next(ns.list(KIND, tags=[tag], limit=1), None)
+        known = self._ids.get((ns.name, tag))
+        if known is not None:
+            try:
+                return ns.get(known)
+            except (NotFound, InvalidInput):
+                del self._ids[(ns.name, tag)]
+        found = next(ns.list(KIND, tags=[tag], limit=1), None)
+        if found is not None:
+            self._ids[(ns.name, tag)] = found.id
+        return found
 
     def _checkpoint_record(self, ns: "_db.Namespace", checkpoint_ns: str) -> Optional[Record]:
         return self._find(ns, _tag(CHECKPOINTS, checkpoint_ns))
@@ -216,10 +229,11 @@ class MnemonSaver(BaseCheckpointSaver[str]):
         ns = self._ns(thread_id)
         record = self._checkpoint_record(ns, checkpoint_ns)
         if record is None:
-            ns.add(
+            tag = _tag(CHECKPOINTS, checkpoint_ns)
+            self._ids[(ns.name, tag)] = ns.add(
                 KIND,
                 f"LangGraph checkpoints of thread {thread_id} {checkpoint_ns}".strip(),
-                tags=[CHECKPOINTS, _tag(CHECKPOINTS, checkpoint_ns)],
+                tags=[CHECKPOINTS, tag],
                 metadata=meta,
             )
         else:
@@ -253,7 +267,7 @@ class MnemonSaver(BaseCheckpointSaver[str]):
         if not added:
             return
         if record is None:
-            ns.add(
+            self._ids[(ns.name, tag)] = ns.add(
                 KIND,
                 f"LangGraph pending writes of thread {thread_id}",
                 tags=[WRITES, tag],
@@ -266,6 +280,7 @@ class MnemonSaver(BaseCheckpointSaver[str]):
         """Erase every checkpoint and write of the thread, every revision (``forget`` with
         ``erase``): the database as known at a past time no longer has them either."""
         ns = self._ns(thread_id)
+        self._ids = {k: v for k, v in self._ids.items() if k[0] != ns.name}
         ids = [r.id for r in ns.list(KIND)]
         for start in range(0, len(ids), 1000):
             ns.call("batch", writes=[{"op": "forget", "id": i, "erase": True} for i in ids[start : start + 1000]])
