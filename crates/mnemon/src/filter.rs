@@ -20,7 +20,9 @@
 //!
 //! let w = Where::parse(&json!({"user_id": "42", "importance": {"$gte": 3},
 //!                               "$or": [{"tags": "pii"}, {"metadata.score": {"$gt": 0.5}}]}))?;
-//! assert!(Where::parse(&json!({"importance": {"$gt": "high"}})).is_err());
+//! assert_ne!(w, Where::parse(&json!({"user_id": "42"}))?);
+//! let bad = Where::parse(&json!({"importance": {"$gt": "high"}})).unwrap_err();
+//! assert!(bad.to_string().contains("where.importance.$gt"));
 //! # Ok::<(), mnemon::Error>(())
 //! ```
 
