@@ -145,7 +145,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Decision(cmd) => crate::groups::work::decision(&cli, &mut out, cmd)?,
         Command::Entity(cmd) => crate::groups::work::entity(&cli, &mut out, cmd)?,
         Command::Conversation(cmd) => crate::groups::work::conversation(&cli, &mut out, cmd)?,
-        Command::Context { query, task, agent, budget, format, at } => {
+        Command::Context { query, task, agent, budget, format, at, where_ } => {
             let req = crate::search::ContextArgs {
                 query,
                 task: task.as_deref(),
@@ -153,6 +153,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 budget: *budget,
                 format,
                 at: *at,
+                where_: where_.as_deref().map(|w| crate::open::read_json(w, "--where")).transpose()?,
             };
             crate::search::context(&cli, &mut out, req)?
         }

@@ -177,6 +177,7 @@ pub(crate) struct ContextArgs<'a> {
     pub(crate) budget: usize,
     pub(crate) format: &'a str,
     pub(crate) at: crate::cli::AsOfArgs,
+    pub(crate) where_: Option<serde_json::Value>,
 }
 
 pub(crate) fn context(cli: &Cli, out: &mut Out, a: ContextArgs<'_>) -> Result<()> {
@@ -196,6 +197,7 @@ pub(crate) fn context(cli: &Cli, out: &mut Out, a: ContextArgs<'_>) -> Result<()
         format: Some(format),
         as_of: time(a.at.as_of),
         known_at: time(a.at.known_at),
+        where_: a.where_,
         namespace: None,
     })?;
     if out.json {

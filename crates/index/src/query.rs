@@ -46,6 +46,7 @@ impl<'a> Query<'a> {
             && f.tags.is_empty()
             && f.source.is_none()
             && f.task.is_none()
+            && f.test.is_none()
     }
 }
 

@@ -63,6 +63,9 @@ pub struct ContextRequest {
     /// The time to build it at: what was valid then, as known then (default: now, as known
     /// now). A block as of a past moment is what an agent had to go on then.
     pub as_of: AsOf,
+    /// Only records that pass this test may be in the block (a `where` filter,
+    /// [`crate::filter::Where::test`]): every section reads through it.
+    pub test: Option<std::sync::Arc<dyn mnemon_storage::RecordTest>>,
 }
 
 impl Default for ContextRequest {
@@ -74,6 +77,7 @@ impl Default for ContextRequest {
             budget: 2000,
             format: Format::Markdown,
             as_of: AsOf::now(),
+            test: None,
         }
     }
 }
@@ -164,8 +168,14 @@ impl Ns {
         // Everything is read as of the asked time: valid then, as known then.
         let as_of = req.as_of;
         let now = as_of.valid.unwrap_or_else(|| self.db().now());
-        let list =
-            |ns: &Ns, kinds: &[Kind]| ns.list(&ListQuery::new().kinds(kinds.iter().copied()).as_of(as_of));
+        // Every read of the block: as of the asked time, through the request's test.
+        let query = |kinds: &[Kind]| ListQuery {
+            kinds: kinds.to_vec(),
+            as_of,
+            test: req.test.clone(),
+            ..ListQuery::default()
+        };
+        let list = |ns: &Ns, kinds: &[Kind]| ns.list(&query(kinds));
         let has_query = !req.query.trim().is_empty();
         // 1. Critical gotchas (critical, then high).
         let mut gotchas = list(self, &[Kind::Gotcha])?;
@@ -225,7 +235,7 @@ impl Ns {
         let kinds =
             [Kind::Learning, Kind::Episode, Kind::Pattern, Kind::ErrorFix, Kind::Gotcha, Kind::Observation];
         if let Some(t) = &req.task {
-            let mut q = ListQuery::new().kinds(kinds).as_of(as_of);
+            let mut q = query(&kinds);
             q.task = Some(t.clone());
             let mut own = self.list(&q)?;
             own.sort_by_key(|r| std::cmp::Reverse(r.id));
@@ -236,13 +246,7 @@ impl Ns {
         let weights = Weights { importance: 0.5, confidence: 0.0, recency_half_life_days: Some(30.0) };
         let ranked = |kinds: &[Kind], n: usize| -> Result<Vec<Record>> {
             if has_query {
-                let hits = self
-                    .search(&req.query)
-                    .kinds(kinds.iter().copied())
-                    .limit(n)
-                    .weigh(weights)
-                    .as_of(as_of)
-                    .run()?;
+                let hits = self.search(&req.query).filter(query(kinds)).limit(n).weigh(weights).run()?;
                 Ok(hits.into_iter().map(|h| h.record).collect())
             } else {
                 let mut all = list(self, kinds)?;

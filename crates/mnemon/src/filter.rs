@@ -99,10 +99,26 @@ impl Where {
         Ok(Where(object(value, "where", &mut count)?))
     }
 
+    /// Read `value` if there is one, as the engine's test for a [`crate::ListQuery`]: every
+    /// access path then applies it where it reads records (listings, the lexical search, the
+    /// filtered vector search), so that a filtered search finds as many as pass.
+    pub fn test(value: Option<&Value>) -> Result<Option<std::sync::Arc<dyn mnemon_storage::RecordTest>>> {
+        Ok(match value {
+            Some(v) => Some(std::sync::Arc::new(Where::parse(v)?)),
+            None => None,
+        })
+    }
+
     /// Whether `record` passes.
     pub fn matches(&self, record: &Record) -> bool {
         let meta = record.envelope.metadata.value();
         eval(&self.0, record, &meta)
+    }
+}
+
+impl mnemon_storage::RecordTest for Where {
+    fn keeps(&self, record: &Record) -> bool {
+        self.matches(record)
     }
 }
 

@@ -79,7 +79,7 @@ pub use json::JsonText;
 pub use kind::{Kind, UnknownKind};
 pub use lexical::{FRESH_LIMIT, LexicalHit, SEGMENT_FANOUT};
 pub use read::{
-    AsOf, ChangeOp, CommitLogEntry, ListPath, ListQuery, LogChange, Problem, RecordsAt, Snapshot,
+    AsOf, ChangeOp, CommitLogEntry, ListPath, ListQuery, LogChange, Problem, RecordTest, RecordsAt, Snapshot,
 };
 pub use record::{Envelope, Op, Record, Status, TTL_DAYS, Visible};
 pub use store::{COMMIT_POLL, CommitStats, Commits, Durability, Histogram, Receipt, Store, StoreOptions};

@@ -438,6 +438,10 @@ pub enum Command {
         format: String,
         #[command(flatten)]
         at: AsOfArgs,
+        /// Only records passing this filter may be in the block (JSON, as `list --where`
+        /// takes it): `'{"user_id": "42"}'` is one user's briefing.
+        #[arg(long = "where", value_name = "JSON")]
+        where_: Option<String>,
     },
     /// Prune: entries whose TTL ran out, episodes past an age (important ones live longer),
     /// episodes over a cap. Retired (kept for time travel) unless --forget.

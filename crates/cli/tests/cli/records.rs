@@ -411,6 +411,11 @@ fn where_filters_list_and_search() {
         .run(&["--json", "search", "note", "--limit", "4", "--where", r#"{"user":{"$in":["u2"]}}"#])
         .json_lines();
     assert_eq!(hits.len(), 4, "{hits:?}");
+    // A context block holds only what passes: u0's notes are 0, 3, 6...
+    let block = e.run(&["--json", "context", "--query", "note", "--where", r#"{"user":"u0"}"#]).json_lines();
+    let text = block[0]["context"].as_str().unwrap_or_default();
+    assert!(text.contains("note 3\n") && !text.contains("note 4\n"), "{text}");
     e.run(&["list", "--where", r#"{"n":{"$gt":"many"}}"#]).fails(2, "where.n.$gt");
     e.run(&["list", "--where", "{"]).fails(2, "--where");
+    e.run(&["context", "--where", "[1]"]).fails(2, "where");
 }

@@ -26,6 +26,7 @@ pub struct Erase {
     /// Only records passing this filter over metadata and envelope fields (as `list` takes
     /// it): `{"user_id": "42"}`.
     #[serde(rename = "where", default)]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub where_: Option<serde_json::Value>,
 }
 

@@ -141,35 +141,6 @@ impl Operation for GetMany {
 /// The most ids one `get_many` reads.
 const MAX_GET_MANY: usize = 1_000;
 
-/// A listing through a filter: pages read one after another until `limit + 1` records pass
-/// (the one more tells that another page follows) or the listing ends.
-fn filtered(
-    ns: &crate::Ns,
-    mut q: ListQuery,
-    w: &crate::filter::Where,
-    limit: usize,
-) -> Result<(Vec<crate::Record>, crate::ListPath)> {
-    let page = (limit + 1).max(200);
-    q.limit = Some(page);
-    let mut kept = Vec::new();
-    loop {
-        let (found, path) = ns.list_explain(&q)?;
-        let ended = found.len() < page;
-        for r in found {
-            q.before = Some(r.id);
-            if w.matches(&r) {
-                kept.push(r);
-                if kept.len() > limit {
-                    return Ok((kept, path));
-                }
-            }
-        }
-        if ended {
-            return Ok((kept, path));
-        }
-    }
-}
-
 /// Read one memory.
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -260,6 +231,7 @@ pub struct List {
     /// "$or": [{"tags": "pii"}, {"metadata.score": {"$gt": 0.5}}]}`. Operators: $eq, $ne,
     /// $in, $nin, $gt, $gte, $lt, $lte (numbers, times), $exists, $and, $or, $not.
     #[serde(rename = "where", default)]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub where_: Option<Value>,
     /// The namespace (default: the session's).
     pub namespace: Option<String>,
@@ -306,12 +278,10 @@ impl Operation for List {
             // One more than asked: whether another page follows.
             limit: Some(limit + 1),
             before,
+            test: crate::filter::Where::test(self.where_.as_ref())?,
         };
         let at = q.as_of.valid.unwrap_or_else(|| session.db().now());
-        let (mut found, path) = match self.where_.as_ref().map(crate::filter::Where::parse).transpose()? {
-            None => ns.list_explain(&q)?,
-            Some(w) => filtered(&ns, q, &w, limit)?,
-        };
+        let (mut found, path) = ns.list_explain(&q)?;
         let next_cursor = if found.len() > limit {
             found.truncate(limit);
             found.last().map(|r| r.id.to_string())

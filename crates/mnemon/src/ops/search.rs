@@ -41,9 +41,10 @@ pub struct Recall {
     /// ...as it was known at this time (default: now). RFC 3339 or a date.
     pub known_at: Option<String>,
     /// Only memories passing this filter over metadata and envelope fields (as `list`
-    /// takes it): `{"user_id": "42", "importance": {"$gte": 3}}`. The search then looks
-    /// further down its ranking until `limit` hits pass or none is left.
+    /// takes it): `{"user_id": "42", "importance": {"$gte": 3}}`. Applied where the search
+    /// reads records, so `limit` hits come back when that many pass.
     #[serde(rename = "where", default)]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub where_: Option<serde_json::Value>,
     /// The namespace (default: the session's).
     pub namespace: Option<String>,
@@ -108,36 +109,19 @@ impl Operation for Recall {
             source: self.agent,
             task: self.task,
             as_of,
+            test: crate::filter::Where::test(self.where_.as_ref())?,
             ..Default::default()
         };
         let limit = super::count(self.limit, 10, mnemon_index::MAX_K)?;
-        let search = |k: usize| {
-            let mut s =
-                ns.search(&self.query).limit(k).mode(self.mode.unwrap_or_default()).filter(filter.clone());
-            if let Some(m) = self.min_score {
-                s = s.min_score(m);
-            }
-            for n in &self.also {
-                s = s.also_in(n.clone());
-            }
-            s.run()
-        };
-        let found = match self.where_.as_ref().map(crate::filter::Where::parse).transpose()? {
-            None => search(limit)?,
-            // Further down the ranking until `limit` pass, or nothing is left to look at.
-            Some(w) => {
-                let mut k = (limit * 4).min(mnemon_index::MAX_K);
-                loop {
-                    let hits = search(k)?;
-                    let exhausted = hits.len() < k || k == mnemon_index::MAX_K;
-                    let kept: Vec<_> = hits.into_iter().filter(|h| w.matches(&h.record)).collect();
-                    if kept.len() >= limit || exhausted {
-                        break kept.into_iter().take(limit).collect();
-                    }
-                    k = (k * 4).min(mnemon_index::MAX_K);
-                }
-            }
-        };
+        let mut search =
+            ns.search(&self.query).limit(limit).mode(self.mode.unwrap_or_default()).filter(filter);
+        if let Some(m) = self.min_score {
+            search = search.min_score(m);
+        }
+        for n in &self.also {
+            search = search.also_in(n.clone());
+        }
+        let found = search.run()?;
         let at = as_of.valid.unwrap_or_else(|| session.db().now());
         let explain = self.explain;
         let hits = found
@@ -178,6 +162,11 @@ pub struct Context {
     pub as_of: Option<String>,
     /// ...as it was known at this time (default: now). RFC 3339 or a date.
     pub known_at: Option<String>,
+    /// Only records passing this filter may be in the block (docs/filters.md), as `recall`'s
+    /// `where`: `{"user_id": "42"}` builds one user's briefing.
+    #[serde(rename = "where", default)]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub where_: Option<serde_json::Value>,
     /// The namespace (default: the session's).
     pub namespace: Option<String>,
 }
@@ -227,6 +216,7 @@ impl Operation for Context {
             budget: self.budget_tokens.unwrap_or(2000),
             format,
             as_of: AsOf { valid: time("as_of", &self.as_of)?, known: time("known_at", &self.known_at)? },
+            test: crate::filter::Where::test(self.where_.as_ref())?,
         };
         let b = ns.context(&req)?;
         Ok(ContextOut { context: b.text, tokens: b.tokens, ids: b.ids, left_out: b.left_out })
@@ -276,6 +266,78 @@ mod tests {
         // A named task narrows like the listing's filter.
         let none = all.call(Recall { task: Some("elsewhere".into()), ..ask })?;
         assert!(none.hits.is_empty());
+        Ok(())
+    }
+
+    /// A `where` filter is applied where records are read, on both halves of a search and in
+    /// every section of a context block: one user in twenty, asked for ten, gives ten, whichever
+    /// way the search runs.
+    #[test]
+    fn where_narrows_search_and_context_where_records_are_read() -> Result<(), Box<dyn std::error::Error>> {
+        use super::Context;
+        use crate::ops::List;
+        let dir = tempfile::tempdir()?;
+        let s = Session::new(Db::create(dir.path().join("m.redb"))?, "p")?;
+        for i in 0..400 {
+            s.call(Remember {
+                kind: "learning".into(),
+                text: Some(format!("retry the flaky upload with backoff, note {i}")),
+                metadata: Some(serde_json::json!({"user": format!("u{}", i % 20), "n": i})),
+                ..Default::default()
+            })?;
+        }
+        let mine = serde_json::json!({"user": "u7"});
+        let is_mine = |m: &serde_json::Value| m["user"] == "u7";
+        for mode in [TextMode::Hybrid, TextMode::Lexical, TextMode::Vector, TextMode::Exact] {
+            let found = s.call(Recall {
+                query: "retry upload backoff".into(),
+                mode: Some(mode),
+                limit: Some(10),
+                where_: Some(mine.clone()),
+                ..Default::default()
+            })?;
+            assert_eq!(found.hits.len(), 10, "{mode:?}");
+            assert!(
+                found.hits.iter().all(|h| h.record.record.envelope.metadata.value().get("user")
+                    == Some(&serde_json::json!("u7")))
+            );
+        }
+        // All twenty, and no more, when more are asked for.
+        let all = s.call(Recall {
+            query: "retry".into(),
+            limit: Some(50),
+            where_: Some(mine.clone()),
+            ..Default::default()
+        })?;
+        assert_eq!(all.hits.len(), 20);
+        // A listing pages through the twenty.
+        let page = s.call(List { limit: Some(15), where_: Some(mine.clone()), ..Default::default() })?;
+        assert_eq!(page.records.len(), 15);
+        let rest = s.call(List {
+            limit: Some(15),
+            cursor: page.next_cursor,
+            where_: Some(mine.clone()),
+            ..Default::default()
+        })?;
+        assert_eq!(rest.records.len(), 5);
+        assert!(rest.next_cursor.is_none());
+        // A context block holds that user's records only, and some of them.
+        let block =
+            s.call(Context { query: "upload".into(), where_: Some(mine.clone()), ..Default::default() })?;
+        assert!(!block.ids.is_empty());
+        for id in &block.ids {
+            let r = s.db().ns("p")?.get(*id)?.ok_or("a record of the block is gone")?;
+            assert!(is_mine(&r.envelope.metadata.value()), "{id} is another user's");
+        }
+        let everyone = s.call(Context { query: "upload".into(), ..Default::default() })?;
+        assert!(everyone.ids.len() > block.ids.len() || everyone.ids != block.ids);
+        // A bad filter names its part.
+        let bad =
+            s.call(Context { where_: Some(serde_json::json!({"n": {"$gt": "x"}})), ..Default::default() });
+        assert!(
+            bad.err()
+                .is_some_and(|e| e.code() == Code::InvalidInput && e.to_string().contains("where.n.$gt"))
+        );
         Ok(())
     }
 }

@@ -57,6 +57,15 @@ impl From<Timestamp> for AsOf {
     }
 }
 
+/// A test a record must pass besides a [`ListQuery`]'s own filters, plugged in by the caller
+/// (mnemon's `where` filters over metadata): every access path that reads records for a query
+/// applies it where it reads them (listings, the lexical search, the filtered vector search),
+/// so that a filtered search or listing finds as many records as pass, not fewer.
+pub trait RecordTest: Send + Sync + std::fmt::Debug {
+    /// Whether `record` (as read at the query's time) passes.
+    fn keeps(&self, record: &Record) -> bool;
+}
+
 /// What to list.
 #[derive(Clone, Debug, Default)]
 pub struct ListQuery {
@@ -75,6 +84,8 @@ pub struct ListQuery {
     /// Only records with an id below this one: the next page of a listing (records are
     /// listed newest id first, so a page continues before the last id of the previous one).
     pub before: Option<RecordId>,
+    /// Only records that pass this test too.
+    pub test: Option<Arc<dyn RecordTest>>,
 }
 
 impl ListQuery {
@@ -113,6 +124,12 @@ impl ListQuery {
         self
     }
 
+    /// Only records that pass `test` too.
+    pub fn test(mut self, test: Arc<dyn RecordTest>) -> Self {
+        self.test = Some(test);
+        self
+    }
+
     /// Whether a record passes every filter besides the time: kinds, tags, source, task.
     pub(crate) fn matches(&self, r: &Record) -> bool {
         (self.kinds.is_empty() || self.kinds.contains(&r.kind())) && self.accepts(r)
@@ -125,6 +142,7 @@ impl ListQuery {
             && self.tags.iter().all(|t| r.envelope.tags.iter().any(|x| x.as_str() == t.as_str()))
             && self.source.as_ref().is_none_or(|s| r.envelope.source.as_deref() == Some(s.as_str()))
             && self.task.as_ref().is_none_or(|s| r.envelope.task.as_deref() == Some(s.as_str()))
+            && self.test.as_ref().is_none_or(|t| t.keeps(r))
     }
 }
 
