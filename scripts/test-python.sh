@@ -35,6 +35,9 @@ python3 -m venv --clear "$venv"
     -r "$root/crates/python/tests/requirements.txt"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --find-links "$wheels" 'mnemon-db[local]'
 
+# The installed package's types (the generated ones with the rest) hold together.
+(cd "$venv" && "$venv/bin/python" -m mypy --no-incremental -p mnemon)
+
 # No cargo, no rustc: only the environment and the system's own tools.
 cd "$root/crates/python"
 exec env PATH="$venv/bin:/usr/local/bin:/usr/bin:/bin" MNEMON_BIN="$venv/bin/mnemon" MNEMON_WHEEL_TEST=1 \

@@ -37,6 +37,16 @@ def test_where_in_list_and_search(filled: mnemon.Namespace) -> None:
     assert filled.search("memory", where={"user_id": "nobody"}) == []
 
 
+def test_where_in_context(filled: mnemon.Namespace) -> None:
+    block = filled.context("the user's preferences", where={"user_id": "42"})
+    assert block.ids and all(filled.get(i).metadata["user_id"] == "42" for i in block.ids)
+    assert "memory number 25 " in block or "memory number 50 " in block
+    everyone = filled.context("the user's preferences")
+    assert any(filled.get(i).metadata["user_id"] == "7" for i in everyone.ids)
+    with pytest.raises(mnemon.InvalidInput, match=r"where\.score\.\$gt"):
+        filled.context("x", where={"score": {"$gt": "high"}})
+
+
 def test_bad_filters_name_the_part(filled: mnemon.Namespace) -> None:
     with pytest.raises(mnemon.InvalidInput, match=r"where\.importance\.\$gt"):
         list(filled.list(where={"importance": {"$gt": "high"}}))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import time
 
 import pytest
@@ -214,3 +215,36 @@ def test_a_filtered_search_is_not_short(store: MnemonStore) -> None:
         store.put(("many",), f"k{i}", {"text": f"shared words item {i}", "group": "kept" if i % 10 == 0 else "other"})
     hits = store.search(("many",), query="shared words", filter={"group": "kept"}, limit=6)
     assert sorted(h.key for h in hits) == sorted(f"k{i}" for i in range(0, 60, 10))
+
+
+def test_filters_reach_the_engine_and_keep_langgraph_semantics(store: MnemonStore, db: mnemon.Db) -> None:
+    from mnemon.langgraph import _pushdown
+
+    # String equalities (nested, $eq) go to the engine; the rest stays with the store.
+    assert _pushdown({"user": "42", "meta": {"lang": "rust"}, "stars": {"$gt": 3}, "tags": ["a"]}) == {
+        "$or": [
+            {"metadata.langgraph.doc": {"$exists": False}},
+            {"$and": [{"metadata.langgraph.doc.user": "42"}, {"metadata.langgraph.doc.meta.lang": "rust"}]},
+        ]
+    }
+    assert _pushdown({"stars": 3}) is None and _pushdown(None) is None
+    for i in range(200):
+        store.put(("users",), f"k{i}", {"text": f"likes tea {i}", "user": "42" if i % 50 == 0 else "7", "n": i})
+    # An item as an earlier release wrote it (its value as text only) is still found.
+    ns = db.ns(store._ns_name(("users",)))  # noqa: SLF001
+    old = {"namespace": ["users"], "key": "old", "value": '{"text": "likes tea too", "user": "42", "n": -1}',
+           "created_at": "2026-01-01T00:00:00+00:00", "ttl": None}
+    from mnemon.langgraph import KIND, TAG, _key_tag
+
+    ns.add(KIND, text="likes tea too", tags=[TAG, _key_tag("old")], metadata={"langgraph": old})
+    listed = store.search(("users",), filter={"user": "42"}, limit=10)
+    assert sorted(h.key for h in listed) == ["k0", "k100", "k150", "k50", "old"]
+    found = store.search(("users",), query="likes tea", filter={"user": "42", "n": {"$gte": 0}}, limit=3)
+    assert len(found) == 3 and all(h.value["user"] == "42" and h.value["n"] >= 0 for h in found)
+    # LangGraph's semantics, not the engine's: a list is equal only to the same list.
+    store.put(("users",), "listy", {"user": ["42"]})
+    assert "listy" not in {h.key for h in store.search(("users",), filter={"user": "42"}, limit=20)}
+    # The engine was asked: a search through the pushed filter alone finds only the user's.
+    engine = list(ns.list(where=_pushdown({"user": "42"})))
+    users = sorted(str(json.loads(r.metadata["langgraph"]["value"])["user"]) for r in engine)
+    assert users == ["42"] * 5 + ["['42']"]

@@ -19,87 +19,45 @@ refused as a whole); only the waiting stops.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, AsyncIterator, Callable, Optional, Union
+from typing import Any, AsyncIterator, Optional, Union
 
 from ._db import Db, Namespace, PathLike, connect, open as _open
+from ._groups import (
+    AsyncAgent,
+    AsyncConversations,
+    AsyncDecisions,
+    AsyncEntities,
+    AsyncEpisodes,
+    AsyncKnowledge,
+    AsyncMemory,
+    AsyncProject,
+    AsyncTasks,
+    AsyncVectors,
+)
+from ._forward import AsyncDbMethods, AsyncNamespaceMethods
+from ._pool import run as _run
 from ._values import Change, Record, Time
 
 __all__ = ["AsyncDb", "AsyncNamespace", "aopen", "aconnect"]
 
-#: Threads the calls of every AsyncDb run on: enough for 32 concurrent tasks against a server
-#: and a few watches, however many cores the machine has.
-_WORKERS = 64
-_pool: Optional[ThreadPoolExecutor] = None
-_pool_lock = threading.Lock()
-
-
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="mnemon-async")
-        return _pool
-
-
-async def _run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_executor(), functools.partial(fn, *args, **kwargs))
-
-
-def _coroutine(name: str, doc_from: type) -> Callable[..., Any]:
-    """A coroutine method calling the synchronous method ``name`` of ``self._sync`` on a
-    worker thread; its documentation is the synchronous method's."""
-
-    async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return await _run(getattr(self._sync, name), *args, **kwargs)
-
-    original = getattr(doc_from, name)
-    method.__name__ = name
-    method.__qualname__ = f"Async{doc_from.__name__}.{name}"
-    method.__doc__ = f"Coroutine of :meth:`mnemon.{doc_from.__name__}.{name}`.\n\n{original.__doc__ or ''}"
-    return method
-
-
-class _AsyncGroup:
-    """A domain group (``tasks``, ``decisions``...) whose methods are coroutines."""
-
-    __slots__ = ("_sync",)
-
-    def __init__(self, group: Any):
-        self._sync = group
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._sync, name)
-        if not callable(attr):
-            return attr
-
-        @functools.wraps(attr)
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            return await _run(attr, *args, **kwargs)
-
-        return call
-
-    def __repr__(self) -> str:
-        return f"mnemon.Async({self._sync!r})"
-
-
-class AsyncNamespace:
+class AsyncNamespace(AsyncNamespaceMethods):
     """:class:`mnemon.Namespace` with coroutine methods: ``await ns.add(...)``, ``await
     ns.search(...)``; ``list`` and ``watch`` are async iterators; the domain groups
     (``ns.tasks``...) have coroutine methods too."""
 
-    _GROUPS = ("tasks", "decisions", "entities", "episodes", "memory", "knowledge", "conversations", "project",
-               "agent", "vectors")
-
     def __init__(self, ns: Namespace):
         self._sync = ns
-        for g in self._GROUPS:
-            setattr(self, g, _AsyncGroup(getattr(ns, g)))
+        self.tasks = AsyncTasks(ns.tasks)
+        self.decisions = AsyncDecisions(ns.decisions)
+        self.entities = AsyncEntities(ns.entities)
+        self.episodes = AsyncEpisodes(ns.episodes)
+        self.memory = AsyncMemory(ns.memory)
+        self.knowledge = AsyncKnowledge(ns.knowledge)
+        self.conversations = AsyncConversations(ns.conversations)
+        self.project = AsyncProject(ns.project)
+        self.agent = AsyncAgent(ns.agent)
+        self.vectors = AsyncVectors(ns.vectors)
 
     @property
     def name(self) -> str:
@@ -144,12 +102,8 @@ def _take(it: Any, n: int, done: object) -> list:
     return out
 
 
-for _name in ("call", "add", "add_many", "revise", "supersede", "retire", "expire", "forget", "erase", "get", "get_many",
-              "history", "chain", "tagged", "stats", "changes", "search", "context"):
-    setattr(AsyncNamespace, _name, _coroutine(_name, Namespace))
 
-
-class AsyncDb:
+class AsyncDb(AsyncDbMethods):
     """:class:`mnemon.Db` for asyncio: the same handle (a file in this process or a server),
     with coroutine methods. ``async with`` closes it."""
 
@@ -166,6 +120,11 @@ class AsyncDb:
     def sync(self) -> Db:
         """The same handle with blocking methods."""
         return self._sync
+
+    async def flush(self) -> None:
+        """:meth:`mnemon.Db.sync` as a coroutine: make every acknowledged write durable
+        (matters with ``durability="eventual"``). (``sync`` is the blocking handle.)"""
+        await _run(self._sync.sync)
 
     @property
     def closed(self) -> bool:
@@ -196,9 +155,6 @@ class AsyncDb:
     def __repr__(self) -> str:
         return f"mnemon.Async{self._sync!r}"
 
-
-for _name in ("export", "import_", "stats", "sync", "close"):
-    setattr(AsyncDb, _name, _coroutine(_name, Db))
 
 
 async def aopen(path: PathLike, **options: Any) -> AsyncDb:

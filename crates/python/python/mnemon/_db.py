@@ -9,6 +9,7 @@ from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, 
 
 from . import _native
 from ._groups import Agent, Conversations, Decisions, Entities, Episodes, Knowledge, Memory, Project, Tasks, Vectors
+from ._types import DomainStats, Erased, Forgotten, Stats
 from ._values import Change, Context, Hit, Id, Record, Time, id_arg, strings, time_arg, wrap
 from .errors import InvalidInput
 
@@ -51,7 +52,7 @@ class Db:
         ``restored``, ``unchanged``, ``failed`` (``"SOURCE:LINE: REASON"``), ``embedded``."""
         return self._h.import_(os.fspath(path), namespace, partial)
 
-    def stats(self, *, namespace: str = "default") -> Dict[str, Any]:
+    def stats(self, *, namespace: str = "default") -> Stats:
         """Figures of the whole database: the file, its tables, and the namespaces this handle
         reaches with their records and revisions. Through a server the call is made in
         ``namespace``, which the token must reach."""
@@ -267,7 +268,7 @@ class Namespace:
         """Mark a record expired at ``at`` (default now)."""
         self._raw("retire", {"id": id_arg(id), "at": time_arg("at", at), "expire": True})
 
-    def forget(self, id: Id, *, erase: bool = False) -> Dict[str, Any]:
+    def forget(self, id: Id, *, erase: bool = False) -> Forgotten:
         """Retire a record now; with ``erase``, remove every revision of it for good (for
         data that must not be kept). What was done."""
         return self._raw("forget", {"id": id_arg(id), "erase": erase})
@@ -279,7 +280,7 @@ class Namespace:
         kinds: Union[str, List[str], tuple] = (),
         tags: Union[str, List[str], tuple] = (),
         where: Optional[Mapping[str, Any]] = None,
-    ) -> Dict[str, Any]:
+    ) -> Erased:
         """Erase, for good, every record of this namespace (or those of ``kinds``, carrying
         every tag of ``tags``): every revision, vector and index entry, so that no reading at
         any time sees them again (a data-deletion request; :meth:`retire` keeps the history,
@@ -381,7 +382,7 @@ class Namespace:
         groups = self._raw("tagged", {"tag": tag})["groups"]
         return [Record(r) for g in groups for r in g["records"]]
 
-    def stats(self) -> Dict[str, Any]:
+    def stats(self) -> DomainStats:
         """Figures of this namespace: records by kind, tags."""
         return self._raw("stats", {})
 
@@ -448,6 +449,7 @@ class Namespace:
     ) -> AsyncIterator[Change]:
         """:meth:`watch` as an async iterator: the waiting happens on a worker thread, so the
         event loop goes on; cancelling the task stops it within a second."""
+        place: Optional[str]
         if since is None:
             place = (await asyncio.to_thread(self.changes, None, kinds=kinds, tags=tags, limit=1))[1]
         else:
@@ -519,11 +521,13 @@ class Namespace:
         agent: Optional[str] = None,
         as_of: Optional[Time] = None,
         known_at: Optional[Time] = None,
+        where: Optional[Mapping[str, Any]] = None,
     ) -> Context:
         """A ready-to-read briefing for a prompt within ``budget`` tokens: critical gotchas,
         the brief, active decisions, open tasks, the memories relevant to ``query``, the
         entities it names, the agent's preferences; ``format`` is ``markdown`` or ``xml``. As
-        of a past time with ``as_of`` / ``known_at``."""
+        of a past time with ``as_of`` / ``known_at``. With ``where`` (as :meth:`list`'s), only
+        records passing the filter may be in it: ``where={"user_id": "42"}`` is one user's."""
         args = {
             "query": query or "",
             "budget_tokens": budget,
@@ -533,6 +537,8 @@ class Namespace:
             "as_of": time_arg("as_of", as_of),
             "known_at": time_arg("known_at", known_at),
         }
+        if where is not None:
+            args["where"] = dict(where)
         return Context(self._raw("context", args))
 
     def __repr__(self) -> str:

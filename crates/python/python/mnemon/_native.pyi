@@ -1,6 +1,9 @@
+# Written by scripts/gen-python.py (python3 scripts/gen-python.py): do not edit by hand.
 """The extension module: one handle on a file or a server, one call for every operation."""
 
 from typing import Any, Dict, List, Optional, Tuple
+
+from ._types import OperationName
 
 VERSION: str
 
@@ -35,4 +38,4 @@ def open(
     embedder_name: Optional[str] = None,
 ) -> Handle: ...
 def connect(url: str, *, token: Optional[str] = None, ca_cert: Optional[str] = None) -> Handle: ...
-def operations() -> List[str]: ...
+def operations() -> List[OperationName]: ...

@@ -23,7 +23,7 @@ import asyncio
 import datetime as _dt
 import hashlib
 import json
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import quote, unquote
 
 from langgraph.store.base import (
@@ -146,7 +146,7 @@ def _embedder(index: IndexConfig) -> Any:
         raise InvalidInput("index['embed'] must be synchronous (mnemon calls it on its own threads)")
     dims = index.get("dims")
     if dims is not None:
-        probe = embed.embed_documents(["dimension"]) if hasattr(embed, "embed_documents") else embed(["dimension"])
+        probe: Any = embed.embed_documents(["dimension"]) if hasattr(embed, "embed_documents") else embed(["dimension"])
         got = len(list(probe)[0])
         if got != dims:
             raise InvalidInput(f"index['dims'] is {dims}, but index['embed'] returns vectors of {got}")
@@ -168,6 +168,31 @@ def _compare(item_value: Any, filter_value: Any) -> bool:
             and all(_compare(a, b) for a, b in zip(item_value, filter_value))
         )
     return item_value == filter_value
+
+
+def _pushdown(filter: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The part of a LangGraph filter the engine evaluates the same way, as a ``where`` over
+    the items' values (kept beside their JSON text as ``metadata.langgraph.doc``): equalities
+    with strings, at any depth. It may keep more than the filter does (the store checks
+    LangGraph's semantics on what comes back), never less; items written before values were
+    kept so pass it, to be checked the same way."""
+    conditions: List[Dict[str, Any]] = []
+
+    def walk(path: str, f: Mapping[str, Any]) -> None:
+        for k, v in f.items():
+            if not isinstance(k, str) or not k or "." in k or k.startswith("$"):
+                continue
+            if isinstance(v, dict) and set(v) == {"$eq"}:
+                v = v["$eq"]
+            if isinstance(v, str):
+                conditions.append({f"{path}.{k}": v})
+            elif isinstance(v, dict) and v and not any(str(x).startswith("$") for x in v):
+                walk(f"{path}.{k}", v)
+
+    walk("metadata.langgraph.doc", filter or {})
+    if not conditions:
+        return None
+    return {"$or": [{"metadata.langgraph.doc": {"$exists": False}}, {"$and": conditions}]}
 
 
 def _operator(value: Any, op: str, expected: Any) -> bool:
@@ -335,7 +360,7 @@ class MnemonStore(BaseStore):
             refresh = (self.ttl_config or {}).get("refresh_on_read", True)
         if not refresh:
             return
-        writes = []
+        writes: List[Dict[str, Any]] = []
         now = _dt.datetime.now(_dt.timezone.utc)
         for r in records:
             ttl = self._item_fields(r).get("ttl")
@@ -358,6 +383,7 @@ class MnemonStore(BaseStore):
             return []
         wanted = op.offset + op.limit
         kept: List[Tuple[Record, Optional[float]]] = []
+        where = _pushdown(op.filter)
         if op.query:
             # A filter drops some: ask for more until enough pass it or there are no more.
             asked = min(10_000, wanted * 4 if op.filter else wanted)
@@ -370,6 +396,7 @@ class MnemonStore(BaseStore):
                     also=names[1:],
                     as_of=self._as_of,
                     known_at=self._known_at,
+                    where=where,
                 )
                 passing = sum(1 for h in hits if self._passes(h.record, op.filter))
                 if passing >= wanted or len(hits) < asked or asked >= 10_000:
@@ -380,7 +407,9 @@ class MnemonStore(BaseStore):
             candidates = (
                 (r, None)
                 for name in names
-                for r in self._db.ns(name).list(KIND, tags=[TAG], as_of=self._as_of, known_at=self._known_at)
+                for r in self._db.ns(name).list(
+                    KIND, tags=[TAG], as_of=self._as_of, known_at=self._known_at, where=where
+                )
             )
         for record, score in candidates:
             if not self._passes(record, op.filter):
@@ -427,10 +456,14 @@ class MnemonStore(BaseStore):
                 continue
             # BaseStore.put has applied the default TTL already; a raw PutOp may carry none.
             ttl = op.ttl if isinstance(op.ttl, (int, float)) else None
+            text = json.dumps(dict(op.value), default=_json_default, ensure_ascii=False)
             meta = {
                 "namespace": list(namespace),
                 "key": key,
-                "value": json.dumps(dict(op.value), default=_json_default, ensure_ascii=False),
+                # The value as given (its keys in order), and as an object the engine's
+                # filters read (_pushdown).
+                "value": text,
+                "doc": json.loads(text),
                 "created_at": (self._item_fields(existing)["created_at"] if existing is not None else now.isoformat()),
                 "ttl": ttl,
             }
