@@ -35,7 +35,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 where_: where_.as_deref().map(|w| crate::open::read_json(w, "--where")).transpose()?,
                 ..Default::default()
             };
-            list(&cli, &mut out, q, *as_of, *limit, *explain)?;
+            list(&cli, &mut out, q, *as_of, limit.map(|n| n as usize), *explain)?;
         }
         Command::Revise { id, data } => {
             check_id_form(id)?;

@@ -25,10 +25,12 @@ impl Out {
         writeln!(self.w, "{}", escape_text(s.as_ref()))
     }
 
-    /// One JSON document on one line.
+    /// One JSON document on one line, every character a terminal would act on written as a
+    /// JSON escape (serde_json escapes C0 controls; DEL, C1 controls and the bidirectional
+    /// controls it leaves raw are escaped here: the same text once parsed).
     pub fn json_line(&mut self, v: &impl serde::Serialize) -> std::io::Result<()> {
         let s = serde_json::to_string(v).map_err(std::io::Error::other)?;
-        writeln!(self.w, "{s}")
+        writeln!(self.w, "{}", json_safe(s))
     }
 
     /// Flush.
@@ -279,8 +281,27 @@ pub(crate) fn print_written(
     Ok(())
 }
 
-/// `s` with every control character (escape sequences a terminal would act on, carriage
-/// returns, line breaks) written as `\u{..}`, for one line of terminal output.
+/// Whether a terminal would act on `c` rather than show it: control characters (C0, DEL, C1:
+/// escape sequences, carriage returns, line breaks) and the bidirectional embeddings,
+/// overrides and isolates (U+202A-202E, U+2066-2069), which reorder what is shown around them
+/// ("Trojan Source", CVE-2021-42574).
+fn acts_on(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// JSON text with every character [`acts_on`] written as a `\uXXXX` escape. Valid for JSON a
+/// serializer wrote: such characters can only be inside its strings, where the escape means
+/// the same character.
+pub(crate) fn json_safe(s: String) -> String {
+    if !s.chars().any(acts_on) {
+        return s;
+    }
+    s.chars().map(|c| if acts_on(c) { format!("\\u{:04x}", u32::from(c)) } else { c.to_string() }).collect()
+}
+
+/// `s` with every character a terminal would act on ([`acts_on`]: escape sequences, carriage
+/// returns, line breaks, bidirectional controls) written as `\u{..}`, for one line of
+/// terminal output.
 pub(crate) fn escape(s: &str) -> String {
     escape_where(s, |_| true)
 }
@@ -291,18 +312,10 @@ pub(crate) fn escape_text(s: &str) -> String {
 }
 
 fn escape_where(s: &str, escaped: impl Fn(char) -> bool) -> String {
-    if !s.chars().any(|c| c.is_control() && escaped(c)) {
+    if !s.chars().any(|c| acts_on(c) && escaped(c)) {
         return s.to_string();
     }
     s.chars()
-        .map(
-            |c| {
-                if c.is_control() && escaped(c) {
-                    format!("\\u{{{:x}}}", u32::from(c))
-                } else {
-                    c.to_string()
-                }
-            },
-        )
+        .map(|c| if acts_on(c) && escaped(c) { format!("\\u{{{:x}}}", u32::from(c)) } else { c.to_string() })
         .collect()
 }

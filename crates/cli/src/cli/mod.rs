@@ -200,9 +200,9 @@ pub enum Command {
         /// Only records of this task.
         #[arg(long, value_name = "TASK")]
         task: Option<String>,
-        /// At most N records.
-        #[arg(long, value_name = "N")]
-        limit: Option<usize>,
+        /// At most N records, 1 to 1,000,000 (read a page of 1,000 at a time).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        limit: Option<u64>,
         /// Also say which index answered (current table or timeline).
         #[arg(long)]
         explain: bool,

@@ -71,7 +71,11 @@ pub fn agent(cli: &Cli, out: &mut Out, cmd: &AgentCmd) -> Result<()> {
     };
     let prefs = |out: &mut Out, p: ops::Preferences| -> Result<()> {
         let p = p.preferences;
-        out.line(if out.json { p.to_string() } else { serde_json::to_string_pretty(&p)? })?;
+        if out.json {
+            out.json_line(&p)?;
+        } else {
+            out.line(serde_json::to_string_pretty(&p)?)?;
+        }
         Ok(())
     };
     match cmd {

@@ -303,6 +303,15 @@ fn result_counts_are_bounded() {
     e.run(&["vector", "put", &id, "--space", "s", "--vector", &v]).ok();
     e.run(&["vector", "search", "--space", "s", "--vector", &v, "-k", "18446744073709551615"])
         .fails(2, "outside 1 to 10000");
+    // Listings: refused with the range, never an empty answer with exit 0.
+    for bad in ["0", "1000001", "18446744073709551615"] {
+        e.run(&["list", "--limit", bad]).fails(2, "is not in 1..=1000000");
+        e.run(&["task", "list", "--limit", bad]).fails(2, "outside 1 to");
+        e.run(&["conversation", "recent", "--limit", bad]).fails(2, "outside 1 to 1000");
+        e.run(&["episode", "query", "x", "--limit", bad]).fails(2, "outside 1 to 100");
+    }
+    e.run(&["task", "list", "--limit", "0"]).fails(2, "a limit of 0 is outside 1 to 10000");
+    assert_eq!(e.run(&["--json", "list", "--limit", "1"]).json_lines().len(), 1);
 }
 
 /// A damaged file never panics a command: with a page zeroed anywhere in a file of 300
@@ -365,6 +374,20 @@ fn terminal_control_characters_are_escaped() {
         "{r:?}",
         r = (&r.stdout, &r.stderr)
     );
+    // Bidirectional controls (which reorder what a terminal shows) and C1 controls, in
+    // tables, record views and JSON: escaped, and the JSON still reads back exact.
+    let sly = "admin\u{202e}nimda \u{2066}x\u{2069} c1\u{85}\u{9b}31m del\u{7f}";
+    let id = e.add("learning", &serde_json::json!({ "text": sly }).to_string(), &[]);
+    let raw = |s: &str| {
+        s.chars().any(|c| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{80}'..='\u{9f}' | '\u{7f}'))
+    };
+    for args in
+        [&["list"][..], &["search", "nimda"], &["get", &id], &["--json", "get", &id], &["--json", "list"]]
+    {
+        let out = e.run(args).ok().to_string();
+        assert!(!raw(&out), "{args:?}: {out:?}");
+    }
+    assert_eq!(e.run(&["--json", "get", &id]).json()["body"]["text"], sly);
 }
 
 /// A record larger than a record may hold (4 MiB by default) is refused with one line and

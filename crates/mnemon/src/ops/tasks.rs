@@ -201,8 +201,8 @@ pub struct TaskList {
     /// Only open tasks past their due date (the other filters do not apply).
     #[serde(default)]
     pub overdue: bool,
-    /// At most this many.
-    #[schemars(range(min = 1))]
+    /// At most this many (1 to 10,000; default: all).
+    #[schemars(range(min = 1, max = 10000))]
     pub limit: Option<usize>,
     /// The namespace (default: the session's).
     pub namespace: Option<String>,
@@ -229,7 +229,7 @@ impl Operation for TaskList {
             tag: self.tag,
             include_completed: self.all,
             include_cancelled: self.all,
-            limit: self.limit.map(|n| super::count(Some(n), n, usize::MAX)).transpose()?,
+            limit: self.limit.map(|n| super::count(Some(n), n, 10_000)).transpose()?,
         };
         Ok(Entries::now(session, tasks.list(&q)?))
     }

@@ -245,7 +245,7 @@ class Tasks(_sugar.TasksSugar, _Group):
         Args:
             all: Include completed and cancelled tasks.
             assignee: Only this assignee's.
-            limit: At most this many.
+            limit: At most this many (1 to 10,000; default: all).
             overdue: Only open tasks past their due date (the other filters do not apply).
             priorities: Only these priorities.
             statuses: Only these statuses (default: all open ones).
