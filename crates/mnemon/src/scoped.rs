@@ -269,7 +269,7 @@ impl Memory<'_> {
     /// Add an entry with importance 1-5 (its TTL follows); returns its id. Markdown-style
     /// entries keep their original id in `metadata.md_id` when imported.
     pub fn add(&self, scope: &Scope, section: Section, content: &str, importance: u8) -> Result<RecordId> {
-        Ok(self.add_at(scope, section, content, importance, None, None)?.id())
+        Ok(self.add_at(scope, section, content, importance, None)?.id())
     }
 
     /// [`Self::add`], saying what it did: a new entry (`Written`); the same entry already
@@ -284,17 +284,18 @@ impl Memory<'_> {
         content: &str,
         importance: u8,
     ) -> Result<Outcome> {
-        self.add_at(scope, section, content, importance, None, None)
+        self.add_at(scope, section, content, importance, None)
     }
 
+    /// Add an entry; `imported` is an entry of a markdown file: its own time, its id there and
+    /// its time to live (`None`: permanent), which runs from its own time.
     fn add_at(
         &self,
         scope: &Scope,
         section: Section,
         content: &str,
         importance: u8,
-        at: Option<Timestamp>,
-        md_id: Option<&str>,
+        imported: Option<(Timestamp, &str, Option<u32>)>,
     ) -> Result<Outcome> {
         if content.trim().is_empty() {
             return Err(invalid("an entry needs a non-empty content"));
@@ -302,11 +303,16 @@ impl Memory<'_> {
         let ns = self.ns(scope)?;
         let mut rec = NewRecord::new(ns.name().clone(), section.body(content.trim()));
         rec.envelope.importance = Some(importance);
-        if let Some(t) = at {
-            rec.valid_from = Some(t);
-        }
-        if let Some(m) = md_id {
-            rec.envelope.metadata = mnemon_storage::JsonText::from_value(&serde_json::json!({ "md_id": m }));
+        if let Some((at, md_id, ttl)) = imported {
+            rec.valid_from = Some(at);
+            rec.envelope.metadata =
+                mnemon_storage::JsonText::from_value(&serde_json::json!({ "md_id": md_id }));
+            // An entry that ran out before the import is written expired: visible to time
+            // travel while it lived, not now.
+            rec.expiry = match ttl {
+                Some(days) => mnemon_storage::Expiry::At(at.plus_days(days.max(1))),
+                None => mnemon_storage::Expiry::Never,
+            };
         }
         // Patterns are unique by title: a second one with that title returns the first if it
         // says the same, and supersedes it if not.
@@ -461,8 +467,9 @@ impl Memory<'_> {
                 skipped += 1;
                 continue;
             }
+            let ttl = e.ttl.unwrap_or_else(|| ttl_days(e.importance));
             let id =
-                self.add_at(scope, section, &e.content, e.importance, Some(e.at), Some(e.id.as_str()))?.id();
+                self.add_at(scope, section, &e.content, e.importance, Some((e.at, e.id.as_str(), ttl)))?.id();
             known.insert(id.to_string());
             imported += 1;
         }
@@ -675,6 +682,9 @@ pub(crate) fn markdown_round_trip(text: &str) -> std::result::Result<(), String>
 struct MdEntry {
     at: Timestamp,
     importance: u8,
+    /// Its `ttl:` field: days, `Some(None)` for `permanent`; `None` when absent (then the
+    /// importance's).
+    ttl: Option<Option<u32>>,
     id: String,
     content: String,
 }
@@ -687,7 +697,7 @@ fn parse_markdown(text: &str) -> Result<Vec<MdEntry>> {
             let mut fields = head.split(" | ");
             let at = fields.next().ok_or_else(|| bad("no timestamp"))?;
             let at = Timestamp::parse(at.trim()).map_err(|_| bad("bad timestamp"))?;
-            let (mut importance, mut id) = (3u8, None);
+            let (mut importance, mut id, mut ttl) = (3u8, None, None);
             for f in fields {
                 match f.trim().split_once(':') {
                     Some(("importance", v)) => {
@@ -699,12 +709,22 @@ fn parse_markdown(text: &str) -> Result<Vec<MdEntry>> {
                             .ok_or_else(|| bad("importance must be 1 to 5"))?;
                     }
                     Some(("id", v)) if !v.trim().is_empty() => id = Some(v.trim().to_string()),
-                    Some(("ttl", _)) => {} // follows from the importance
+                    Some(("ttl", v)) => {
+                        ttl = Some(match v.trim() {
+                            "permanent" => None,
+                            days => Some(
+                                days.parse::<u32>()
+                                    .ok()
+                                    .filter(|d| (1..=36_500).contains(d))
+                                    .ok_or_else(|| bad("ttl must be 1 to 36500 days or permanent"))?,
+                            ),
+                        });
+                    }
                     _ => return Err(bad("unknown field")),
                 }
             }
             let id = id.ok_or_else(|| bad("no id"))?;
-            out.push(MdEntry { at, importance, id, content: String::new() });
+            out.push(MdEntry { at, importance, ttl, id, content: String::new() });
         } else if let Some(e) = out.last_mut()
             && (!e.content.is_empty() || !line.trim().is_empty())
         {

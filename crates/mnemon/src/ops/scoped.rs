@@ -280,4 +280,55 @@ mod tests {
         assert_eq!(all.call(graph())?.imported, 1);
         Ok(())
     }
+
+    /// An imported entry's own date and time to live decide its expiry: one that ran out before
+    /// the import is expired at once (and seen by time travel while it lived), one still running
+    /// keeps only what is left of its time, and `ttl:permanent` never expires.
+    #[test]
+    fn imported_entries_expire_from_their_own_date() -> std::result::Result<(), Box<dyn std::error::Error>> {
+        use crate::Timestamp;
+        let dir = tempfile::tempdir()?;
+        let db = crate::Db::create(dir.path().join("m.redb"))?;
+        let s = Session::new(db.clone(), "global")?;
+        let now = db.now();
+        let days_ago = |d: i64| Timestamp::from_micros(now.as_micros() - d * 86_400_000_000);
+        let markdown = format!(
+            "# Learnings\n\n## {} | importance:1 | ttl:1 | id:old\nran out long ago\n\n## {} | importance:2 | ttl:7 | id:young\nstill running\n\n## {} | importance:1 | ttl:permanent | id:kept\nkept for good\n",
+            days_ago(3).to_rfc3339(),
+            days_ago(2).to_rfc3339(),
+            days_ago(400).to_rfc3339(),
+        );
+        let done = s.call(MemoryImport { markdown, section: SectionArg::Learnings, scope: None })?;
+        assert_eq!(done.imported, 3);
+        let ns = db.ns("global")?;
+        let by_md = |m: &str| -> std::result::Result<crate::Record, Box<dyn std::error::Error>> {
+            let mut found = None;
+            db.snapshot()?.for_each_revision(Some(ns.name()), |r| {
+                if r.envelope.metadata.value()["md_id"] == m {
+                    found = Some(r.clone());
+                }
+                Ok(())
+            })?;
+            found.ok_or_else(|| format!("no entry {m}").into())
+        };
+        let old = by_md("old")?;
+        assert_eq!(old.expires_at, Some(days_ago(3).plus_days(1)));
+        assert!(ns.get(old.id)?.is_none(), "expired before the import: not current");
+        // While it lived, time travel sees it.
+        assert!(ns.get_as_of(old.id, days_ago(3).plus_micros(3_600_000_000))?.is_some());
+        let young = by_md("young")?;
+        assert_eq!(young.expires_at, Some(days_ago(2).plus_days(7)));
+        assert!(ns.get(young.id)?.is_some());
+        let kept = by_md("kept")?;
+        assert_eq!(kept.expires_at, None);
+        assert!(ns.get(kept.id)?.is_some());
+        // Bad ttl fields are refused with the line.
+        let bad = s.call(MemoryImport {
+            markdown: "## 2026-01-01 | importance:1 | ttl:soon | id:x\nno\n".into(),
+            section: SectionArg::Learnings,
+            scope: None,
+        });
+        assert!(bad.err().is_some_and(|e| e.to_string().contains("ttl must be")));
+        Ok(())
+    }
 }
