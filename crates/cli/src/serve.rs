@@ -61,6 +61,9 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> Result<()> {
         options.config.allowed_hosts = hosts;
         options.config.body_limit = usize::try_from(args.max_body_bytes).unwrap_or(usize::MAX);
         options.config.queue = usize::try_from(args.queue).unwrap_or(usize::MAX);
+        options.config.mcp_sessions = usize::try_from(args.max_mcp_sessions).unwrap_or(usize::MAX);
+        options.config.mcp_sessions_per_token = usize::try_from(args.max_mcp_sessions_per_token).unwrap_or(usize::MAX);
+        options.config.mcp_idle = std::time::Duration::from_secs(args.mcp_idle);
         options.max_connections = usize::try_from(args.max_connections).unwrap_or(usize::MAX);
         options.shutdown_grace = std::time::Duration::from_secs(args.shutdown_grace);
         options.tls = tls;

@@ -22,6 +22,7 @@ macro_rules! log {
     ($($t:tt)*) => { $crate::log(format_args!($($t)*)) };
 }
 
+mod connections;
 pub mod http;
 pub mod mcp;
 mod serve;

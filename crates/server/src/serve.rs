@@ -1,5 +1,6 @@
-//! The listening loop: connections accepted up to a cap (beyond it they wait in the kernel's
-//! backlog), HTTP/1.1 with keep-alive, a deadline for a request's headers and for every
+//! The listening loop: connections accepted up to a cap (beyond it, a new connection takes the
+//! place of the oldest one between requests, or is answered 503 when every one is busy with a
+//! request: [`crate::connections`]), HTTP/1.1 with keep-alive, a deadline for a request's headers and for every
 //! write (a client that stops reading cannot hold a connection), and a graceful shutdown:
 //! on the signal, stop accepting, let in-flight requests finish within a deadline, sync the
 //! database. With a certificate ([`tls_config`]) every connection is TLS (rustls), its
@@ -122,15 +123,12 @@ pub async fn serve(
     let app = App::new(db.clone(), options.config.clone());
     let router = app.router();
     let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
+    let table = Arc::new(crate::connections::Table::default());
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(options.header_timeout).keep_alive(true);
     tokio::pin!(shutdown);
     loop {
-        let permit = tokio::select! {
-            p = Arc::clone(&connections).acquire_owned() => match p { Ok(p) => p, Err(_) => break },
-            () = &mut shutdown => break,
-        };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
@@ -144,13 +142,44 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let permit = match Arc::clone(&connections).try_acquire_owned() {
+            Ok(p) => p,
+            // Full: the oldest connection between requests gives its place up; if every one
+            // is busy with a request, this one is answered 503.
+            Err(_) => {
+                let room = if table.evict_oldest_idle() {
+                    tokio::time::timeout(Duration::from_secs(2), Arc::clone(&connections).acquire_owned())
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                } else {
+                    None
+                };
+                match room {
+                    Some(p) => p,
+                    None => {
+                        tokio::spawn(refuse(stream, options.write_timeout));
+                        continue;
+                    }
+                }
+            }
+        };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        let place = table.enter();
+        let service = TowerToHyperService::new(crate::connections::Tracked {
+            router: router.clone(),
+            busy: Arc::clone(&place.busy),
+        });
+        let evict = Arc::clone(&place.evict);
         let Some(tls) = &options.tls else {
             let io = TokioIo::new(Deadline::new(stream, options.write_timeout));
             let conn = graceful.watch(http.serve_connection(io, service));
             tokio::spawn(async move {
-                let _ = conn.await;
+                tokio::select! {
+                    _ = conn => {}
+                    () = evict.notified() => {}
+                }
+                drop(place);
                 drop(permit);
             });
             continue;
@@ -160,10 +189,17 @@ pub async fn serve(
         let (http, watcher) = (http.clone(), graceful.watcher());
         let (handshake, write) = (options.header_timeout, options.write_timeout);
         tokio::spawn(async move {
-            if let Ok(Ok(stream)) = tokio::time::timeout(handshake, acceptor.accept(stream)).await {
-                let io = TokioIo::new(Deadline::new(stream, write));
-                let _ = watcher.watch(http.serve_connection(io, service)).await;
+            let served = async {
+                if let Ok(Ok(stream)) = tokio::time::timeout(handshake, acceptor.accept(stream)).await {
+                    let io = TokioIo::new(Deadline::new(stream, write));
+                    let _ = watcher.watch(http.serve_connection(io, service)).await;
+                }
+            };
+            tokio::select! {
+                () = served => {}
+                () = evict.notified() => {}
             }
+            drop(place);
             drop(permit);
         });
     }
@@ -179,6 +215,18 @@ pub async fn serve(
         })
     })??;
     Ok(finished)
+}
+
+/// Answer a connection there is no room for: 503 (see [`crate::connections::full_answer`]),
+/// within `deadline`, then close it.
+async fn refuse(mut stream: tokio::net::TcpStream, deadline: Duration) {
+    use tokio::io::AsyncWriteExt;
+    let answer = crate::connections::full_answer();
+    let _ = tokio::time::timeout(deadline.min(Duration::from_secs(5)), async {
+        let _ = stream.write_all(&answer).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
 }
 
 /// A connection whose every write must make progress within a deadline.

@@ -689,6 +689,17 @@ pub struct ServeArgs {
     /// Retry-After.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
     pub queue: u64,
+    /// The most MCP sessions (`/mcp`, protocols before 2026-07-28) open at once; a client
+    /// opening one more is answered 503 with Retry-After.
+    #[arg(long = "max-mcp-sessions", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_mcp_sessions: u64,
+    /// The most MCP sessions one token may have open at once.
+    #[arg(long = "max-mcp-sessions-per-token", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_mcp_sessions_per_token: u64,
+    /// Seconds an MCP session may stay unused before it is closed (the client then opens
+    /// another).
+    #[arg(long = "mcp-idle", default_value_t = 120, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub mcp_idle: u64,
     /// Keep the file to the server alone: faster durable writes (no file lock per commit), but
     /// no `mnemon` command (`mnemon token` included) can open it while it is served.
     #[arg(long)]

@@ -5,6 +5,7 @@
 
 pub mod args;
 pub(crate) mod events;
+mod guard;
 pub mod metrics;
 pub mod openapi;
 mod problem;
@@ -48,6 +49,12 @@ pub struct Config {
     pub queue: usize,
     /// The largest reply an MCP tool call may give, in bytes.
     pub mcp_max_reply: usize,
+    /// The most MCP sessions open at once (a request opening one more answers 503).
+    pub mcp_sessions: usize,
+    /// The most MCP sessions one token may have open at once.
+    pub mcp_sessions_per_token: usize,
+    /// How long an MCP session may stay unused before it is closed.
+    pub mcp_idle: Duration,
     /// The node of a cluster this server is (see [`Cluster`]); none for a single file.
     pub cluster: Option<Arc<dyn Cluster>>,
     /// How browsers sign in to the web view at `/ui` (see [`crate::ui`]).
@@ -85,6 +92,9 @@ impl Default for Config {
             body_timeout: Duration::from_secs(30),
             queue: 256,
             mcp_max_reply: crate::mcp::MAX_REPLY as usize,
+            mcp_sessions: 1024,
+            mcp_sessions_per_token: 32,
+            mcp_idle: Duration::from_secs(120),
             cluster: None,
             ui: crate::ui::UiMode::default(),
         }
@@ -106,6 +116,9 @@ struct Inner {
     metrics: metrics::Metrics,
     /// The web view's sign-ins and sessions.
     ui: crate::ui::UiState,
+    /// MCP's sessions (rmcp's manager) and their caps.
+    mcp_manager: Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager>,
+    mcp_sessions: guard::Sessions,
 }
 
 impl App {
@@ -121,7 +134,24 @@ impl App {
         let openapi = serde_json::to_vec_pretty(&openapi::document(&catalog)).unwrap_or_default().into();
         let metrics = metrics::Metrics::new(db.clone());
         let ui = crate::ui::UiState::new(config.ui.clone());
-        App(Arc::new(Inner { db, catalog, shapes, config, queue, openapi, metrics, ui }))
+        let mcp_manager = Arc::new(crate::mcp::session_manager(config.mcp_idle));
+        let mcp_sessions = guard::Sessions::new(
+            Arc::clone(&mcp_manager),
+            config.mcp_sessions.max(1),
+            config.mcp_sessions_per_token.max(1),
+        );
+        App(Arc::new(Inner {
+            db,
+            catalog,
+            shapes,
+            config,
+            queue,
+            openapi,
+            metrics,
+            ui,
+            mcp_manager,
+            mcp_sessions,
+        }))
     }
 
     /// The web view's state.
@@ -186,6 +216,8 @@ impl App {
             self.db().clone(),
             self.0.config.mcp_max_reply,
             self.0.config.allowed_hosts.clone(),
+            self.0.config.body_limit,
+            Arc::clone(&self.0.mcp_manager),
         );
         let mcp = Router::new()
             .route_service("/mcp", mcp)
@@ -277,30 +309,49 @@ pub(crate) fn blocking<R: Send + 'static>(
     tokio::task::spawn_blocking(move || span.in_scope(f))
 }
 
-/// Refuse a request naming a host the server does not answer for (DNS rebinding), or coming
-/// from a web page of a foreign origin.
+/// Refuse a request naming a host the server does not answer for (DNS rebinding), coming from
+/// a web page of a foreign origin, or declaring a body over the limit; and put every answer
+/// in the server's forms on its way out ([`guard::finish`]).
 async fn guard(State(app): State<App>, req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_string();
+    let refused = refusal(&app, &req);
+    let response = match refused {
+        Some(r) => r,
+        None => next.run(req).await,
+    };
+    guard::finish(&path, response).await
+}
+
+/// Why `req` is refused before it runs, if it is.
+fn refusal(app: &App, req: &Request) -> Option<Response> {
     let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
     if !app.host_allowed(host) {
-        return Problem::new(
-            StatusCode::FORBIDDEN,
-            "host_not_allowed",
-            "the Host header names a host this server does not answer for (--allow-host)",
-        )
-        .into_response();
+        return Some(
+            Problem::new(
+                StatusCode::FORBIDDEN,
+                "host_not_allowed",
+                "the Host header names a host this server does not answer for (--allow-host)",
+            )
+            .into_response(),
+        );
     }
     if let Some(origin) = req.headers().get(header::ORIGIN) {
         let authority = origin.to_str().ok().and_then(|o| o.split_once("://")).map(|(_, a)| a);
         if !authority.is_some_and(|a| app.host_allowed(a)) {
-            return Problem::new(
-                StatusCode::FORBIDDEN,
-                "origin_not_allowed",
-                "requests from this web origin are refused",
-            )
-            .into_response();
+            return Some(
+                Problem::new(
+                    StatusCode::FORBIDDEN,
+                    "origin_not_allowed",
+                    "requests from this web origin are refused",
+                )
+                .into_response(),
+            );
         }
     }
-    next.run(req).await
+    if guard::declared_too_large(req, app.0.config.body_limit) {
+        return Some(guard::too_large(req.uri().path(), app.0.config.body_limit));
+    }
+    None
 }
 
 /// Authenticate an MCP request and put its [`crate::mcp::Caller`] in its extensions: the
@@ -327,7 +378,17 @@ async fn mcp_caller(State(app): State<App>, mut req: Request, next: Next) -> Res
     match blocking(resolve).await {
         Ok(Ok(caller)) => {
             req.extensions_mut().insert(caller);
-            next.run(req).await
+            let key = token.unwrap_or_default();
+            let opens = guard::Sessions::opens(&req);
+            if opens && let Err(full) = app.0.mcp_sessions.admit(&key).await {
+                return full;
+            }
+            let method = req.method().clone();
+            let response = next.run(req).await;
+            if opens {
+                app.0.mcp_sessions.opened(&key, &response);
+            }
+            guard::closed(&method, response)
         }
         Ok(Err(p)) => p.into_response(),
         Err(_) => {

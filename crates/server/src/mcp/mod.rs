@@ -42,11 +42,29 @@ pub struct MemoryServer {
     session: Option<Session>,
     /// The largest reply a tool call may give, in bytes (`--max-reply-bytes`).
     max_reply: usize,
-    own: tools::OwnTools,
-    tools: Vec<Tool>,
+    /// The tools, shared by every session of the process (built once: a session costs
+    /// little until it is used).
+    toolbox: Arc<Toolbox>,
     idle: Arc<Idle>,
     /// The client's resource subscriptions.
     subscriptions: resources::Subscriptions,
+}
+
+/// The tools a server offers: the reference knowledge-graph ones and mnemon's own, with the
+/// catalogue that runs the latter.
+struct Toolbox {
+    own: tools::OwnTools,
+    tools: Vec<Tool>,
+}
+
+impl Toolbox {
+    fn new() -> Result<Toolbox, String> {
+        let mut tools: Vec<Tool> =
+            serde_json::from_str(REFERENCE_TOOLS).map_err(|e| format!("the embedded tool list: {e}"))?;
+        let own = tools::OwnTools::new();
+        tools.extend(own.tools.iter().cloned());
+        Ok(Toolbox { own, tools })
+    }
 }
 
 /// Who makes an HTTP request, as the server's authentication found: the session it runs in
@@ -196,16 +214,14 @@ impl MemoryServer {
 
     /// A server whose tools run in each request's [`Caller`] (over HTTP).
     pub fn over_http(db: Db, max_reply: usize) -> Result<MemoryServer, ServeError> {
-        let mut tools: Vec<Tool> = serde_json::from_str(REFERENCE_TOOLS)
-            .map_err(|e| ServeError::Protocol(format!("the embedded tool list: {e}")))?;
-        let own = tools::OwnTools::new();
-        tools.extend(own.tools.iter().cloned());
+        static TOOLBOX: std::sync::OnceLock<Result<Arc<Toolbox>, String>> = std::sync::OnceLock::new();
+        let toolbox =
+            TOOLBOX.get_or_init(|| Toolbox::new().map(Arc::new)).clone().map_err(ServeError::Protocol)?;
         Ok(MemoryServer {
             db,
             session: None,
             max_reply,
-            own,
-            tools,
+            toolbox,
             idle: Arc::default(),
             subscriptions: resources::Subscriptions::default(),
         })
@@ -227,7 +243,7 @@ impl MemoryServer {
 
     fn call(&self, caller: &Caller, name: &str, a: Value) -> Result<CallToolResult, McpError> {
         if let Some(scope) = caller.scope {
-            let need = self.own.needed(name).unwrap_or(if GRAPH_READS.contains(&name) {
+            let need = self.toolbox.own.needed(name).unwrap_or(if GRAPH_READS.contains(&name) {
                 Scope::Read
             } else {
                 Scope::Write
@@ -241,8 +257,8 @@ impl MemoryServer {
             }
         }
         let session = &caller.session;
-        if self.own.has(name) {
-            return match self.own.call(session, name, a) {
+        if self.toolbox.own.has(name) {
+            return match self.toolbox.own.call(session, name, a) {
                 Ok(v) => Ok(result(&v, v.clone())),
                 Err(tools::ToolError::Args(m)) => Err(McpError::invalid_params(m, None)),
                 Err(tools::ToolError::Failed(m)) => Ok(CallToolResult::error(vec![ContentBlock::text(m)])),
@@ -332,7 +348,7 @@ impl ServerHandler for MemoryServer {
     ) -> Result<ListToolsResult, McpError> {
         // Built by rmcp's constructor, which marks the result complete (`resultType`, which
         // protocol 2026-07-28 requires; rmcp leaves it out for peers of older versions).
-        Ok(ListToolsResult::with_all_items(self.tools.clone()))
+        Ok(ListToolsResult::with_all_items(self.toolbox.tools.clone()))
     }
 
     async fn call_tool(
@@ -511,24 +527,39 @@ pub fn serve_stdio(db: Db, ns: &str, allow: &[String], max_reply: usize) -> Resu
     Ok(())
 }
 
+/// The sessions of MCP's Streamable HTTP transport: closed after `idle` unused, or 15
+/// seconds after opening if the client never initializes.
+pub fn session_manager(
+    idle: std::time::Duration,
+) -> rmcp::transport::streamable_http_server::session::local::LocalSessionManager {
+    let mut manager = rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(idle);
+    manager.session_config.init_timeout = Some(std::time::Duration::from_secs(15));
+    manager
+}
+
 /// The MCP tools over the Streamable HTTP transport (rmcp's), for `mnemon serve`'s `/mcp`:
 /// every request must carry a [`Caller`] in its extensions (the server's authentication puts
-/// it there). `allowed_hosts` are the `Host` values it answers (as the rest of the server).
+/// it there). `allowed_hosts` are the `Host` values it answers (as the rest of the server);
+/// a body may hold `max_body` bytes; `sessions` keeps the sessions ([`session_manager`]).
 pub fn http_service(
     db: Db,
     max_reply: usize,
     allowed_hosts: Vec<String>,
+    max_body: usize,
+    sessions: Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager>,
 ) -> rmcp::transport::streamable_http_server::StreamableHttpService<
     MemoryServer,
     rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
 > {
-    let config = rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
+    let mut config = rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts);
+    config.max_request_body_bytes = max_body;
     rmcp::transport::streamable_http_server::StreamableHttpService::new(
         move || {
             MemoryServer::over_http(db.clone(), max_reply).map_err(|e| std::io::Error::other(e.to_string()))
         },
-        Arc::default(),
+        sessions,
         config,
     )
 }
