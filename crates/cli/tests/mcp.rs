@@ -143,6 +143,115 @@ fn every_line_gets_its_json_rpc_answer() {
     assert_eq!(replies.len(), 12, "one reply per line that asks for one: {replies:?}");
 }
 
+/// The malformed lines of every class JSON-RPC and MCP framing can meet, each with the reply
+/// it must get: `(line, the reply's id, its error code)`; `None` for a line that gets no
+/// reply (a notification). `i` makes the ids unique.
+fn malformed(i: u64) -> Vec<(String, Option<Value>, i64)> {
+    let deep = format!("{}{}", "[".repeat(130), "]".repeat(130));
+    vec![
+        ("{not json".into(), Some(Value::Null), -32700),
+        ("[1,2]".into(), Some(Value::Null), -32600),
+        ("5".into(), Some(Value::Null), -32600),
+        (format!(r#"{{"jsonrpc":"1.0","id":{i},"method":"ping"}}"#), Some(json!(i)), -32600),
+        (format!(r#"{{"jsonrpc":"2.0","id":{{"x":{i}}},"method":"ping"}}"#), Some(Value::Null), -32600),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/list","params":"x"}}"#),
+            Some(json!(i)),
+            -32602,
+        ),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/list","params":[1,2]}}"#),
+            Some(json!(i)),
+            -32602,
+        ),
+        (format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/list","params":5}}"#), Some(json!(i)), -32602),
+        (format!(r#"{{"jsonrpc":"2.0","id":{i}.5,"method":"ping"}}"#), Some(json!(i as f64 + 0.5)), -32600),
+        (
+            r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"ping"}"#.into(),
+            Some(json!(18446744073709551616.0_f64)),
+            -32600,
+        ),
+        (format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call"}}"#), Some(json!(i)), -32602),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"recall","arguments":{{"query":{deep}}}}}}}"#
+            ),
+            Some(json!(i)),
+            -32600,
+        ),
+        (format!(r#"{{"jsonrpc":"2.0","id":{i}}}"#), Some(json!(i)), -32600),
+        (r#"{"jsonrpc":"2.0","method":"notifications/x","params":"x"}"#.into(), None, 0),
+    ]
+}
+
+/// 10,000 lines, a quarter of them malformed in every way [`malformed`] knows, the rest
+/// requests: every line with a readable id gets exactly one reply with that id (an error of
+/// the right code for the malformed), every unreadable one a reply with `id: null`, and a
+/// notification none; the server keeps serving and exits cleanly.
+#[test]
+fn a_mixed_stream_of_ten_thousand_lines_gets_one_reply_per_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Server::start(&db_in(&dir), "p");
+    let mut expected: Vec<(Option<Value>, i64)> = Vec::new();
+    let mut text = String::new();
+    for n in 0..10_000u64 {
+        let id = 1_000 + n;
+        if n % 4 == 0 {
+            let all = malformed(id);
+            let (line, reply, code) = all[(n as usize / 4) % all.len()].clone();
+            text.push_str(&line);
+            expected.push((reply, code));
+        } else if n % 50 == 1 {
+            text.push_str(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": "x"}}}).to_string());
+            expected.push((Some(json!(id)), 0));
+        } else {
+            text.push_str(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string());
+            expected.push((Some(json!(id)), 0));
+        }
+        text.push('\n');
+    }
+    let mut w = s.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        w.write_all(text.as_bytes()).unwrap();
+        w.flush().unwrap();
+    });
+    let replies: Vec<Value> = s
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(&l.unwrap()).expect("stdout carries only JSON-RPC"))
+        .collect();
+    writer.join().unwrap();
+    assert!(s.child.wait().unwrap().success());
+    assert!(
+        replies.iter().all(|r| r.as_object().is_some_and(|o| o.contains_key("id"))),
+        "a reply without an id"
+    );
+    let want = expected.iter().filter(|(r, _)| r.is_some()).count();
+    assert_eq!(replies.len(), want, "one reply per line that asks for one");
+    // Each reply where it belongs: unique ids once, with the right code.
+    let mut by_id: std::collections::HashMap<String, Vec<&Value>> = std::collections::HashMap::new();
+    for r in &replies {
+        by_id.entry(r["id"].to_string()).or_default().push(r);
+    }
+    let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (reply, code) in &expected {
+        let Some(id) = reply else { continue };
+        let key = id.to_string();
+        *counts.entry(key.clone()).or_default() += 1;
+        if id.is_u64() {
+            let got = &by_id[&key];
+            assert_eq!(got.len(), 1, "{key}: {got:?}");
+            match code {
+                0 => assert!(got[0].get("result").is_some(), "{key}: {}", got[0]),
+                c => assert_eq!(got[0]["error"]["code"], *c, "{key}: {}", got[0]),
+            }
+        }
+    }
+    for (key, n) in counts {
+        assert_eq!(by_id.get(&key).map_or(0, Vec::len), n, "replies with id {key}");
+    }
+}
+
 fn mnemon(db: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
         .env_remove("MNEMON_DB")

@@ -266,3 +266,43 @@ fn slow_header_floods_over_the_cap_do_not_keep_others_out() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(health(&s) < Duration::from_secs(1));
 }
+
+/// `/mcp` judges each message as stdio's framing layer does: what rmcp would answer without
+/// an id (or not at all: JSON nested 130 deep) gets a JSON-RPC error with the message's id.
+#[test]
+fn mcp_messages_over_http_get_an_answer_with_their_id() {
+    let s = Server::start(|o| o.config.auth = false);
+    let post = |body: String| {
+        let r = client()
+            .post(s.url("/mcp?ns=a"))
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json")
+            .body(body)
+            .send()
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.text().unwrap_or_default())
+    };
+    let deep = format!("{}{}", "[".repeat(130), "]".repeat(130));
+    for (body, id, code) in [
+        (r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":"x"}"#.to_string(), json!(7), -32602),
+        (r#"{"jsonrpc":"2.0","id":8,"method":"tools/list","params":[1,2]}"#.to_string(), json!(8), -32602),
+        (r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#.to_string(), json!(1.5), -32600),
+        (r#"{"jsonrpc":"2.0","id":9,"method":"tools/call"}"#.to_string(), json!(9), -32602),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{{"name":"recall","arguments":{{"q":{deep}}}}}}}"#
+            ),
+            json!(10),
+            -32600,
+        ),
+        ("{not json".to_string(), Value::Null, -32700),
+    ] {
+        let (status, text) = post(body.clone());
+        assert_eq!(status, 400, "{body}: {text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!((&v["id"], &v["error"]["code"]), (&id, &json!(code)), "{body}: {v}");
+    }
+    let (status, _) = post(r#"{"jsonrpc":"2.0","method":"notifications/x","params":5}"#.to_string());
+    assert_eq!(status, 202);
+}

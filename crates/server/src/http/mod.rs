@@ -384,6 +384,34 @@ async fn mcp_caller(State(app): State<App>, mut req: Request, next: Next) -> Res
                 return full;
             }
             let method = req.method().clone();
+            // Each message is judged as stdio's framing layer judges a line: what rmcp would
+            // answer with no id, or not at all, gets its JSON-RPC error here.
+            let json = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.trim_start().starts_with("application/json"));
+            let req = if method == axum::http::Method::POST && json {
+                let (parts, body) = req.into_parts();
+                let bytes = match read_body(&app, body).await {
+                    Ok(b) => b,
+                    Err(p) => return guard::rpc_error(p.status, &p.detail, None),
+                };
+                match crate::mcp::judge(&bytes) {
+                    crate::mcp::Verdict::Pass => Request::from_parts(parts, Body::from(bytes)),
+                    crate::mcp::Verdict::Skip => return StatusCode::ACCEPTED.into_response(),
+                    crate::mcp::Verdict::Reply(r) => {
+                        let mut answer = (StatusCode::BAD_REQUEST, r).into_response();
+                        answer.headers_mut().insert(
+                            header::CONTENT_TYPE,
+                            axum::http::HeaderValue::from_static("application/json"),
+                        );
+                        return answer;
+                    }
+                }
+            } else {
+                req
+            };
             let response = next.run(req).await;
             if opens {
                 app.0.mcp_sessions.opened(&key, &response);

@@ -10,8 +10,17 @@
 //!   `id` that is not a string or a number, a `method` that is not a string, or an object that
 //!   is neither a request, a notification nor a response: `-32600` (invalid request), with the
 //!   message's `id` when it is readable, else `null`;
+//! - a message nested deeper than [`MAX_DEPTH`] (rmcp's parser gives up near 127 levels
+//!   and answers nothing): `-32600`, with its `id`;
+//! - an `id` that is a number but not an integer rmcp can hold (`1.5`, beyond 64 bits):
+//!   `-32600`, with the `id` as read;
+//! - `params` that are not an object (`"x"`, `[1,2]`, `5`), or none for a method that needs
+//!   them (`tools/call`, `initialize`...): `-32602` (invalid params), with the `id`; a
+//!   notification of that shape is dropped (it gets no reply either way);
 //! - a line longer than [`MAX_LINE`]: `-32600`, `id: null`, the line skipped;
 //! - anything else goes to rmcp unchanged, which gives every request exactly one reply.
+//!
+//! `/mcp` (HTTP) judges each POSTed message the same way ([`judge`]).
 //!
 //! The replies written here and rmcp's share stdout one whole line at a time.
 
@@ -24,6 +33,22 @@ use tokio::sync::Mutex;
 /// The longest message line taken (a record is at most 4 MiB, and JSON may escape every byte of
 /// it as six).
 pub(crate) const MAX_LINE: usize = 32 * 1024 * 1024;
+
+/// The deepest nesting of arrays and objects a message may have (rmcp's parser, under
+/// serde_json's limit of 128, fails silently somewhat above it).
+pub(crate) const MAX_DEPTH: usize = 100;
+
+/// The methods whose requests must carry `params`.
+const NEEDS_PARAMS: &[&str] = &[
+    "initialize",
+    "tools/call",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+];
 
 /// Bytes in flight between the framing layer and rmcp, each way.
 const PIPE_BYTES: usize = 256 * 1024;
@@ -46,8 +71,91 @@ struct Probe {
     #[serde(default, deserialize_with = "present")]
     id: Option<Value>,
     method: Option<Value>,
+    #[serde(default, deserialize_with = "shape")]
+    params: Option<Shape>,
     result: Option<IgnoredAny>,
     error: Option<IgnoredAny>,
+}
+
+/// What sort of JSON value a member holds, read without holding it (its content is skipped,
+/// however deep).
+#[derive(Debug, PartialEq)]
+enum Shape {
+    Object,
+    /// `null`: taken as no `params`.
+    Null,
+    Other,
+}
+
+fn shape<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Shape>, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Shape;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Shape, A::Error> {
+            while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(Shape::Object)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut s: A) -> Result<Shape, A::Error> {
+            while s.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Shape::Other)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Shape, E> {
+            Ok(Shape::Other)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Shape, E> {
+            Ok(Shape::Other)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Shape, E> {
+            Ok(Shape::Other)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Shape, E> {
+            Ok(Shape::Other)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Shape, E> {
+            Ok(Shape::Other)
+        }
+        fn visit_unit<E>(self) -> Result<Shape, E> {
+            Ok(Shape::Null)
+        }
+    }
+    d.deserialize_any(V).map(Some)
+}
+
+/// How deeply `text` nests arrays and objects (outside strings).
+fn depth(text: &[u8]) -> usize {
+    let (mut deepest, mut now, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in text {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                now += 1;
+                deepest = deepest.max(now);
+            }
+            b']' | b'}' => now = now.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Whether rmcp can hold a numeric id: an integer within i64 (`1.0` and `1e2` count).
+fn integral_id(n: &serde_json::Number) -> bool {
+    n.as_i64().is_some()
+        || n.as_f64().is_some_and(|f| {
+            f.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f)
+        })
 }
 
 /// A member that is present, `null` included (`Some(Value::Null)`), as opposed to missing.
@@ -87,7 +195,15 @@ pub(crate) fn judge(line: &[u8]) -> Verdict {
     };
     let id = match &probe.id {
         None => None,
-        Some(v @ (Value::String(_) | Value::Number(_))) => Some(v.clone()),
+        Some(v @ Value::String(_)) => Some(v.clone()),
+        Some(v @ Value::Number(n)) if integral_id(n) => Some(v.clone()),
+        Some(v @ Value::Number(_)) => {
+            return error_reply(
+                v.clone(),
+                -32600,
+                "Invalid Request: a numeric `id` must be an integer within 64 signed bits".into(),
+            );
+        }
         Some(_) => {
             return error_reply(
                 Value::Null,
@@ -100,9 +216,29 @@ pub(crate) fn judge(line: &[u8]) -> Verdict {
     if probe.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
         return error_reply(reply_id, -32600, "Invalid Request: `jsonrpc` must be \"2.0\"".into());
     }
+    if depth(trimmed) > MAX_DEPTH {
+        return error_reply(
+            reply_id,
+            -32600,
+            format!("Invalid Request: nested deeper than {MAX_DEPTH} levels"),
+        );
+    }
     match (&probe.method, id.is_some(), probe.result.is_some() || probe.error.is_some()) {
         // A request or a notification.
-        (Some(Value::String(_)), _, _) => Verdict::Pass,
+        (Some(Value::String(m)), is_request, _) => {
+            let bad = match &probe.params {
+                Some(Shape::Other) => Some("Invalid params: `params` must be an object".to_string()),
+                None | Some(Shape::Null) if NEEDS_PARAMS.contains(&m.as_str()) => {
+                    Some(format!("Invalid params: {m} needs `params`"))
+                }
+                _ => None,
+            };
+            match bad {
+                Some(why) if is_request => error_reply(reply_id, -32602, why),
+                Some(_) => Verdict::Skip,
+                None => Verdict::Pass,
+            }
+        }
         (Some(_), _, _) => error_reply(reply_id, -32600, "Invalid Request: `method` must be a string".into()),
         // A response to a request of the server's.
         (None, true, true) => Verdict::Pass,

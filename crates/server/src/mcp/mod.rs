@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 use crate::tokens::Scope;
 
 mod framing;
+pub(crate) use framing::{Verdict, judge};
 mod resources;
 mod tools;
 
