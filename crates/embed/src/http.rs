@@ -84,15 +84,110 @@ impl std::fmt::Debug for HttpConfig {
 }
 
 /// Calls `POST {base}/embeddings` of an OpenAI-compatible server.
-#[derive(Debug)]
 pub struct HttpEmbedder {
     config: HttpConfig,
     url: String,
     /// `url` as errors show it (no user, password or query: see [`redact_url`]).
     shown: String,
+    /// What no message may quote: see [`Secrets`].
+    secrets: Secrets,
     id: String,
     dimension: usize,
     client: reqwest::blocking::Client,
+}
+
+impl std::fmt::Debug for HttpEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpEmbedder")
+            .field("url", &self.shown)
+            .field("id", &self.id)
+            .field("dimension", &self.dimension)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The secrets an embedder holds (its key; the user and password of its URL, and the Basic
+/// credential they make) and the patterns of others a server may echo: every message that
+/// quotes a remote body or a transport error passes through [`Secrets::redact`].
+#[derive(Clone, Default)]
+struct Secrets(Vec<String>);
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Secrets({} redacted)", self.0.len())
+    }
+}
+
+impl Secrets {
+    fn of(key: Option<&str>, url: &str) -> Secrets {
+        let mut known: Vec<String> = key.map(str::to_string).into_iter().collect();
+        if let Ok(u) = reqwest::Url::parse(url) {
+            let user = percent_decoded(u.username());
+            if let Some(password) = u.password().map(percent_decoded) {
+                known.push(base64(format!("{user}:{password}").as_bytes()));
+                known.push(password);
+            }
+            if !user.is_empty() {
+                known.push(user);
+            }
+        }
+        // Longest first, so that a secret holding another is replaced whole.
+        known.retain(|s| s.len() >= 4);
+        known.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        Secrets(known)
+    }
+
+    /// `text` without any known secret, then without what looks like one
+    /// ([`redact_secrets`]).
+    fn redact(&self, text: &str) -> String {
+        let mut t = text.to_string();
+        for s in &self.0 {
+            if t.contains(s.as_str()) {
+                t = t.replace(s.as_str(), "[redacted]");
+            }
+        }
+        redact_secrets(&t)
+    }
+}
+
+/// `s` with its `%XX` escapes decoded (as a URL's user and password are written).
+fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
+        {
+            #[allow(clippy::cast_possible_truncation)]
+            out.push((h * 16 + l) as u8);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Standard base64 (RFC 4648, padded): how a Basic credential is sent, and may be echoed.
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ABC[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 #[derive(Deserialize)]
@@ -162,7 +257,26 @@ impl HttpEmbedder {
             .map_err(|e| EmbedError::Config(format!("cannot build the HTTP client: {e}")))?;
         let id = format!("openai-compatible:{}", config.model);
         let shown = redact_url(&url);
-        let mut e = HttpEmbedder { url, shown, id, dimension: config.dimension.unwrap_or(0), client, config };
+        let secrets = Secrets::of(config.key.as_deref(), &url);
+        // One credential a request: with a key, the URL's user and password are not sent too
+        // (reqwest would add them as Basic beside the Bearer).
+        let url = match (&config.key, reqwest::Url::parse(&url)) {
+            (Some(_), Ok(mut u)) if !u.username().is_empty() || u.password().is_some() => {
+                let _ = u.set_username("");
+                let _ = u.set_password(None);
+                u.to_string()
+            }
+            _ => url,
+        };
+        let mut e = HttpEmbedder {
+            url,
+            shown,
+            secrets,
+            id,
+            dimension: config.dimension.unwrap_or(0),
+            client,
+            config,
+        };
         if e.dimension == 0 {
             let v = e.request(&["dimension probe"])?;
             e.dimension = v.first().map_or(0, Vec::len);
@@ -185,7 +299,7 @@ impl HttpEmbedder {
         } else {
             EmbedError::Connect {
                 url: self.shown.clone(),
-                reason: redact_secrets(&without_url(&root_cause(e))),
+                reason: self.secrets.redact(&without_url(&root_cause(e))),
             }
         }
     }
@@ -231,14 +345,15 @@ impl HttpEmbedder {
                 EmbedError::Status {
                     status: status.as_u16(),
                     url: self.shown.clone(),
-                    body: redact_secrets(&truncate(&body, 200)),
+                    body: self.secrets.redact(&truncate(&body, 200)),
                 },
                 retry_after,
             ));
         }
         let malformed = |reason: String| (EmbedError::Malformed { url: self.shown.clone(), reason }, None);
-        let parsed: Response = serde_json::from_str(&body)
-            .map_err(|e| malformed(format!("{e}; body starts {:?}", truncate(&body, 120))))?;
+        let parsed: Response = serde_json::from_str(&body).map_err(|e| {
+            malformed(format!("{e}; body starts {:?}", self.secrets.redact(&truncate(&body, 120))))
+        })?;
         if parsed.data.len() != texts.len() {
             return Err(malformed(format!("{} embeddings for {} texts", parsed.data.len(), texts.len())));
         }
@@ -292,17 +407,18 @@ pub fn redact_url(url: &str) -> String {
     format!("{scheme}://{host}{path}{query}")
 }
 
-/// `text` with API keys (`sk-...`) and bearer tokens replaced by `[redacted]`: a server's error
-/// body may echo what it was sent.
+/// `text` with what looks like a credential replaced by `[redacted]`: API keys (`sk-...`), the
+/// word after `Bearer` or `Basic`, and the value of `key=`, `api_key=`, `token=`,
+/// `password=`... (a query or form echoed). A server's error body may echo what it was sent.
 pub fn redact_secrets(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut after_bearer = false;
+    let mut after_scheme = false;
     for (i, word) in text.split(' ').enumerate() {
         if i > 0 {
             out.push(' ');
         }
-        let bare = word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_');
-        if after_bearer && !bare.is_empty() {
+        let bare = word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && !"-_+/=".contains(c));
+        if after_scheme && !bare.is_empty() {
             out.push_str(&word.replace(bare, "[redacted]"));
         } else if let Some(at) = word.find("sk-").filter(|at| word.len() - at > 8) {
             let end = word[at..]
@@ -312,10 +428,48 @@ pub fn redact_secrets(text: &str) -> String {
             out.push_str("sk-[redacted]");
             out.push_str(&word[end..]);
         } else {
-            out.push_str(word);
+            out.push_str(&redact_assignments(word));
         }
-        after_bearer = bare.eq_ignore_ascii_case("bearer");
+        let scheme = word.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+        after_scheme = scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("basic");
     }
+    out
+}
+
+/// `word` with the values of credential-like `name=value` pairs redacted.
+fn redact_assignments(word: &str) -> String {
+    const NAMES: [&str; 10] = [
+        "key",
+        "api_key",
+        "api-key",
+        "apikey",
+        "token",
+        "access_token",
+        "password",
+        "passwd",
+        "secret",
+        "auth",
+    ];
+    let lower = word.to_ascii_lowercase();
+    let mut out = String::with_capacity(word.len());
+    let mut i = 0;
+    while let Some(eq) = lower[i..].find('=').map(|e| i + e) {
+        let name_start = lower[..eq]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            .map_or(0, |p| p + 1);
+        let name = &lower[name_start..eq];
+        let value_end = word[eq + 1..]
+            .find(|c: char| "&\"',;<>)(]}".contains(c) || c.is_whitespace())
+            .map_or(word.len(), |e| eq + 1 + e);
+        out.push_str(&word[i..=eq]);
+        if NAMES.contains(&name) && value_end > eq + 1 {
+            out.push_str("[redacted]");
+        } else {
+            out.push_str(&word[eq + 1..value_end]);
+        }
+        i = value_end;
+    }
+    out.push_str(&word[i..]);
     out
 }
 
@@ -376,6 +530,13 @@ mod redaction_tests {
             r#"{"error":"bad key sk-[redacted], header Bearer [redacted]."}"#
         );
         assert_eq!(redact_secrets("sk- is short"), "sk- is short");
+        assert_eq!(
+            redact_secrets("Authorization: Basic dXNlcjpwYXNz== and /v1?api_key=abc&model=m, token=t1"),
+            "Authorization: Basic [redacted] and /v1?api_key=[redacted]&model=m, token=[redacted]"
+        );
+        assert_eq!(super::base64(b"user:pass"), "dXNlcjpwYXNz");
+        assert_eq!(super::base64(b"a"), "YQ==");
+        assert_eq!(super::percent_decoded("p%40ss%2"), "p@ss%2");
         for (base, ok) in [
             ("https://api.example/v1", true),
             ("http://127.0.0.1:8080/v1", true),

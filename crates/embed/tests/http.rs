@@ -20,6 +20,8 @@ enum Answer {
     Slow(Duration),
     /// 200 with a body that is not the API's.
     Garbage,
+    /// 200 with this body (not the API's).
+    Echo(String),
 }
 
 struct Seen {
@@ -93,6 +95,7 @@ fn handle(stream: TcpStream, answer: &Answer, log: &Arc<Mutex<Vec<Seen>>>) {
             ok()
         }
         Answer::Garbage => (200, "{\"data\": \"not a list\"}".into(), None),
+        Answer::Echo(b) => (200, b.clone(), None),
     };
     let mut out = stream;
     let extra = retry.map(|r| format!("Retry-After: {r}\r\n")).unwrap_or_default();
@@ -212,4 +215,46 @@ fn an_unreachable_server_is_a_connection_error() {
     let err = HttpEmbedder::new(cfg).unwrap().embed(&["x"]).unwrap_err();
     assert!(matches!(err, EmbedError::Connect { .. }), "{err}");
     assert!(HttpEmbedder::new(HttpConfig { base_url: "ftp://x".into(), ..config("") }).is_err());
+}
+
+/// What the server was sent never comes back in an error: not on a 200 with a body that is
+/// not the API's, not on an error status, however it is echoed (the key, a `key=` query, the
+/// Basic credential of the URL's user and password, in base64 or not); and a request carries
+/// one credential, not the URL's Basic beside the key's Bearer.
+#[test]
+fn echoed_credentials_never_reach_an_error() {
+    let key = "sk-proj-0123456789abcdefSECRET";
+    let basic = "dXNlcjpwYXNzd29yZDE="; // base64 of user:password1
+    let echo = format!(
+        r#"{{"got": "Authorization: Bearer {key}", "also": "Basic {basic}", "query": "?key=qsecret42&x=1", "raw": "{key} password1"}}"#
+    );
+    let paths = [
+        Answer::Echo(echo.clone()),
+        Answer::Status(400, echo.clone(), None),
+        Answer::Status(500, echo, None),
+    ];
+    for answer in paths {
+        let s = serve(vec![answer.clone(), answer]);
+        let with_user = s.url.replace("http://", "http://user:password1@");
+        let cfg = HttpConfig { key: Some(key.into()), max_retries: 0, ..config(&with_user) };
+        let err = HttpEmbedder::new(cfg).unwrap().embed(&["x"]).unwrap_err().to_string();
+        for secret in [key, "0123456789abcdef", basic, "qsecret42", "password1"] {
+            assert!(!err.contains(secret), "{secret} in {err}");
+        }
+        assert!(err.contains("[redacted]"), "{err}");
+        // One credential: the key's.
+        let seen = s.seen.lock().unwrap();
+        assert_eq!(seen[0].auth.as_deref(), Some(format!("Bearer {key}").as_str()));
+    }
+    // Without a key, the URL's user and password go as Basic, and are not quoted either.
+    let s =
+        serve(vec![Answer::Status(401, "bad Basic dXNlcjpwYXNzd29yZDE= for user:password1".into(), None)]);
+    let cfg = HttpConfig {
+        key: None,
+        max_retries: 0,
+        ..config(&s.url.replace("http://", "http://user:password1@"))
+    };
+    let err = HttpEmbedder::new(cfg).unwrap().embed(&["x"]).unwrap_err().to_string();
+    assert!(!err.contains("password1") && !err.contains(basic), "{err}");
+    assert_eq!(s.seen.lock().unwrap()[0].auth.as_deref(), Some(format!("Basic {basic}").as_str()));
 }
