@@ -306,3 +306,33 @@ fn mcp_messages_over_http_get_an_answer_with_their_id() {
     let (status, _) = post(r#"{"jsonrpc":"2.0","method":"notifications/x","params":5}"#.to_string());
     assert_eq!(status, 202);
 }
+
+/// JSON nested far deeper than any request needs, in a body and in a query's filter: a
+/// problem document naming the limit, and the server goes on.
+#[test]
+fn deep_json_is_refused_on_the_rest_routes() {
+    let s = Server::start(|o| o.config.auth = false);
+    let deep = format!(
+        "{{\"kind\":\"learning\",\"text\":\"x\",\"metadata\":{{\"a\":{}{}}}}}",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let r = client()
+        .post(s.url("/v1/ns/a/records"))
+        .header("Content-Type", "application/json")
+        .body(deep)
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    let body: Value = r.json().unwrap();
+    assert!(body["detail"].as_str().unwrap().contains("recursion limit"), "{body}");
+    let filter = format!("{}1{}", "{\"$not\":".repeat(3_000), "}".repeat(3_000));
+    let r = client()
+        .get(s.url("/v1/ns/a/records"))
+        .query(&[("where", format!("{{\"a\":{filter}}}"))])
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("application/problem+json"));
+    assert!(health(&s) < Duration::from_secs(1));
+}

@@ -311,6 +311,13 @@ fn result_counts_are_bounded() {
         e.run(&["episode", "query", "x", "--limit", bad]).fails(2, "outside 1 to 100");
     }
     e.run(&["task", "list", "--limit", "0"]).fails(2, "a limit of 0 is outside 1 to 10000");
+    // JSON nested far deeper than any record needs: one line, exit 2, nothing written.
+    let deep = format!("{{\"text\":\"x\",\"a\":{}{}}}", "[".repeat(100_000), "]".repeat(100_000));
+    let file = e.dir.path().join("deep.json");
+    std::fs::write(&file, &deep).unwrap();
+    e.run(&["add", "learning", "--data", &format!("@{}", file.display())]).fails(2, "recursion limit");
+    let nested = format!("{{\"a\":{}1{}}}", "{\"$not\":".repeat(3_000), "}".repeat(3_000));
+    e.run(&["list", "--where", &nested]).fails(2, "--where");
     assert_eq!(e.run(&["--json", "list", "--limit", "1"]).json_lines().len(), 1);
 }
 
