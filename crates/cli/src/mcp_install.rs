@@ -10,11 +10,9 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Map, Value, json};
 
 use crate::cli::Cli;
+use crate::cli::MCP_CLIENTS as CLIENTS;
 use crate::open::usage;
 use crate::output::Out;
-
-/// The clients, as `mnemon mcp install` names them.
-pub const CLIENTS: [&str; 6] = ["claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed"];
 
 /// How a client's file holds its servers.
 struct Shape {

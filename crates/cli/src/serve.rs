@@ -51,6 +51,7 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> Result<()> {
             }
             _ => return Err(anyhow::anyhow!("no database to serve")),
         };
+        let stop = signal();
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -89,7 +90,7 @@ pub(crate) fn serve(cli: &Cli, args: &ServeArgs) -> Result<()> {
         } else if tokens::list(&db).map(|t| t.iter().all(|t| t.revoked.is_some())).unwrap_or(false) {
             tracing::warn!("no token yet: make one with `mnemon token create --name NAME --allow-ns PATTERN --scope write`");
         }
-        let finished = mnemon_server::serve(db, listener, options, signal()).await?;
+        let finished = mnemon_server::serve(db, listener, options, stop).await?;
         if let Some(node) = node {
             match std::sync::Arc::try_unwrap(node) {
                 Ok(node) => node.shutdown().await?,
@@ -123,6 +124,7 @@ pub(crate) fn ui(cli: &Cli, listen: std::net::SocketAddr) -> Result<()> {
         .build()
         .context("cannot start the view's runtime")?;
     runtime.block_on(async {
+        let stop = signal();
         let listener =
             tokio::net::TcpListener::bind(listen).await.with_context(|| format!("cannot listen on {listen}"))?;
         let addr = listener.local_addr().context("cannot read the listening address")?;
@@ -140,7 +142,7 @@ pub(crate) fn ui(cli: &Cli, listen: std::net::SocketAddr) -> Result<()> {
             "the view of {} is served on http://{addr}/ui/ (open the printed link once to sign in; Ctrl-C stops)",
             cli.db.display()
         );
-        mnemon_server::serve(db, listener, options, signal()).await?;
+        mnemon_server::serve(db, listener, options, stop).await?;
         Ok(())
     })
 }
@@ -303,24 +305,32 @@ fn logging(format: &str) -> Result<()> {
     Ok(())
 }
 
-/// SIGTERM or Ctrl-C (SIGINT).
-async fn signal() {
+/// SIGTERM or Ctrl-C (SIGINT). The handlers are installed when this is called (not when the
+/// future is first polled), so a signal that comes once the address is printed is never lost
+/// to the default action: call it before saying where the server listens.
+fn signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    {
-        let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let interrupt = tokio::signal::ctrl_c();
+    async move {
+        #[cfg(unix)]
+        match term {
+            Some(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = interrupt => {}
+                }
+            }
+            None => {
+                let _ = interrupt.await;
+            }
         }
+        #[cfg(not(unix))]
+        {
+            let _ = interrupt.await;
+        }
+        tracing::info!("stopping");
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-    tracing::info!("stopping");
 }
 
 /// The file a server's tokens are in: --db, or for a cluster node's folder of partition files

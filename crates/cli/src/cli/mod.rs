@@ -6,6 +6,9 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use mnemon::{Kind, Timestamp};
 
+/// The MCP clients `mnemon mcp install` knows, as it names them.
+pub const MCP_CLIENTS: [&str; 6] = ["claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed"];
+
 pub mod domain;
 
 /// mnemon: an embedded, bitemporal memory database for AI agents.
@@ -128,7 +131,7 @@ pub enum McpCmd {
     /// ~/.config/zed/settings.json.
     Install {
         /// The client.
-        #[arg(value_parser = crate::mcp_install::CLIENTS)]
+        #[arg(value_parser = MCP_CLIENTS)]
         client: String,
         /// The server's name in the client.
         #[arg(long, default_value = "mnemon")]

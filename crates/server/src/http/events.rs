@@ -15,7 +15,8 @@ use axum::response::{IntoResponse, Response};
 use mnemon::feed::{Change, Cursor, Watch};
 use mnemon::ops::Changes;
 
-use super::{App, Problem, bearer, blocking, query_pairs};
+use super::app::{App, bearer, blocking, query_pairs};
+use super::problem::Problem;
 use crate::tokens::Scope;
 
 /// How often an idle stream sends a comment, so that proxies keep it open.

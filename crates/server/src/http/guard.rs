@@ -24,7 +24,7 @@ use http_body_util::BodyExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
 
-use super::Problem;
+use super::problem::Problem;
 
 /// The path of MCP's transport.
 pub(crate) const MCP_PATH: &str = "/mcp";

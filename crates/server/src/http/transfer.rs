@@ -18,7 +18,8 @@ use bytes::Bytes;
 use http_body::Frame;
 use tokio::sync::mpsc;
 
-use super::{App, Problem, bearer, query_pairs, read_body};
+use super::app::{App, bearer, query_pairs, read_body};
+use super::problem::Problem;
 use crate::tokens::Scope;
 
 /// Bytes an export sends at a time.

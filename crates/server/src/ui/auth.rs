@@ -9,7 +9,8 @@ use serde::Deserialize;
 
 use super::html::{self, Chrome};
 use super::{Access, COOKIE, UiMode, Viewer, page_response, problem_page, secure};
-use crate::http::{App, Problem};
+use crate::http::app::App;
+use crate::http::problem::Problem;
 use crate::tokens::Scope;
 
 #[derive(Deserialize, Default)]
@@ -81,7 +82,7 @@ pub(super) async fn login(State(app): State<App>, Form(form): Form<LoginForm>) -
         let token = token.clone();
         move || app.token(&token, Scope::Read).map(|_| ())
     };
-    match crate::http::blocking(check).await {
+    match crate::http::app::blocking(check).await {
         Ok(Ok(())) => signed_in_as(&app, Access::Token(token)),
         Ok(Err(p)) if p.status.as_u16() == 401 => login_form(
             "<p class=\"problem\" role=\"alert\">That token is not valid (or was revoked, or expired).</p>",

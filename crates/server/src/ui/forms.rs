@@ -16,7 +16,8 @@ use serde_json::{Map, Value};
 
 use super::html::{self, esc};
 use super::{ns_path, problem_page, secure, signed_in, to_login};
-use crate::http::{App, Problem};
+use crate::http::app::App;
+use crate::http::problem::Problem;
 use crate::tokens::Scope;
 
 /// The kinds the add form offers, scoped memory's first.
@@ -143,7 +144,7 @@ async fn posted(
         }
         act(&session, &form)
     };
-    match crate::http::blocking(run).await {
+    match crate::http::app::blocking(run).await {
         Ok(Ok(to)) => secure(Redirect::to(&to).into_response()),
         Ok(Err(p)) => problem_page(p),
         Err(_) => problem_page(Problem::invalid("the change stopped unexpectedly")),

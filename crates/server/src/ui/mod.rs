@@ -21,10 +21,10 @@ mod auth;
 mod forms;
 mod html;
 mod pages;
+pub(crate) mod state;
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use state::{Access, COOKIE};
+pub use state::{UiMode, new_secret};
 
 use axum::Router;
 use axum::extract::{Query, State};
@@ -34,93 +34,9 @@ use axum::routing::{get, post};
 use mnemon::ops::Session;
 use serde::Deserialize;
 
-use crate::http::{App, Problem};
+use crate::http::app::{App, blocking};
+use crate::http::problem::Problem;
 use crate::tokens::Scope;
-
-/// How browsers sign in to the view.
-#[derive(Clone, Debug, Default)]
-pub enum UiMode {
-    /// With a token of the server's (`mnemon serve`): its namespaces and scope apply.
-    #[default]
-    Tokens,
-    /// With a one-time secret (`mnemon ui`): the person who started it, every namespace,
-    /// writes allowed.
-    Owner {
-        /// The secret of the sign-in URL; it works once.
-        secret: String,
-    },
-}
-
-/// A new one-time sign-in secret for [`UiMode::Owner`]: 32 random hex digits.
-pub fn new_secret() -> String {
-    random_hex(32)
-}
-
-/// The cookie holding a browser's session.
-const COOKIE: &str = "mnemon_ui";
-/// How long a session lasts.
-const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
-/// The most sessions kept at once (the oldest go first).
-const MAX_SESSIONS: usize = 1024;
-
-/// The view's state in the server: how browsers sign in, and their sessions.
-#[derive(Debug)]
-pub(crate) struct UiState {
-    mode: UiMode,
-    /// The owner's secret until it is used.
-    secret: Mutex<Option<String>>,
-    sessions: Mutex<HashMap<String, UiSession>>,
-}
-
-#[derive(Clone, Debug)]
-struct UiSession {
-    access: Access,
-    csrf: String,
-    expires: Instant,
-}
-
-/// Who a browser is signed in as.
-#[derive(Clone, Debug)]
-enum Access {
-    /// `mnemon ui`'s owner.
-    Owner,
-    /// A token's holder (the token is checked again on every request: a revoked one stops).
-    Token(String),
-}
-
-impl UiState {
-    pub(crate) fn new(mode: UiMode) -> UiState {
-        let secret = match &mode {
-            UiMode::Owner { secret } => Some(secret.clone()),
-            UiMode::Tokens => None,
-        };
-        UiState { mode, secret: Mutex::new(secret), sessions: Mutex::new(HashMap::new()) }
-    }
-
-    /// A new session for `access`: its cookie's value.
-    fn open(&self, access: Access) -> String {
-        let id = random_hex(32);
-        let mut sessions = self.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let now = Instant::now();
-        sessions.retain(|_, s| s.expires > now);
-        if sessions.len() >= MAX_SESSIONS
-            && let Some(oldest) = sessions.iter().min_by_key(|(_, s)| s.expires).map(|(k, _)| k.clone())
-        {
-            sessions.remove(&oldest);
-        }
-        sessions.insert(id.clone(), UiSession { access, csrf: random_hex(32), expires: now + SESSION_TTL });
-        id
-    }
-
-    fn get(&self, id: &str) -> Option<UiSession> {
-        let sessions = self.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        sessions.get(id).filter(|s| s.expires > Instant::now()).cloned()
-    }
-
-    fn close(&self, id: &str) {
-        self.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(id);
-    }
-}
 
 /// The session cookie's value, if the request carries one.
 fn cookie_of(headers: &HeaderMap) -> Option<String> {
@@ -130,12 +46,6 @@ fn cookie_of(headers: &HeaderMap) -> Option<String> {
             .find_map(|kv| kv.strip_prefix(COOKIE).and_then(|v| v.strip_prefix('=')))
             .map(str::to_string)
     })
-}
-
-/// `n` random hex digits.
-fn random_hex(n: usize) -> String {
-    (0..n.div_ceil(16)).map(|_| format!("{:016x}", rand::random::<u64>())).collect::<String>()[..n]
-        .to_string()
 }
 
 /// A signed-in browser, for one request.
@@ -296,7 +206,7 @@ pub(crate) fn page_response(body: String) -> Response {
 
 /// Run `f` on the blocking pool: its page, or its problem as a page.
 pub(crate) async fn render(f: impl FnOnce() -> Result<String, Problem> + Send + 'static) -> Response {
-    match crate::http::blocking(f).await {
+    match blocking(f).await {
         Ok(Ok(body)) => page_response(body),
         Ok(Err(p)) => problem_page(p),
         Err(_) => problem_page(Problem::new(
@@ -332,7 +242,7 @@ async fn live(State(app): State<App>, headers: HeaderMap, Query(q): Query<LiveQu
         };
         Ok(app.db().watch(filter, since)?)
     };
-    match crate::http::blocking(open).await {
+    match blocking(open).await {
         Ok(Ok(watch)) => crate::http::events::stream_of(watch),
         Ok(Err(p)) => p.into_response(),
         Err(_) => Problem::invalid("the request stopped unexpectedly").into_response(),

@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use super::html::{self, Chrome, esc, when};
 use super::{At, Viewer, ns_path, render, signed_in, to_login};
-use crate::http::{App, Problem};
+use crate::http::app::App;
+use crate::http::problem::Problem;
 use crate::tokens::Scope;
 
 /// How many entries a section shows unless asked for more.
