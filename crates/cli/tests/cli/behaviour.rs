@@ -360,6 +360,54 @@ fn a_damaged_page_gives_an_error_not_a_panic() {
     assert!(failures > 0, "some damage was noticed");
 }
 
+/// Damage never changes an answer: with any one page of a 300-record file zeroed, a search
+/// answers exactly as on the sound file or fails (exit 1). (Before format 17 sealed the lexical
+/// index's blocks, zeroing a page inside a segment block dropped top hits with exit 0.)
+#[test]
+fn no_damaged_page_changes_a_search_answer() {
+    let e = Env::new();
+    e.init();
+    let lines: String = (0..300)
+        .map(|i| {
+            format!(
+                "{{\"kind\":\"learning\",\"namespace\":\"default\",\"text\":\"note {i} about topic{}\"}}\n",
+                i % 10
+            )
+        })
+        .collect();
+    let file = e.dir.path().join("b.jsonl");
+    std::fs::write(&file, lines).unwrap();
+    e.run(&["import", file.to_str().unwrap()]).ok();
+    let ids = |out: &str| -> Vec<String> {
+        out.lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_str().unwrap().to_string()
+            })
+            .collect()
+    };
+    let args = ["--json", "search", "topic3", "--limit", "10"];
+    let sound = ids(e.run(&args).ok());
+    assert_eq!(sound.len(), 10);
+    let clean = std::fs::read(e.db()).unwrap();
+    let damaged = e.dir.path().join("x.redb");
+    let (mut failed, mut pages) = (0, 0);
+    for page in 1..clean.len() / 4096 {
+        let mut bytes = clean.clone();
+        bytes[page * 4096..(page + 1) * 4096].fill(0);
+        std::fs::write(&damaged, &bytes).unwrap();
+        let _ = std::fs::remove_file(e.dir.path().join("x.redb.damaged"));
+        let r = run_at(e.dir.path(), &damaged, &args, None);
+        pages += 1;
+        match r.code {
+            0 => assert_eq!(ids(&r.stdout), sound, "page {page}: a different answer with exit 0"),
+            1 => failed += 1,
+            other => panic!("page {page}: exit {other}: {}", r.stderr),
+        }
+    }
+    eprintln!("{failed} of {pages} damaged copies failed the search; none answered otherwise");
+    assert!(failed > 0 && failed < pages, "{failed} of {pages} pages failed the search");
+}
+
 /// Content is data: a record's text holding terminal escape sequences is shown escaped in
 /// tables, record views and errors, never sent raw to the terminal; JSON keeps it exact.
 #[test]

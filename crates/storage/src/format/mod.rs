@@ -77,6 +77,12 @@
 //!   records the version; the version keeps older builds, which cannot read the new entries,
 //!   from opening files written since. Since 16 a forgetting also moves the latest
 //!   transaction time (`last_tx`), so that the log's times never go back.
+//! - 17: the lexical index's large values (segment blocks, version 4; the parts of a
+//!   segment's text numbers, version 2) end with a CRC-32 of their bytes, checked when they
+//!   are read: damage inside one of them (each spans several pages) is an error and a damage
+//!   mark, not other postings and a different ranking. The upgrade seals every value of the
+//!   versions before (each parsed first: damage is refused, not sealed in); a format-16 file
+//!   opened read-only is read as it is.
 //!
 //! A file with a newer version is refused with [`OpenError::NewerFormat`]; one older than
 //! [`OLDEST_SUPPORTED_FORMAT_VERSION`] with [`OpenError::TooOld`]; anything between is upgraded
@@ -131,11 +137,13 @@ pub enum FormatVersion {
     NumberedTexts = 15,
     /// Commit log entries naming what each change was.
     ChangeLog = 16,
+    /// The lexical index's segment blocks and text-number parts sealed by a checksum.
+    SealedIndex = 17,
 }
 
 impl FormatVersion {
     /// The version this build writes.
-    pub const CURRENT: FormatVersion = FormatVersion::ChangeLog;
+    pub const CURRENT: FormatVersion = FormatVersion::SealedIndex;
     /// The oldest version this build opens (upgrading it when a writer opens it).
     pub const OLDEST: FormatVersion = FormatVersion::First;
 

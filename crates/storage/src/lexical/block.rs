@@ -17,6 +17,11 @@ use crate::error::Error;
 /// postings do not fit continues in the next block. Read in place: a search finds its term
 /// by binary search and decodes only its postings.
 ///
+/// Since format 17 a block (version 4) ends with the CRC-32 of its bytes, checked by
+/// [`Block::parse`]: damage inside a block (which spans several pages of the file) makes it
+/// unreadable, an error and a damage mark, never other postings. Formats 15 and 16 wrote
+/// version 3, the same without the checksum; the upgrade to 17 seals them.
+///
 /// Formats 10 to 14 wrote **keyed** blocks: version 1 (formats 10 and 11: no bounds, two
 /// `u32`s per entry) and version 2, whose postings are 28 bytes, `(id, from_rev, tf, doc
 /// length)`, in key order. A read-only handle on such a file reads them as they are; the
@@ -38,12 +43,23 @@ pub(super) struct Block<'b> {
 type Spans = ((usize, usize), (usize, usize), (usize, usize));
 
 impl<'b> Block<'b> {
-    /// The block over its bytes (`None` if malformed).
+    /// The block over its bytes (`None` if malformed, or if a sealed block fails its
+    /// checksum).
     pub(super) fn parse(b: &'b [u8]) -> Option<Self> {
-        let version = *b.first()?;
+        let mut version = *b.first()?;
+        let b = if version == BLOCK_VERSION {
+            if !super::codec::seal_holds(b) {
+                return None;
+            }
+            // Version 3's layout, before the checksum.
+            version = BLOCK_VERSION_3;
+            b.get(..b.len() - 4)?
+        } else {
+            b
+        };
         let width = match version {
             BLOCK_VERSION_1 => 8,
-            BLOCK_VERSION_2 | BLOCK_VERSION => 12,
+            BLOCK_VERSION_2 | BLOCK_VERSION_3 => 12,
             _ => return None,
         };
         let rest = b.get(1..)?;
@@ -60,7 +76,7 @@ impl<'b> Block<'b> {
         let body = body.get(terms..)?;
         block.bounds = body.get(..bounds.checked_mul(BOUND_BYTES)?)?;
         let body = body.get(block.bounds.len()..)?;
-        if version == BLOCK_VERSION {
+        if version == BLOCK_VERSION_3 {
             block.numbers = body.get(..postings.checked_mul(NUMBER_BYTES)?)?;
             block.counts = body.get(block.numbers.len()..)?;
             (block.counts.len() == postings.checked_mul(COUNT_BYTES)?).then_some(block)
@@ -70,9 +86,9 @@ impl<'b> Block<'b> {
         }
     }
 
-    /// Whether its postings are numbered (version 3), not keyed.
+    /// Whether its postings are numbered (versions 3 and 4), not keyed.
     pub(super) fn numbered(&self) -> bool {
-        self.version == BLOCK_VERSION
+        self.version == BLOCK_VERSION_3
     }
 
     /// Where entry `i`'s term, postings and bounds end (a block of version 1 has no bounds).
@@ -242,9 +258,9 @@ impl BlockBuf {
         self.entries += 1;
     }
 
-    /// Bytes of the block so far.
+    /// Bytes of the block so far (its checksum included).
     pub(super) fn size(&self) -> usize {
-        5 + self.dir.len() + self.terms.len() + self.bounds.len() + self.numbers.len() + self.counts.len()
+        9 + self.dir.len() + self.terms.len() + self.bounds.len() + self.numbers.len() + self.counts.len()
     }
 
     /// The encoded block; the buffer is left empty (its allocations kept).
@@ -257,6 +273,7 @@ impl BlockBuf {
             part.clear();
         }
         self.entries = 0;
+        super::codec::seal(&mut out);
         out
     }
 }
@@ -523,4 +540,14 @@ pub(super) fn level_for(texts: usize) -> u64 {
         size = size.saturating_mul(SEGMENT_FANOUT);
     }
     level
+}
+
+/// A block of version 3 sealed (version 4), for the upgrade to format 17; `None` if it is not
+/// a well-formed block of version 3.
+pub(crate) fn seal_block(b: &[u8]) -> Option<Vec<u8>> {
+    Block::parse(b).filter(|p| p.numbered() && p.check() && b.first() == Some(&BLOCK_VERSION_3))?;
+    let mut out = b.to_vec();
+    out[0] = BLOCK_VERSION;
+    super::codec::seal(&mut out);
+    Some(out)
 }

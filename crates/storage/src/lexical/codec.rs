@@ -5,6 +5,21 @@ use super::layout::*;
 use crate::error::Error;
 use crate::id::RecordId;
 
+/// Append the CRC-32 (IEEE) of `out`'s bytes: a sealed value (format 17's segment blocks and
+/// text-number parts), whose damage is found when it is read.
+pub(super) fn seal(out: &mut Vec<u8>) {
+    let crc = crc32fast::hash(out);
+    out.extend_from_slice(&crc.to_le_bytes());
+}
+
+/// Whether a sealed value's last four bytes are the CRC-32 of the bytes before them.
+pub(super) fn seal_holds(b: &[u8]) -> bool {
+    b.len() >= 4 && {
+        let (body, crc) = b.split_at(b.len() - 4);
+        crc32fast::hash(body).to_le_bytes() == crc
+    }
+}
+
 pub(crate) fn encode_posting(tf: u32, len: u32) -> [u8; 9] {
     let mut out = [0u8; 9];
     out[0] = POSTING_VERSION;

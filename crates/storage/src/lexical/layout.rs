@@ -37,8 +37,11 @@ pub(super) const SEGMENT_ROW_VERSION: u8 = 1;
 pub(super) const BLOCK_VERSION_1: u8 = 1;
 /// Keyed segment blocks with their pieces' bounds (formats 12 to 14).
 pub(super) const BLOCK_VERSION_2: u8 = 2;
-/// Numbered segment blocks (format 15).
-pub(super) const BLOCK_VERSION: u8 = 3;
+/// Numbered segment blocks (formats 15 and 16).
+pub(super) const BLOCK_VERSION_3: u8 = 3;
+/// Numbered segment blocks sealed by a CRC-32 at their end (format 17): version 3's layout,
+/// then the checksum of every byte before it, checked when the block is parsed.
+pub(super) const BLOCK_VERSION: u8 = 4;
 /// A segment block is closed once it holds this many bytes: a search reads the blocks
 /// holding a term's postings in each segment, one or two for all but the common terms. A block, its key (at most
 /// 280 bytes: a namespace of 200, a term of 64, their lengths, the segment and the part) and
@@ -47,7 +50,7 @@ pub(super) const BLOCK_VERSION: u8 = 3;
 /// search fetches each page through redb's cache (a lookup and a reference count), and half
 /// the fetches made a search about 10% faster (docs/search.md); a `forget` rewrites one block
 /// per term of the text.
-pub(super) const BLOCK_BYTES: usize = 32 * 1024 - 320;
+pub(super) const BLOCK_BYTES: usize = 32 * 1024 - 324;
 
 /// A level's segments are merged into one segment of the next level once it would hold this
 /// many (see the module documentation).

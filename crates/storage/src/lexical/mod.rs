@@ -67,7 +67,13 @@ mod tests;
 mod verify;
 mod writer;
 
-pub(crate) use block::number_blocks;
+pub(crate) use block::{number_blocks, seal_block};
+pub(crate) use numbers::{is_sealed_part, seal_part};
+
+/// Whether a stored segment block is of the sealed version (format 17).
+pub(crate) fn is_sealed_block(b: &[u8]) -> bool {
+    b.first() == Some(&layout::BLOCK_VERSION)
+}
 pub(crate) use codec::{LexStats, decode_stats};
 pub(crate) use fuzz::{fuzz_block, fuzz_rows};
 pub use layout::{FRESH_LIMIT, SEGMENT_FANOUT};

@@ -1,8 +1,9 @@
 //! A segment's text numbers (format 15): its postings name a text by a 32-bit number, the
 //! text's place in the segment's list of text keys `(id, from_rev)`, in key order, so that
 //! number order is key order. The list is stored in parts of [`PER_PART`] keys, a row `(ns,
-//! segment, part) -> [1]([id u128][from_rev u32])*` each in `mnemon.segment_texts`: text
-//! `n` is entry `n % PER_PART` of part `n / PER_PART`.
+//! segment, part) -> [2]([id u128][from_rev u32])*[crc u32]` each in `mnemon.segment_texts`
+//! (the CRC-32 of the bytes before it, checked when a part is read: format 17; formats 15 and
+//! 16 wrote version 1, without it): text `n` is entry `n % PER_PART` of part `n / PER_PART`.
 //!
 //! Forgetting a text takes its postings out and overwrites its entry (and any entries that
 //! copied it) with the entry before it, or zeros for the first: the forgotten key is gone,
@@ -23,7 +24,10 @@ pub(crate) type NumberKey = (&'static str, u64, u32);
 pub(super) const PER_PART: usize = 800;
 /// Bytes of a key in a part.
 const ENTRY: usize = 20;
-const PART_VERSION: u8 = 1;
+/// Parts of formats 15 and 16: no checksum.
+const PART_VERSION_1: u8 = 1;
+/// Parts sealed by a CRC-32 at their end (format 17).
+const PART_VERSION: u8 = 2;
 
 /// Every part of a namespace's segments from `from` to below `to`.
 pub(super) fn part_bounds(ns: &str, from: u64, to: u64) -> std::ops::Range<(&str, u64, u32)> {
@@ -41,20 +45,52 @@ fn malformed(ns: &str, seg: u64, part: u32) -> Error {
 }
 
 fn encode(keys: &[Key]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + keys.len() * ENTRY);
+    let mut out = Vec::with_capacity(1 + keys.len() * ENTRY + 4);
     out.push(PART_VERSION);
     for (id, rev) in keys {
         out.extend_from_slice(&id.to_le_bytes());
         out.extend_from_slice(&rev.to_le_bytes());
     }
+    super::codec::seal(&mut out);
     out
 }
 
-/// The keys of a part (`None` if malformed).
+/// The keys of a part (`None` if malformed), its checksum not checked: for a part already
+/// read through [`checked`].
 fn entries(b: &[u8]) -> Option<&[[u8; ENTRY]]> {
     let (&version, rest) = b.split_first()?;
+    let rest = match version {
+        PART_VERSION_1 => rest,
+        PART_VERSION => rest.get(..rest.len().checked_sub(4)?)?,
+        _ => return None,
+    };
     let (entries, tail) = rest.as_chunks::<ENTRY>();
-    (version == PART_VERSION && tail.is_empty() && entries.len() <= PER_PART).then_some(entries)
+    (tail.is_empty() && entries.len() <= PER_PART).then_some(entries)
+}
+
+/// The keys of a part as read from the table: its checksum checked (`None` if it fails, or
+/// the part is malformed).
+fn checked(b: &[u8]) -> Option<&[[u8; ENTRY]]> {
+    if b.first() == Some(&PART_VERSION) && !super::codec::seal_holds(b) {
+        return None;
+    }
+    entries(b)
+}
+
+/// Whether `b` is a part of the sealed version.
+pub(crate) fn is_sealed_part(b: &[u8]) -> bool {
+    b.first() == Some(&PART_VERSION)
+}
+
+/// A part of version 1 sealed (version 2), for the upgrade to format 17; `None` if it is not
+/// a well-formed part of version 1.
+pub(crate) fn seal_part(b: &[u8]) -> Option<Vec<u8>> {
+    (b.first() == Some(&PART_VERSION_1)).then_some(())?;
+    entries(b)?;
+    let mut out = b.to_vec();
+    out[0] = PART_VERSION;
+    super::codec::seal(&mut out);
+    Some(out)
 }
 
 fn key_of(e: &[u8; ENTRY]) -> Key {
@@ -91,7 +127,7 @@ pub(super) fn load(
     for (want, r) in table.range(part_bounds(ns, seg, seg + 1))?.enumerate() {
         let (k, v) = r?;
         let part = k.value().2;
-        let list = entries(v.value()).ok_or_else(|| malformed(ns, seg, part))?;
+        let list = checked(v.value()).ok_or_else(|| malformed(ns, seg, part))?;
         // Parts are whole but the last, and none is missing.
         if u32::try_from(want).ok() != Some(part) || out.len() % PER_PART != 0 {
             return Err(malformed(ns, seg, part));
@@ -119,6 +155,12 @@ impl<'t, T: ReadableTable<NumberKey, &'static [u8]>> Numbers<'t, T> {
         let (part, at) = (n / PER_PART as u32, n as usize % PER_PART);
         if self.part.as_ref().is_none_or(|p| p.0 != part) {
             self.part = self.table.get((self.ns, self.seg, part))?.map(|g| (part, g));
+            // Checked once, as it is read.
+            if let Some((_, g)) = &self.part
+                && checked(g.value()).is_none()
+            {
+                return Err(malformed(self.ns, self.seg, part));
+            }
         }
         let Some((_, guard)) = &self.part else { return Ok(None) };
         let list = entries(guard.value()).ok_or_else(|| malformed(self.ns, self.seg, part))?;
@@ -130,7 +172,7 @@ impl<'t, T: ReadableTable<NumberKey, &'static [u8]>> Numbers<'t, T> {
         let last = self.table.range(part_bounds(self.ns, self.seg, self.seg + 1))?.next_back().transpose()?;
         let Some((k, v)) = last else { return Ok(0) };
         let part = k.value().2;
-        let n = entries(v.value()).ok_or_else(|| malformed(self.ns, self.seg, part))?.len();
+        let n = checked(v.value()).ok_or_else(|| malformed(self.ns, self.seg, part))?.len();
         Ok(part.saturating_mul(PER_PART as u32).saturating_add(n as u32))
     }
 
@@ -170,7 +212,7 @@ pub(super) fn forget(
     for part in n / per..=(end - 1) / per {
         let mut keys: Vec<Key> = match table.get((ns, seg, part))? {
             Some(g) => {
-                entries(g.value()).ok_or_else(|| malformed(ns, seg, part))?.iter().map(key_of).collect()
+                checked(g.value()).ok_or_else(|| malformed(ns, seg, part))?.iter().map(key_of).collect()
             }
             None => return Err(malformed(ns, seg, part)),
         };
@@ -206,6 +248,25 @@ mod tests {
     use super::*;
 
     const T: redb::TableDefinition<NumberKey, &[u8]> = redb::TableDefinition::new("t");
+
+    #[test]
+    fn a_changed_bit_of_a_sealed_part_is_found() {
+        let part = super::encode(&[(1, 0), (2, 3), (u128::MAX, 7)]);
+        assert_eq!(super::checked(&part).map(<[_]>::len), Some(3));
+        for byte in 0..part.len() {
+            for bit in 0..8 {
+                let mut bad = part.clone();
+                bad[byte] ^= 1 << bit;
+                assert!(super::checked(&bad).is_none(), "byte {byte} bit {bit}");
+            }
+        }
+        // A part of formats 15 and 16 is read as it is, and seals.
+        let mut old = part[..part.len() - 4].to_vec();
+        old[0] = 1;
+        assert_eq!(super::checked(&old).map(<[_]>::len), Some(3));
+        assert_eq!(super::seal_part(&old), Some(part.clone()));
+        assert_eq!(super::seal_part(&part), None);
+    }
 
     #[test]
     fn texts_are_found_by_key_and_number_and_forgotten_without_a_trace() {

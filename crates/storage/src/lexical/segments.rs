@@ -269,9 +269,18 @@ impl Segments {
                     let entries: Option<Vec<(&str, Vec<SegmentPosting>)>> = if block.numbered() {
                         if texts.as_ref().is_none_or(|t| t.0 != seg) {
                             check(texts.take(), problems);
-                            let keys = match numbers {
-                                Some(n) => super::numbers::load(n, ns, seg)?,
-                                None => Vec::new(),
+                            let keys = match numbers
+                                .as_ref()
+                                .map(|n| super::numbers::load(n, ns, seg))
+                                .transpose()
+                            {
+                                Ok(keys) => keys.unwrap_or_default(),
+                                // A part that fails its checksum or does not decode: reported.
+                                Err(Error::Inconsistent { detail, .. }) => {
+                                    problems.push(format!("{ns}: {detail}"));
+                                    Vec::new()
+                                }
+                                Err(e) => return Err(e),
                             };
                             texts = Some((seg, keys, Vec::new()));
                         }

@@ -56,8 +56,36 @@ fn a_block_out_of_order_fails_its_check() {
     for (offset, value) in [(0, 5), (4, 0)] {
         let mut bad = ok.clone();
         bad[at + offset] = value;
+        // The checksum finds the change; sealed again, the bounds check does.
+        assert!(Block::parse(&bad).is_none(), "{bad:?}");
+        bad.truncate(bad.len() - 4);
+        super::codec::seal(&mut bad);
         assert!(Block::parse(&bad).is_some_and(|b| !b.check()), "{bad:?}");
     }
+}
+
+/// Every single-bit change of a sealed block, and of a sealed text-number part, makes it
+/// unreadable (format 17): damage is an error, never other postings.
+#[test]
+fn damage_to_a_sealed_block_or_part_is_found() {
+    let mut b = BlockBuf::default();
+    b.push("alpha", &[(1, 2, 3), (4, 5, 6)]);
+    b.push("beta", &[(7, 8, 9)]);
+    let block = b.take();
+    assert!(Block::parse(&block).is_some_and(|b| b.check()));
+    for byte in 0..block.len() {
+        for bit in 0..8 {
+            let mut bad = block.clone();
+            bad[byte] ^= 1 << bit;
+            assert!(Block::parse(&bad).is_none_or(|b| !b.numbered()), "byte {byte} bit {bit}");
+        }
+    }
+    // A block of format 16 (version 3, unsealed) is still read, and seals.
+    let mut old = block[..block.len() - 4].to_vec();
+    old[0] = 3;
+    assert!(Block::parse(&old).is_some_and(|b| b.check() && b.numbered()));
+    assert_eq!(super::block::seal_block(&old), Some(block.clone()));
+    assert_eq!(super::block::seal_block(&block), None);
 }
 
 /// Blocks split between terms and inside a term's postings (a term starting mid-block and

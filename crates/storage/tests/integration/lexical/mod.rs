@@ -420,6 +420,29 @@ fn verify_finds_what_the_lexical_index_lost_or_gained() {
         first.swap_with_slice(second);
         t.insert((n.as_str(), seg, part), v.as_slice()).unwrap();
     });
+    // The part's checksum (format 17) finds the change.
+    assert!(
+        problems.iter().any(|p| p.contains("part 0 of the text numbers of segment 0/0 is malformed")),
+        "{problems:?}"
+    );
+    // Sealed again (as a bug writing them would), the order is checked.
+    let reseal = |v: &mut Vec<u8>| {
+        v.truncate(v.len() - 4);
+        let crc = crc32fast::hash(v);
+        v.extend_from_slice(&crc.to_le_bytes());
+    };
+    let problems = damage(&|txn| {
+        let mut t = txn.open_table(numbers).unwrap();
+        let (n, seg, part, mut v) = {
+            let (k, v) = t.pop_first().unwrap().unwrap();
+            let (n, seg, part) = k.value();
+            (n.to_string(), seg, part, v.value().to_vec())
+        };
+        let (first, second) = v[1..41].split_at_mut(20);
+        first.swap_with_slice(second);
+        reseal(&mut v);
+        t.insert((n.as_str(), seg, part), v.as_slice()).unwrap();
+    });
     assert!(problems.iter().any(|p| p.contains("text numbers are out of order")), "{problems:?}");
     let problems = damage(&|txn| {
         let mut t = txn.open_table(numbers).unwrap();
@@ -428,7 +451,9 @@ fn verify_finds_what_the_lexical_index_lost_or_gained() {
             let (n, seg, part) = k.value();
             (n.to_string(), seg, part, v.value().to_vec())
         };
-        t.insert((n.as_str(), seg, part), &v[..v.len() - 200]).unwrap();
+        let mut cut = v[..v.len() - 200].to_vec();
+        reseal(&mut cut);
+        t.insert((n.as_str(), seg, part), cut.as_slice()).unwrap();
     });
     assert!(problems.iter().any(|p| p.contains("which it does not hold")), "{problems:?}");
     let problems = damage(&|txn| {

@@ -190,14 +190,17 @@ pub(super) fn a_format_5_file_reads_alike_and_upgrades() {
     assert_eq!(snap.table_sizes().unwrap()["merged texts"], indexed.len() as u64);
 }
 
-/// The postings of a segment block (version 3, format 15, docs/file-format.md), by term, as
+/// The postings of a segment block (version 4, format 17, docs/file-format.md: version 3's
+/// layout, then a CRC-32 of the bytes before it, checked here), by term, as
 /// 28-byte keyed postings `(id, from_rev, tf, doc length)` (the layout of formats 9 to 14):
 /// `[3][entries u32]`, per entry the ends of its term, its postings and its bounds, the
 /// terms, the bounds (8 bytes per 64 postings: the greatest tf, the least length; checked
 /// here), every posting's text number (4 bytes), then every posting's tf and length (8
 /// bytes); `texts` is the segment's list of text keys (see [`segment_texts`]).
 pub(super) fn decode_block(b: &[u8], texts: &[(u128, u32)]) -> Vec<(String, Vec<[u8; 28]>)> {
-    assert_eq!(b[0], 3, "block version");
+    assert_eq!(b[0], 4, "block version");
+    let (b, crc) = b.split_at(b.len() - 4);
+    assert_eq!(crc32fast::hash(b).to_le_bytes(), crc, "block checksum");
     let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap()) as usize;
     let n = u32_at(1);
     let end = |e: usize, field: usize| u32_at(5 + 12 * e + 4 * field);
@@ -241,8 +244,8 @@ pub(super) fn decode_block(b: &[u8], texts: &[(u128, u32)]) -> Vec<(String, Vec<
 }
 
 /// A segment's list of text keys, from `mnemon.segment_texts` (`(namespace, segment, part)
-/// -> [1]([id u128][from_rev u32])*`, 800 per part): a posting's number is its text's place
-/// in it.
+/// -> [2]([id u128][from_rev u32])*[crc u32]`, 800 per part, format 17): a posting's number is
+/// its text's place in it.
 pub(super) fn segment_texts(txn: &redb::WriteTransaction, ns: &str, seg: u64) -> Vec<(u128, u32)> {
     let table = txn
         .open_table(redb::TableDefinition::<(&str, u64, u32), &[u8]>::new("mnemon.segment_texts"))
@@ -251,8 +254,9 @@ pub(super) fn segment_texts(txn: &redb::WriteTransaction, ns: &str, seg: u64) ->
     for r in redb::ReadableTable::range(&table, (ns, seg, 0u32)..(ns, seg + 1, 0u32)).unwrap() {
         let (k, v) = r.unwrap();
         assert_eq!(k.value().2 as usize * 800, out.len(), "parts of 800");
-        let v = v.value();
-        assert_eq!((v[0], (v.len() - 1) % 20), (1, 0));
+        let (v, crc) = v.value().split_at(v.value().len() - 4);
+        assert_eq!(crc32fast::hash(v).to_le_bytes(), crc, "part checksum");
+        assert_eq!((v[0], (v.len() - 1) % 20), (2, 0));
         out.extend(v[1..].chunks(20).map(|e| {
             (
                 u128::from_le_bytes(e[..16].try_into().unwrap()),
@@ -517,7 +521,7 @@ pub(super) fn files_with_keyed_blocks_get_numbered_blocks() {
         drop(Store::open(&path, StoreOptions::default()).unwrap());
         assert_eq!(file_version(&path), FORMAT_VERSION);
         let versions = block_versions(&path);
-        assert!(!versions.is_empty() && versions.iter().all(|&v| v == 3), "{format}: {versions:?}");
+        assert!(!versions.is_empty() && versions.iter().all(|&v| v == 4), "{format}: {versions:?}");
         let store = Store::open(&path, StoreOptions::default()).unwrap();
         let snap = store.snapshot().unwrap();
         assert_eq!(answers(&snap), before, "{format}");
@@ -535,4 +539,151 @@ pub(super) fn files_with_keyed_blocks_get_numbered_blocks() {
         assert_eq!(ids(&hits), ids(&lakes[1..]), "{format}");
         assert_eq!(snap.verify().unwrap(), Vec::<String>::new(), "{format}");
     }
+}
+
+/// Format 17 seals the lexical index's large values: a file of format 16 (blocks of version 3,
+/// text-number parts of version 1: made here from a new file by taking their checksums off)
+/// is read as it is read-only; opened for writing, every block and part is sealed, and every
+/// search answers as before, to the last bit. A damaged value of the old version is refused
+/// by the upgrade (it is not sealed in), and after it damage inside a block is an error, not
+/// another answer.
+#[test]
+fn format_16_files_get_sealed_blocks_and_damage_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.redb");
+    let ns = Namespace::new("s").unwrap();
+    {
+        let store = Store::open(&path, StoreOptions { create: true, ..Default::default() }).unwrap();
+        // Fresh texts enough for segments of several blocks, then one fresh text.
+        let limit = usize::try_from(FRESH_LIMIT).unwrap();
+        for batch in 0..4 {
+            let ops: Vec<WriteOp> = (0..limit)
+                .map(|i| {
+                    let n = batch * limit + i;
+                    let words: String = (0..40).map(|w| format!(" w{n}t{w}")).collect();
+                    let text = format!("note {n} about topic{} and river{}{words}", n % 10, n % 7);
+                    WriteOp::Insert(NewRecord::new(ns.clone(), learning(&text)))
+                })
+                .collect();
+            store.write(ops).unwrap();
+        }
+        store.write(vec![WriteOp::Insert(NewRecord::new(ns.clone(), learning("topic3 fresh")))]).unwrap();
+        let sizes = store.snapshot().unwrap().table_sizes().unwrap();
+        assert!(sizes["segment postings"] > 0, "{sizes:?}");
+    }
+    let queries = ["topic3", "river5 topic2", "note 17", "fresh"];
+    let answers = |snap: &Snapshot| -> Vec<Vec<(String, u64)>> {
+        queries
+            .iter()
+            .map(|q| {
+                let hits = snap.lexical_search(&ns, q, &ListQuery::new(), 20).unwrap();
+                hits.iter().map(|h| (h.record.body.text(), h.score.to_bits())).collect()
+            })
+            .collect()
+    };
+    let blocks = redb::TableDefinition::<(&str, u64, &str, u32), &[u8]>::new("mnemon.segment_blocks");
+    let parts = redb::TableDefinition::<(&str, u64, u32), &[u8]>::new("mnemon.segment_texts");
+    let meta = redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta");
+    // Back to format 16: values without their checksums, `damage` applied to the first block.
+    let unseal = |to: &std::path::Path, damage: bool| {
+        std::fs::copy(&path, to).unwrap();
+        let db = redb::Database::open(to).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(blocks).unwrap();
+            let all: Vec<_> = redb::ReadableTable::iter(&t)
+                .unwrap()
+                .map(|r| {
+                    let (k, v) = r.unwrap();
+                    let (n, s, f, p) = k.value();
+                    ((n.to_string(), s, f.to_string(), p), v.value().to_vec())
+                })
+                .collect();
+            assert!(
+                all.len() > 1 && all.iter().all(|(_, v)| v[0] == 4),
+                "{:?}",
+                all.iter().map(|(_, v)| v[0]).collect::<Vec<_>>()
+            );
+            for (i, ((n, s, f, p), mut v)) in all.into_iter().enumerate() {
+                v.truncate(v.len() - 4);
+                v[0] = 3;
+                if damage && i == 0 {
+                    let last = v.len() - 1;
+                    v[last] ^= 0x10;
+                    v[5] ^= 0xff;
+                }
+                t.insert((n.as_str(), s, f.as_str(), p), v.as_slice()).unwrap();
+            }
+            let mut t = txn.open_table(parts).unwrap();
+            let all: Vec<_> = redb::ReadableTable::iter(&t)
+                .unwrap()
+                .map(|r| {
+                    let (k, v) = r.unwrap();
+                    let (n, s, p) = k.value();
+                    ((n.to_string(), s, p), v.value().to_vec())
+                })
+                .collect();
+            for ((n, s, p), mut v) in all {
+                assert_eq!(v[0], 2);
+                v.truncate(v.len() - 4);
+                v[0] = 1;
+                t.insert((n.as_str(), s, p), v.as_slice()).unwrap();
+            }
+            txn.open_table(meta).unwrap().insert("format_version", 16u32.to_le_bytes().as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    };
+    let sealed_answers = answers(&Store::open(&path, StoreOptions::default()).unwrap().snapshot().unwrap());
+    assert!(sealed_answers.iter().all(|a| !a.is_empty()));
+    let old = dir.path().join("old.redb");
+    unseal(&old, false);
+    assert_eq!(file_version(&old), 16);
+    {
+        let ro = Store::open(&old, StoreOptions { read_only: true, ..Default::default() }).unwrap();
+        assert_eq!(answers(&ro.snapshot().unwrap()), sealed_answers, "format 16 read as it is");
+    }
+    drop(Store::open(&old, StoreOptions::default()).unwrap());
+    assert_eq!(file_version(&old), FORMAT_VERSION);
+    assert!(block_versions(&old).iter().all(|&v| v == 4));
+    let store = Store::open(&old, StoreOptions::default()).unwrap();
+    assert_eq!(answers(&store.snapshot().unwrap()), sealed_answers);
+    assert_eq!(store.snapshot().unwrap().verify().unwrap(), Vec::<String>::new());
+    drop(store);
+    // A damaged block of format 16 is refused by the upgrade, and the file is left as it was.
+    let bad = dir.path().join("bad.redb");
+    unseal(&bad, true);
+    let refused = Store::open(&bad, StoreOptions::default()).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(refused.contains("does not decode"), "{refused}");
+    assert_eq!(file_version(&bad), 16);
+    // After the upgrade, a changed byte inside a block: an error, not other postings.
+    {
+        let db = redb::Database::open(&old).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(blocks).unwrap();
+            let (key, mut v) = {
+                let first = redb::ReadableTable::iter(&t).unwrap().next().unwrap().unwrap();
+                let (n, s, f, p) = first.0.value();
+                ((n.to_string(), s, f.to_string(), p), first.1.value().to_vec())
+            };
+            let at = v.len() / 2;
+            v[at] ^= 0x01;
+            t.insert((key.0.as_str(), key.1, key.2.as_str(), key.3), v.as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let store = Store::open(&old, StoreOptions::default()).unwrap();
+    let snap = store.snapshot().unwrap();
+    let failed =
+        queries.iter().filter(|q| snap.lexical_search(&ns, q, &ListQuery::new(), 20).is_err()).count();
+    assert!(failed > 0, "a damaged block went unnoticed");
+    for q in queries {
+        if let Ok(hits) = snap.lexical_search(&ns, q, &ListQuery::new(), 20) {
+            let got: Vec<(String, u64)> =
+                hits.iter().map(|h| (h.record.body.text(), h.score.to_bits())).collect();
+            let i = queries.iter().position(|x| *x == q).unwrap();
+            assert_eq!(got, sealed_answers[i], "{q}: a different answer");
+        }
+    }
+    assert!(snap.verify().unwrap().iter().any(|p| p.contains("malformed block")));
 }
