@@ -5,17 +5,26 @@
 //! insert so that cosine similarity is a plain dot product, and stored behind a version byte
 //! in the smaller of two layouts: dense (`[1]` then every component as little-endian `f32`),
 //! or sparse (`[2][dimension u32][n u32]` then `n` times `[index u16][f32]`, indices
-//! ascending) for vectors that are mostly zeros, as the hashing embedder's are (format 4). A vector attaches to the revision that was latest when it was
+//! ascending) for vectors that are mostly zeros, as the hashing embedder's are (format 4).
+//! Since format 17 both are sealed (versions `[7]` and `[8]`): the CRC-32 of every byte before
+//! it follows, checked by every decode, so that a changed byte is an error, not another
+//! ranking; versions 1 and 2 are still read, and the upgrade seals them. A vector attaches to the revision that was latest when it was
 //! written and serves that revision and every later one until another vector is written (a
 //! change of tags does not need a new embedding; a change of text does).
 
 use crate::error::{CodecError, InputError};
 use crate::time::Timestamp;
 
-/// The version byte of a dense stored vector.
+/// The version byte of a dense stored vector (formats 2 to 16).
 const VECTOR_VERSION: u8 = 1;
-/// The version byte of a sparse stored vector (format 4).
+/// The version byte of a sparse stored vector (formats 4 to 16).
 const SPARSE_VERSION: u8 = 2;
+/// Dense, then the CRC-32 of every byte before it (format 17). The sealed versions differ from
+/// the unsealed ones in two bits at least, so that no single flipped bit of the version byte
+/// turns a sealed vector into one read without its checksum.
+const SEALED_VECTOR_VERSION: u8 = 7;
+/// Sparse, then the CRC-32 of every byte before it (format 17).
+const SEALED_SPARSE_VERSION: u8 = 8;
 /// The version byte of a vector-space row.
 const SPACE_VERSION: u8 = 1;
 /// The largest dimension accepted.
@@ -70,8 +79,40 @@ pub fn normalise(v: &[f32]) -> Result<Vec<f32>, InputError> {
     Ok(out)
 }
 
-/// The stored form: dense or sparse, whichever is smaller (see the module documentation).
+/// The stored form: dense or sparse, whichever is smaller (see the module documentation),
+/// sealed by a CRC-32 of its bytes (format 17), which every decode checks.
 pub(crate) fn encode(v: &[f32]) -> Vec<u8> {
+    let mut out = encode_unsealed(v);
+    out[0] = if out[0] == SPARSE_VERSION { SEALED_SPARSE_VERSION } else { SEALED_VECTOR_VERSION };
+    seal(&mut out);
+    out
+}
+
+fn seal(out: &mut Vec<u8>) {
+    let crc = crc32fast::hash(out);
+    out.extend_from_slice(&crc.to_le_bytes());
+}
+
+/// A stored vector of version 1 or 2 sealed (version 3 or 4), for the upgrade to format 17;
+/// `None` if it is sealed already. A value that does not decode is an error.
+pub(crate) fn seal_stored(bytes: &[u8]) -> Result<Option<Vec<u8>>, CodecError> {
+    let sealed = match bytes.first() {
+        Some(&VECTOR_VERSION) => SEALED_VECTOR_VERSION,
+        Some(&SPARSE_VERSION) => SEALED_SPARSE_VERSION,
+        _ => {
+            decode_into(bytes, &mut Vec::new())?;
+            return Ok(None);
+        }
+    };
+    decode_into(bytes, &mut Vec::new())?;
+    let mut out = bytes.to_vec();
+    out[0] = sealed;
+    seal(&mut out);
+    Ok(Some(out))
+}
+
+/// The form of formats 2 to 16: no checksum.
+fn encode_unsealed(v: &[f32]) -> Vec<u8> {
     let nonzero = v.iter().filter(|x| **x != 0.0).count();
     let sparse_len = 9 + 6 * nonzero;
     if v.len() <= MAX_DIMENSION
@@ -110,10 +151,23 @@ fn le_u32(b: &[u8], at: usize) -> Result<u32, CodecError> {
     Ok(u32::from_le_bytes(a))
 }
 
-/// Decode a stored vector into `out` (cleared first).
+/// Decode a stored vector into `out` (cleared first); a sealed one whose checksum fails is an
+/// error.
 pub(crate) fn decode_into(bytes: &[u8], out: &mut Vec<f32>) -> Result<(), CodecError> {
     let (&version, rest) = bytes.split_first().ok_or_else(truncated)?;
     out.clear();
+    let (version, rest) = match version {
+        SEALED_VECTOR_VERSION | SEALED_SPARSE_VERSION => {
+            let (body, crc) =
+                bytes.split_at(bytes.len().checked_sub(4).filter(|n| *n >= 1).ok_or_else(truncated)?);
+            if crc32fast::hash(body).to_le_bytes() != crc {
+                return Err(CodecError::Decode { what: "vector", reason: "it fails its checksum".into() });
+            }
+            let plain = if version == SEALED_VECTOR_VERSION { VECTOR_VERSION } else { SPARSE_VERSION };
+            (plain, &body[1..])
+        }
+        v => (v, rest),
+    };
     match version {
         VECTOR_VERSION => {
             if rest.len() % 4 != 0 {
@@ -138,7 +192,7 @@ pub(crate) fn decode_into(bytes: &[u8], out: &mut Vec<f32>) -> Result<(), CodecE
                 *slot = f32::from_le_bytes([e[2], e[3], e[4], e[5]]);
             }
         }
-        found => return Err(CodecError::Version { what: "vector", found, expected: SPARSE_VERSION }),
+        found => return Err(CodecError::Version { what: "vector", found, expected: SEALED_SPARSE_VERSION }),
     }
     Ok(())
 }
@@ -146,7 +200,8 @@ pub(crate) fn decode_into(bytes: &[u8], out: &mut Vec<f32>) -> Result<(), CodecE
 /// The number of components of a stored vector (without decoding it).
 pub(crate) fn stored_dimension(bytes: &[u8]) -> usize {
     match bytes.first() {
-        Some(&SPARSE_VERSION) => le_u32(&bytes[1..], 0).map_or(0, |d| d as usize),
+        Some(&SPARSE_VERSION | &SEALED_SPARSE_VERSION) => le_u32(&bytes[1..], 0).map_or(0, |d| d as usize),
+        Some(&SEALED_VECTOR_VERSION) => bytes.len().saturating_sub(5) / 4,
         _ => bytes.len().saturating_sub(1) / 4,
     }
 }
@@ -208,27 +263,53 @@ mod tests {
     fn stored_form_round_trips() {
         let v = vec![0.25f32, -1.5, 3.0];
         let bytes = encode(&v);
-        assert_eq!(bytes.len(), 13);
+        assert_eq!(bytes.len(), 17);
         assert_eq!(stored_dimension(&bytes), 3);
         let mut out = Vec::new();
         decode_into(&bytes, &mut out).unwrap();
         assert_eq!(out, v);
-        assert!(decode_into(&bytes[..12], &mut out).is_err());
+        assert!(decode_into(&bytes[..16], &mut out).is_err());
         // Mostly zeros: the sparse layout, 9 + 6 bytes per non-zero component.
         let mut sparse = vec![0f32; 384];
         sparse[0] = 0.5;
         sparse[7] = -0.25;
         sparse[383] = 1.0;
         let bytes = encode(&sparse);
-        assert_eq!(bytes.len(), 9 + 3 * 6);
+        assert_eq!(bytes.len(), 9 + 3 * 6 + 4);
         assert_eq!(stored_dimension(&bytes), 384);
         decode_into(&bytes, &mut out).unwrap();
         assert_eq!(out, sparse);
         assert!(decode_into(&bytes[..bytes.len() - 1], &mut out).is_err());
-        let mut bad = bytes.clone();
+        let mut bad = encode_unsealed(&sparse);
         bad[1..5].copy_from_slice(&100u32.to_le_bytes());
         assert!(decode_into(&bad, &mut out).unwrap_err().to_string().contains("beyond the dimension"));
         let s = decode_space("m", &encode_space(384, Timestamp::from_micros(7))).unwrap();
         assert_eq!((s.dimension, s.created.as_micros()), (384, 7));
+    }
+
+    /// Every single-bit change of a sealed vector (dense or sparse) is an error, never another
+    /// vector; the forms of formats 2 to 16 are read and sealed.
+    #[test]
+    fn a_changed_bit_of_a_stored_vector_is_found() {
+        let mut sparse = vec![0f32; 64];
+        sparse[3] = 0.6;
+        sparse[9] = -0.8;
+        for v in [vec![0.25f32, -1.5, 3.0, 0.5], sparse] {
+            let bytes = encode(&v);
+            for byte in 0..bytes.len() {
+                for bit in 0..8 {
+                    let mut bad = bytes.clone();
+                    bad[byte] ^= 1 << bit;
+                    let mut out = Vec::new();
+                    assert!(decode_into(&bad, &mut out).is_err(), "byte {byte} bit {bit}");
+                }
+            }
+            let old = encode_unsealed(&v);
+            let mut out = Vec::new();
+            decode_into(&old, &mut out).unwrap();
+            assert_eq!(out, v);
+            assert_eq!(seal_stored(&old).unwrap(), Some(bytes.clone()));
+            assert_eq!(seal_stored(&bytes).unwrap(), None);
+        }
     }
 }

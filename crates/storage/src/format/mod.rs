@@ -78,8 +78,8 @@
 //!   from opening files written since. Since 16 a forgetting also moves the latest
 //!   transaction time (`last_tx`), so that the log's times never go back.
 //! - 17: the lexical index's large values (segment blocks, version 4; the parts of a
-//!   segment's text numbers, version 2) end with a CRC-32 of their bytes, checked when they
-//!   are read: damage inside one of them (each spans several pages) is an error and a damage
+//!   segment's text numbers, version 2) and stored vectors (versions 3 and 4) end with a CRC-32
+//!   of their bytes, checked when they are read: damage inside one of them (each spans several pages) is an error and a damage
 //!   mark, not other postings and a different ranking. The upgrade seals every value of the
 //!   versions before (each parsed first: damage is refused, not sealed in); a format-16 file
 //!   opened read-only is read as it is.
@@ -137,7 +137,8 @@ pub enum FormatVersion {
     NumberedTexts = 15,
     /// Commit log entries naming what each change was.
     ChangeLog = 16,
-    /// The lexical index's segment blocks and text-number parts sealed by a checksum.
+    /// The lexical index's segment blocks and text-number parts, and vectors, sealed by a
+    /// checksum.
     SealedIndex = 17,
 }
 

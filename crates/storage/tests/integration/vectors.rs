@@ -289,8 +289,9 @@ fn sparse_and_dense_vectors_share_a_space() {
                     (k.value().2, v.value()[0], v.value().len())
                 })
                 .collect();
-            assert!(lens.contains(&(ids[0].as_u128(), 2, 9 + 2 * 6)), "{lens:?}");
-            assert!(lens.contains(&(ids[1].as_u128(), 1, 1 + 4 * dim)), "{lens:?}");
+            // Sealed (format 17): versions 8 (sparse) and 7 (dense), a CRC-32 at the end.
+            assert!(lens.contains(&(ids[0].as_u128(), 8, 9 + 2 * 6 + 4)), "{lens:?}");
+            assert!(lens.contains(&(ids[1].as_u128(), 7, 1 + 4 * dim + 4)), "{lens:?}");
             // Record c gets the mostly-zero vector in the dense layout of format 3.
             let mut old = vec![1u8];
             for x in &sparse {
@@ -309,4 +310,102 @@ fn sparse_and_dense_vectors_share_a_space() {
         assert!(got.iter().zip(want.iter()).all(|(x, y)| (x - y).abs() < 1e-6), "{id}");
     }
     assert!(snap.verify().unwrap().is_empty(), "{:?}", snap.verify().unwrap());
+}
+
+/// Format 17 seals stored vectors: a file of format 16 (vectors of versions 1 and 2, made here
+/// by taking the checksums off) reads the same, and opened for writing has every vector sealed
+/// (versions 7 and 8); a changed byte of a sealed vector is then an error, not another vector.
+#[test]
+fn format_16_vectors_are_sealed_and_damage_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v.redb");
+    let ns = Namespace::new("p").unwrap();
+    let mut ids = Vec::new();
+    {
+        let store = Store::open(&path, StoreOptions { create: true, ..Default::default() }).unwrap();
+        let mut ops = Vec::new();
+        for i in 0..3u16 {
+            let rec = NewRecord::new(ns.clone(), learning(&format!("text {i}")));
+            ids.push(rec.id);
+            ops.push(WriteOp::Insert(rec.clone()));
+            let mut sparse = vec![0f32; 64];
+            sparse[usize::from(i)] = 1.0;
+            ops.push(put(&ns, rec.id, "sparse", sparse));
+            ops.push(put(&ns, rec.id, "dense", vec![1.0 + f32::from(i), 2.0, 3.0]));
+        }
+        store.write(ops).unwrap();
+    }
+    let read = |path: &std::path::Path, read_only: bool| {
+        let store = Store::open(path, StoreOptions { read_only, ..Default::default() }).unwrap();
+        let snap = store.snapshot().unwrap();
+        let mut out = Vec::new();
+        for space in ["sparse", "dense"] {
+            for id in &ids {
+                out.push(snap.vector_for(space, &ns, *id, 0));
+            }
+        }
+        out.into_iter().map(|r| r.map_err(|e| e.to_string())).collect::<Vec<_>>()
+    };
+    let vectors = redb::TableDefinition::<(&str, &str, u128, u32), &[u8]>::new("mnemon.vectors");
+    let meta = redb::TableDefinition::<&str, &[u8]>::new("mnemon.meta");
+    let versions = |path: &std::path::Path| -> Vec<u8> {
+        let db = redb::Database::open(path).unwrap();
+        let txn = db.begin_read().unwrap();
+        let t = txn.open_table(vectors).unwrap();
+        t.iter().unwrap().map(|r| r.unwrap().1.value()[0]).collect()
+    };
+    // Rewrite every vector with `f` (from its sealed bytes), and record format `format`.
+    let rewrite = |path: &std::path::Path, format: Option<u32>, f: &dyn Fn(Vec<u8>) -> Vec<u8>| {
+        let db = redb::Database::open(path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(vectors).unwrap();
+            let all: Vec<_> = t
+                .iter()
+                .unwrap()
+                .map(|r| {
+                    let (k, v) = r.unwrap();
+                    let (s, n, id, rev) = k.value();
+                    ((s.to_string(), n.to_string(), id, rev), v.value().to_vec())
+                })
+                .collect();
+            for ((s, n, id, rev), v) in all {
+                t.insert((s.as_str(), n.as_str(), id, rev), f(v).as_slice()).unwrap();
+            }
+            if let Some(format) = format {
+                txn.open_table(meta)
+                    .unwrap()
+                    .insert("format_version", format.to_le_bytes().as_slice())
+                    .unwrap();
+            }
+        }
+        txn.commit().unwrap();
+    };
+    let want = read(&path, true);
+    assert!(want.iter().all(|v| matches!(v, Ok(Some(_)))));
+    let mut sealed_versions = versions(&path);
+    sealed_versions.sort_unstable();
+    assert_eq!(sealed_versions, [7, 7, 7, 8, 8, 8]);
+    // Back to format 16: the checksum off, the version of before.
+    rewrite(&path, Some(16), &|mut v| {
+        v.truncate(v.len() - 4);
+        v[0] = if v[0] == 7 { 1 } else { 2 };
+        v
+    });
+    assert_eq!(read(&path, true), want, "format 16 read as it is");
+    drop(Store::open(&path, StoreOptions::default()).unwrap());
+    let mut upgraded = versions(&path);
+    upgraded.sort_unstable();
+    assert_eq!(upgraded, [7, 7, 7, 8, 8, 8]);
+    assert_eq!(read(&path, false), want);
+    // A changed byte inside a sealed vector: an error naming the vectors, never another one.
+    rewrite(&path, None, &|mut v| {
+        let at = v.len() - 6;
+        v[at] ^= 0x40;
+        v
+    });
+    for got in read(&path, false) {
+        let e = got.unwrap_err();
+        assert!(e.contains("checksum"), "{e}");
+    }
 }

@@ -1,6 +1,6 @@
 //! Format 17: the lexical index's large values (segment blocks, about 32 KiB each, and the
-//! parts of a segment's text numbers, about 16 KiB) end with a CRC-32 of their bytes, so that
-//! damage inside one (each spans several pages of the file) is found when it is read.
+//! parts of a segment's text numbers, about 16 KiB) and stored vectors end with a CRC-32 of
+//! their bytes, so that damage inside one is found when it is read.
 
 use std::ops::Bound;
 
@@ -76,6 +76,41 @@ pub(super) fn seal_index(txn: &WriteTransaction) -> Result<(), Error> {
         }
         for ((ns, seg, part), s) in &batch {
             parts.insert((ns.as_str(), *seg, *part), s.as_slice())?;
+        }
+        if read < SEAL_BATCH {
+            break;
+        }
+    }
+    seal_vectors(txn)
+}
+
+/// Seal every stored vector of version 1 or 2 (each decoded first).
+fn seal_vectors(txn: &WriteTransaction) -> Result<(), Error> {
+    let mut vectors = txn.open_table(tables::VECTORS)?;
+    let mut after: Option<(String, String, u128, u32)> = None;
+    loop {
+        let mut batch = Vec::new();
+        let mut read = 0usize;
+        {
+            let start = match &after {
+                Some((space, ns, id, rev)) => Bound::Excluded((space.as_str(), ns.as_str(), *id, *rev)),
+                None => Bound::Unbounded,
+            };
+            for r in vectors.range::<(&str, &str, u128, u32)>((start, Bound::Unbounded))?.take(SEAL_BATCH) {
+                let (k, v) = r?;
+                read += 1;
+                let (space, ns, id, rev) = k.value();
+                let key = (space.to_string(), ns.to_string(), id, rev);
+                after = Some(key.clone());
+                let sealed = crate::vector::seal_stored(v.value())
+                    .map_err(|e| Error::Codec { table: tables::names::VECTORS, source: e })?;
+                if let Some(s) = sealed {
+                    batch.push((key, s));
+                }
+            }
+        }
+        for ((space, ns, id, rev), s) in &batch {
+            vectors.insert((space.as_str(), ns.as_str(), *id, *rev), s.as_slice())?;
         }
         if read < SEAL_BATCH {
             return Ok(());
