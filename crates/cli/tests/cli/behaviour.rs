@@ -60,7 +60,7 @@ fn memory_scope_follows_the_namespace() {
     assert!(shown.contains("Zustand") && shown.contains("Vite") && shown.contains("pnpm"), "{shown}");
     // A markdown import follows --ns too; a --ns that is no scope, or disagrees, is refused.
     let md = e.dir.path().join("learnings.md");
-    std::fs::write(&md, "# Learnings\n\n## 2026-01-28T10:00:00Z | importance:4 | ttl:90 | id:abc123\nKeep builds reproducible\n").unwrap();
+    std::fs::write(&md, "# Learnings\n\n## 2026-01-28T10:00:00Z | importance:5 | ttl:permanent | id:abc123\nKeep builds reproducible\n").unwrap();
     e.run(&["--ns", &ns, "import", "--format", "markdown", md.to_str().unwrap()]).ok();
     let shown = e.run(&["--ns", &ns, "memory", "show", "--section", "learnings"]).ok().to_string();
     assert!(shown.contains("Keep builds reproducible"), "{shown}");
