@@ -145,6 +145,43 @@ fn two_nodes_serve_one_log_and_a_killed_node_catches_up() {
     assert_eq!(lines, 4 + 20);
 }
 
+/// A node whose NATS server is gone still stops on SIGTERM, within its grace and a few
+/// seconds, with its files synced.
+#[test]
+fn a_node_stops_when_its_server_is_gone() {
+    let nats = Nats::start();
+    let dir = tempfile::tempdir().unwrap();
+    let fa = dir.path().join("a");
+    let (mut a, addr_a) = node(dir.path(), &fa, &nats, "a");
+    let (_, token) = write(&addr_a, "team", "before the server went away");
+    assert_eq!(texts(&addr_a, "team", &token), vec!["before the server went away".to_string()]);
+    drop(nats);
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    signal(&a, "-TERM");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = a.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = a.kill();
+            panic!("the node did not stop within 30 s of SIGTERM with its server gone");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    eprintln!("stopped in {:.1} s with its server gone: {status}", started.elapsed().as_secs_f64());
+    assert!(status.code().is_some(), "{status}");
+    // Its files hold the write.
+    let lines: usize = (0..4)
+        .map(|p| {
+            let file = fa.join(format!("p{p:03}.mnemon"));
+            run_at(dir.path(), &file, &["export", "--all"], None).ok().to_string().lines().count()
+        })
+        .sum();
+    assert_eq!(lines, 1);
+}
+
 /// Signal `sig` (`-STOP`, `-CONT`, `-TERM`) to a child.
 fn signal(child: &std::process::Child, sig: &str) {
     assert!(

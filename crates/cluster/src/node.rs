@@ -22,6 +22,11 @@ const LIVE_FOR: i64 = 5_000_000;
 /// How long a starting node waits for JetStream (a new cluster elects its leader first).
 const STARTUP: Duration = Duration::from_secs(60);
 
+/// How long a shutdown waits for each of the node's tasks and for the server to take its
+/// goodbye, before going on without them (the server may be gone): the partitions' files are
+/// synced whatever the server does.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(3);
+
 /// How a partition's database is opened, given its path (the embedder, cache size ...): the
 /// node then makes it a replica and creates it if needed.
 pub type OpenDb = Arc<dyn Fn(&Path) -> DbBuilder + Send + Sync>;
@@ -354,13 +359,18 @@ impl Node {
 
     /// Stop the appliers, make every applied entry durable in the files, and leave the list
     /// of live nodes (so that the streams' entries this node had yet to apply may be purged
-    /// once snapshots hold them).
+    /// once snapshots hold them). With the server gone, it waits a few seconds at most for
+    /// it, then syncs the files and returns: a node always stops.
     pub async fn shutdown(mut self) -> Result<(), ClusterError> {
         let _ = self.stop.send(true);
         for t in std::mem::take(&mut self.tasks) {
-            let _ = t.await;
+            // A task waiting on a server that is gone is stopped, not waited for.
+            let abort = t.abort_handle();
+            if tokio::time::timeout(SHUTDOWN_WAIT, t).await.is_err() {
+                abort.abort();
+            }
         }
-        let _ = self.buckets.status.delete(&self.config.name).await;
+        let _ = tokio::time::timeout(SHUTDOWN_WAIT, self.buckets.status.delete(&self.config.name)).await;
         for h in self.partitions.values() {
             let db = h.db.clone();
             tokio::task::spawn_blocking(move || db.sync())
