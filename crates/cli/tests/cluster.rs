@@ -12,12 +12,30 @@ use serde_json::{Value, json};
 
 const CONSISTENCY: &str = "mnemon-consistency";
 
-fn node(
-    dir: &std::path::Path,
-    files: &std::path::Path,
-    nats: &Nats,
-    name: &str,
-) -> (std::process::Child, String) {
+/// A node's process, killed and reaped when dropped: a test that fails leaves no node running.
+struct Reaped(std::process::Child);
+
+impl std::ops::Deref for Reaped {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn node(dir: &std::path::Path, files: &std::path::Path, nats: &Nats, name: &str) -> (Reaped, String) {
     let url = nats.url();
     let args = ["--no-auth", "--cluster", url.as_str(), "--node", name, "--partition-count", "4"];
     let (child, addr, stderr) = spawn_serve(dir, files, &args);
@@ -26,7 +44,7 @@ fn node(
         use std::io::BufRead;
         for _ in stderr.lines() {}
     });
-    (child, addr)
+    (Reaped(child), addr)
 }
 
 fn client() -> reqwest::blocking::Client {
@@ -222,9 +240,9 @@ fn three_nodes_on_three_servers_lose_no_acknowledged_write_through_kills_and_sto
             use std::io::BufRead;
             for _ in stderr.lines() {}
         });
-        (child, addr)
+        (Reaped(child), addr)
     };
-    let mut nodes: Vec<(std::process::Child, String)> = (0..3).map(start).collect();
+    let mut nodes: Vec<(Reaped, String)> = (0..3).map(start).collect();
     let addrs: Arc<RwLock<Vec<String>>> = Arc::new(RwLock::new(nodes.iter().map(|n| n.1.clone()).collect()));
     let seen = Arc::new(Mutex::new(Seen::default()));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -396,7 +414,7 @@ fn a_request_for_a_partition_hosted_elsewhere_is_redirected_there() {
             use std::io::BufRead;
             for _ in stderr.lines() {}
         });
-        (child, addr)
+        (Reaped(child), addr)
     };
     let (mut a, addr_a) = start("a", "0-1");
     let (mut b, addr_b) = start("b", "2,3");
