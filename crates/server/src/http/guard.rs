@@ -4,7 +4,8 @@
 //! * a body larger than [`super::Config::body_limit`] is refused by its `Content-Length`
 //!   before a byte of it is read;
 //! * every error is a problem document (`application/problem+json`): one that a layer below
-//!   wrote otherwise (axum's path and query rejections, rmcp's plain-text 4xx) is rewritten,
+//!   wrote otherwise (axum's path and query rejections, rmcp's plain-text 4xx) is rewritten
+//!   (the web view's HTML error pages, for people, are kept),
 //!   its text kept as the detail; on `/mcp` errors are JSON-RPC error objects instead
 //!   (`application/json`, `id` null: the request could not be read), which MCP's transport
 //!   allows;
@@ -78,10 +79,13 @@ pub(crate) async fn finish(path: &str, response: Response) -> Response {
     let mut response = if status.is_client_error() || status.is_server_error() {
         let kind = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
         let json = kind.starts_with("application/problem+json") || kind.starts_with("application/json");
-        if json
-            && (path != MCP_PATH
-                || !kind.starts_with("application/problem+json")
-                || status == StatusCode::UNAUTHORIZED)
+        // The web view's error pages are for people: kept as they are.
+        let page = kind.starts_with("text/html");
+        if page
+            || json
+                && (path != MCP_PATH
+                    || !kind.starts_with("application/problem+json")
+                    || status == StatusCode::UNAUTHORIZED)
         {
             response
         } else {
