@@ -321,11 +321,9 @@ fn result_counts_are_bounded() {
     assert_eq!(e.run(&["--json", "list", "--limit", "1"]).json_lines().len(), 1);
 }
 
-/// A damaged file never panics a command: with a page zeroed anywhere in a file of 300
-/// records, search, list, export, get and check either answer or fail with one line (exit 1,
-/// never 101), and `check` says the file is damaged when it cannot read it.
-#[test]
-fn a_damaged_page_gives_an_error_not_a_panic() {
+/// A file of 300 learnings ("note N about topicM", ten topics), imported in one commit: enough
+/// for a segment of the lexical index and pages of every table, for the damage tests.
+fn three_hundred_notes() -> Env {
     let e = Env::new();
     e.init();
     let lines: String = (0..300)
@@ -339,6 +337,15 @@ fn a_damaged_page_gives_an_error_not_a_panic() {
     let file = e.dir.path().join("b.jsonl");
     std::fs::write(&file, lines).unwrap();
     e.run(&["import", file.to_str().unwrap()]).ok();
+    e
+}
+
+/// A damaged file never panics a command: with a page zeroed anywhere in a file of 300
+/// records, search, list, export, get and check either answer or fail with one line (exit 1,
+/// never 101), and `check` says the file is damaged when it cannot read it.
+#[test]
+fn a_damaged_page_gives_an_error_not_a_panic() {
+    let e = three_hundred_notes();
     let id = e.run(&["--json", "list", "--limit", "1"]).json_lines()[0]["id"].as_str().unwrap().to_string();
     let clean = std::fs::read(e.db()).unwrap();
     let damaged = e.dir.path().join("x.redb");
@@ -365,19 +372,7 @@ fn a_damaged_page_gives_an_error_not_a_panic() {
 /// index's blocks, zeroing a page inside a segment block dropped top hits with exit 0.)
 #[test]
 fn no_damaged_page_changes_a_search_answer() {
-    let e = Env::new();
-    e.init();
-    let lines: String = (0..300)
-        .map(|i| {
-            format!(
-                "{{\"kind\":\"learning\",\"namespace\":\"default\",\"text\":\"note {i} about topic{}\"}}\n",
-                i % 10
-            )
-        })
-        .collect();
-    let file = e.dir.path().join("b.jsonl");
-    std::fs::write(&file, lines).unwrap();
-    e.run(&["import", file.to_str().unwrap()]).ok();
+    let e = three_hundred_notes();
     let ids = |out: &str| -> Vec<String> {
         out.lines()
             .map(|l| {
