@@ -641,7 +641,7 @@ def generate() -> Dict[str, str]:
                  "coroutine twins. Each method is one operation of mnemon's operation layer (named in its\n"
                  'docstring); records in answers come back as :class:`mnemon.Record` objects."""\n\n'
                  "from __future__ import annotations\n\n"
-                 "from typing import Any, Dict, Mapping, Optional, Protocol, Sequence, Union\n\n"
+                 "from typing import Any, Dict, Mapping, Optional, Sequence, Union\n\n"
                  "from . import _sugar\n"
                  "from ._pool import run as _run\n"
                  "from ._types import (\n" + "".join(f"    {n},\n" for n in imported) + ")\n"
@@ -652,13 +652,7 @@ def generate() -> Dict[str, str]:
     return {"_types.py": types_py, "_groups.py": groups_py, "_native.pyi": native_pyi, "_forward.py": forwarders()}
 
 
-GROUP_BASES = '''class _Namespace(Protocol):
-    """What a group needs of its namespace (:class:`mnemon.Namespace`)."""
-
-    def _raw(self, operation: str, args: Dict[str, Any]) -> Any: ...
-
-
-def _args(**kw: Any) -> Dict[str, Any]:
+GROUP_BASES = '''def _args(**kw: Any) -> Dict[str, Any]:
     """The arguments that were given (``None`` means: the operation's default)."""
     return {k: v for k, v in kw.items() if v is not None}
 

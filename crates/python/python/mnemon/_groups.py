@@ -6,7 +6,7 @@ docstring); records in answers come back as :class:`mnemon.Record` objects."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Protocol, Sequence, Union
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from . import _sugar
 from ._pool import run as _run
@@ -74,12 +74,6 @@ __all__ = [
     "AsyncAgent",
     "AsyncVectors",
 ]
-
-
-class _Namespace(Protocol):
-    """What a group needs of its namespace (:class:`mnemon.Namespace`)."""
-
-    def _raw(self, operation: str, args: Dict[str, Any]) -> Any: ...
 
 
 def _args(**kw: Any) -> Dict[str, Any]:
