@@ -1,7 +1,8 @@
 //! Storage benchmarks, each side by side with the SQLite baseline in the same run.
 //!
 //! `cargo bench -p mnemon-bench --bench storage` (set `MNEMON_BENCH_BIG=0` to skip the
-//! 1M-revision history).
+//! 1M-revision history; `-- open_for_writing` runs only the cost of verifying a file opened
+//! for writing).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, reason = "benchmark harness")]
 
 use std::hint::black_box;
@@ -303,5 +304,23 @@ fn as_of(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, inserts, group_commit, as_of);
+/// What a writable open's verification (`DbBuilder::verify_up_to`) costs: opening a file of
+/// 100,000 revisions for writing, and closing it, verified and not.
+fn open_for_writing(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("o.redb");
+    drop(load_mnemon(&path, &history(100_000, 1_000, 7), 2_000));
+    let mib = std::fs::metadata(&path).unwrap().len() as f64 / (1024.0 * 1024.0);
+    eprintln!("open_for_writing: a file of {mib:.1} MiB");
+    let mut g = c.benchmark_group("open_for_writing");
+    g.sample_size(20).measurement_time(Duration::from_secs(5));
+    for (label, limit) in [("unverified", 0), ("verified", u64::MAX)] {
+        g.bench_function(label, |b| {
+            b.iter(|| drop(black_box(Db::builder(&path).verify_up_to(limit).open().unwrap())))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, inserts, group_commit, as_of, open_for_writing);
 criterion_main!(benches);

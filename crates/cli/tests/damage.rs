@@ -127,6 +127,7 @@ fn damage_anywhere_is_an_error_or_the_right_answer() {
     sample.sort_unstable();
     sample.dedup();
     let (mut errors, mut right, mut wrong, mut found_by_check) = (0, 0, Vec::new(), 0);
+    let (mut writes, mut refused) = (0, 0);
     for &page in &sample {
         for how in ["zero", "flip", "cut"] {
             let mut bytes = clean_bytes.clone();
@@ -192,7 +193,11 @@ fn damage_anywhere_is_an_error_or_the_right_answer() {
             } else {
                 wrong.extend(wrong_here);
             }
-            // A write either works or is refused with one line.
+            // A write on a fresh copy (no read has met the damage, no mark) either is refused
+            // with one line or leaves a file `check` passes: it never builds on damage (its
+            // open verifies the file), and never hides damage under fresh checksums.
+            std::fs::write(&damaged, &bytes).unwrap();
+            let _ = mnemon::clear_damage_mark(&damaged);
             let r = run(dir, &damaged, &["add", "learning", "--data", r#"{"text":"after the damage"}"#]);
             assert!(!r.stderr.contains("panicked") && r.code != 101, "{how} page {page} add: {}", r.stderr);
             assert!(
@@ -200,11 +205,19 @@ fn damage_anywhere_is_an_error_or_the_right_answer() {
                 "{how} {page}: {}",
                 r.stderr
             );
+            if r.code == 0 {
+                writes += 1;
+                let c = run(dir, &damaged, &["check"]);
+                assert_eq!(c.code, 0, "{how} page {page}: a write went on and left {}", c.stderr);
+            } else {
+                refused += 1;
+            }
         }
     }
     eprintln!(
         "{} damaged copies: {right} right answers, {errors} errors, {found_by_check} wrong answers on \
-         copies `check` finds damaged, {} wrong answers on copies it passes",
+         copies `check` finds damaged, {} wrong answers on copies it passes; a write on a fresh copy: \
+         {writes} went on (the file then checks clean), {refused} refused",
         sample.len() * 3,
         wrong.len()
     );

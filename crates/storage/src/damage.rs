@@ -29,12 +29,15 @@ impl Damage {
     }
 
     /// Keep `reason` as the handle's damage unless it already holds one (the first is the
-    /// cause), and mark the file (best effort: a file on a read-only disk stays unmarked).
+    /// cause), and mark the file unless it is marked already (its mark then keeps the first
+    /// cause any handle met; best effort: a file on a read-only disk stays unmarked).
     pub(crate) fn note(&self, reason: &str) {
         let mut d = self.first.lock().unwrap_or_else(PoisonError::into_inner);
         if d.is_none() {
             *d = Some(reason.to_string());
-            let _ = write_mark(&self.mark, reason);
+            if !self.mark.exists() {
+                let _ = write_mark(&self.mark, reason);
+            }
         }
     }
 

@@ -82,7 +82,9 @@ pub use read::{
     AsOf, ChangeOp, CommitLogEntry, ListPath, ListQuery, LogChange, Problem, RecordTest, RecordsAt, Snapshot,
 };
 pub use record::{Envelope, Op, Record, Status, TTL_DAYS, Visible};
-pub use store::{COMMIT_POLL, CommitStats, Commits, Durability, Histogram, Receipt, Store, StoreOptions};
+pub use store::{
+    COMMIT_POLL, CommitStats, Commits, Durability, Histogram, Receipt, Store, StoreOptions, VERIFY_UP_TO,
+};
 pub use text::{Text, TextList};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use vector::{MAX_DIMENSION, VectorSpace, check_space_name, normalise};

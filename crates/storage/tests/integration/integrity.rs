@@ -260,3 +260,61 @@ fn rows_hidden_from_a_whole_read_are_found_by_the_counts() {
     );
     assert!(ids.len() == 6);
 }
+
+/// A writable open verifies a file up to [`StoreOptions::verify_up_to`] bytes (item 8 of the
+/// damage audit: an `add` on a damaged file no read had met went on, and gave the damaged pages
+/// it copied fresh checksums): a letter changed on disk, where redb's own reads would not
+/// notice it, makes the writable open note damage and refuse writes, and mark the file; the
+/// records still read. A file above the limit is not verified.
+#[test]
+fn a_writer_verifies_the_file_before_it_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v.redb");
+    let ns = Namespace::new("p").unwrap();
+    let store = Store::open(&path, StoreOptions { create: true, ..Default::default() }).unwrap();
+    let ops = (0..300)
+        .map(|i| {
+            let text = format!("note {i} about painting the fence");
+            WriteOp::Insert(NewRecord::new(
+                ns.clone(),
+                Body::Learning(body::Learning { text, ..Default::default() }),
+            ))
+        })
+        .collect();
+    store.write(ops).unwrap();
+    drop(store);
+    // "note 123 about" -> "note 124 about" wherever the file holds it, below redb.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mut changed = 0;
+    while let Some(at) = bytes.windows(14).position(|w| w == b"note 123 about") {
+        bytes[at + 7] = b'4';
+        changed += 1;
+    }
+    assert!(changed >= 2, "{changed}");
+    std::fs::write(&path, &bytes).unwrap();
+    let len = bytes.len() as u64;
+    let write = |s: &Store| {
+        let body = Body::Learning(body::Learning { text: "written after".into(), ..Default::default() });
+        s.write(vec![WriteOp::Insert(NewRecord::new(ns.clone(), body))])
+    };
+
+    let store = Store::open(&path, StoreOptions { verify_up_to: len, ..Default::default() }).unwrap();
+    let reason = store.damage().unwrap();
+    assert!(reason.contains("integrity check"), "{reason}");
+    let refused = write(&store).unwrap_err();
+    assert!(matches!(&refused, Error::DamageFound { .. }), "{refused}");
+    assert!(std::fs::read_to_string(Store::damage_mark(&path)).unwrap().contains("integrity check"));
+    let hits = store.snapshot().unwrap().lexical_search(&ns, "fence", &ListQuery::new(), 5).unwrap();
+    assert_eq!(hits.len(), 5);
+    drop(store);
+    // No write reached the file (redb rewrites only its header's bookkeeping on close).
+    let after = std::fs::read(&path).unwrap();
+    assert_eq!(after.len(), bytes.len());
+    assert!(after[4096..] == bytes[4096..], "only the header changed");
+
+    // Above the limit nothing is verified (what `0` asks for): the write goes on.
+    Store::clear_damage_mark(&path).unwrap();
+    let store = Store::open(&path, StoreOptions { verify_up_to: len - 1, ..Default::default() }).unwrap();
+    assert_eq!(store.damage(), None);
+    write(&store).unwrap();
+}
