@@ -66,7 +66,7 @@ impl Snapshot {
             }
             if let Some((postings, texts, segments, fresh, stats)) = &lexical {
                 let stats = match stats {
-                    Some(t) => t.get(n)?.map(|v| crate::lexical::decode_stats(v.value())).unwrap_or_default(),
+                    Some(t) => crate::lexical::stats_row(n, t.get(n)?.as_ref().map(|v| v.value()))?,
                     None => crate::lexical::LexStats::default(),
                 };
                 let stored = crate::lexical::Stored {

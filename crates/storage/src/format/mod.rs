@@ -83,6 +83,14 @@
 //!   mark, not other postings and a different ranking. The upgrade seals every value of the
 //!   versions before (each parsed first: damage is refused, not sealed in); a format-16 file
 //!   opened read-only is read as it is.
+//! - 18: the lexical index's small rows end with a CRC-32 of their bytes too: posting-list
+//!   and text rows (version 2, `[2][tf u32][doc length u32][crc u32]`), fresh rows (version
+//!   2) and a namespace's totals (version 3), checked when they are read, so that a changed
+//!   byte inside one (under a page each, where format 17's seals cover values spanning pages)
+//!   is an error and a damage mark, not a different ranking. A malformed posting row or
+//!   namespace total, which reads used to skip or count as zeros, is an error too. The upgrade
+//!   seals every row of the versions before (each decoded first); a format-17 file opened
+//!   read-only is read as it is.
 //!
 //! A file with a newer version is refused with [`OpenError::NewerFormat`]; one older than
 //! [`OLDEST_SUPPORTED_FORMAT_VERSION`] with [`OpenError::TooOld`]; anything between is upgraded
@@ -140,11 +148,14 @@ pub enum FormatVersion {
     /// The lexical index's segment blocks and text-number parts, and vectors, sealed by a
     /// checksum.
     SealedIndex = 17,
+    /// The lexical index's small rows (postings, texts, fresh texts, totals) sealed by a
+    /// checksum.
+    SealedRows = 18,
 }
 
 impl FormatVersion {
     /// The version this build writes.
-    pub const CURRENT: FormatVersion = FormatVersion::SealedIndex;
+    pub const CURRENT: FormatVersion = FormatVersion::SealedRows;
     /// The oldest version this build opens (upgrading it when a writer opens it).
     pub const OLDEST: FormatVersion = FormatVersion::First;
 

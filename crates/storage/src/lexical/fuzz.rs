@@ -1,8 +1,11 @@
 //! The lexical index's decoders run on arbitrary bytes (see `crate::fuzzing`).
 
 use super::block::{Block, BlockBuf};
-use super::codec::{decode_fresh, decode_posting, decode_segment_row, encode_fresh, encode_posting};
-use super::layout::BLOCK_VERSION;
+use super::codec::{
+    decode_fresh, decode_posting, decode_segment_row, decode_stats, encode_fresh, encode_posting,
+    encode_stats,
+};
+use super::layout::{BLOCK_VERSION, POSTING_VERSION, STATS_VERSION};
 
 /// A segment block: every accessor on every entry; a block that checks out, written again
 /// entry by entry, is the same bytes (version 3).
@@ -37,7 +40,8 @@ pub(crate) fn fuzz_block(data: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// A fresh row (decoded and encoded again), a posting-list row and a format-9 segment row.
+/// A fresh row (decoded and encoded again), a posting-list row (a sealed one written again is
+/// the same bytes), the namespace totals (likewise) and a format-9 segment row.
 pub(crate) fn fuzz_rows(data: &[u8]) -> Result<(), String> {
     if let Some((len, terms)) = decode_fresh(data) {
         let again = encode_fresh(terms.iter().map(|(t, tf)| (*t, *tf)), len);
@@ -46,9 +50,16 @@ pub(crate) fn fuzz_rows(data: &[u8]) -> Result<(), String> {
         }
     }
     if let Some((tf, len)) = decode_posting(data)
+        && data.first() == Some(&POSTING_VERSION)
         && encode_posting(tf, len).as_slice() != data
     {
         return Err("posting written again differs".into());
+    }
+    if let Some(s) = decode_stats(data)
+        && data.first() == Some(&STATS_VERSION)
+        && encode_stats(s).as_slice() != data
+    {
+        return Err("namespace totals written again differ".into());
     }
     let _ = decode_segment_row(data);
     Ok(())

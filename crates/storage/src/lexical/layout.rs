@@ -8,11 +8,20 @@ use crate::analyzer::Analyzer;
 /// The analysis of the texts this build indexes: the current format's (see `analyzer.rs`).
 pub(crate) const WRITE_ANALYZER: Analyzer = Analyzer::Stemmed;
 
-pub(super) const POSTING_VERSION: u8 = 1;
-pub(super) const FRESH_VERSION: u8 = 1;
+/// Posting-list rows and text rows (`[1][tf u32][doc length u32]`), formats 2 to 17.
+pub(super) const POSTING_VERSION_1: u8 = 1;
+/// Version 1's layout sealed by a CRC-32 of its bytes (format 18).
+pub(super) const POSTING_VERSION: u8 = 2;
+/// Fresh rows, formats 3 to 17.
+pub(super) const FRESH_VERSION_1: u8 = 1;
+/// Version 1's layout sealed by a CRC-32 of its bytes (format 18).
+pub(super) const FRESH_VERSION: u8 = 2;
 /// Namespace totals without the fresh count (format 2).
 pub(super) const STATS_VERSION_1: u8 = 1;
-pub(super) const STATS_VERSION: u8 = 2;
+/// Namespace totals with the fresh count (formats 3 to 17).
+pub(super) const STATS_VERSION_2: u8 = 2;
+/// Version 2's layout sealed by a CRC-32 of its bytes (format 18).
+pub(super) const STATS_VERSION: u8 = 3;
 
 /// A namespace's fresh texts are merged into the posting lists once a commit would leave this
 /// many (see the module documentation).

@@ -4,16 +4,20 @@
 //! A record's text is indexed when a revision changes it (or creates the record). Revision
 //! `from_rev` then starts a new text, kept in one of two ways:
 //!
-//! - **fresh**: one row `(ns, id, from_rev) -> [1][doc length u32][terms u32]([tf u32][term
-//!   length u16][term])*` in `mnemon.fresh`, holding the text's length and terms. A new text
+//! - **fresh**: one row `(ns, id, from_rev) -> [2][doc length u32][terms u32]([tf u32][term
+//!   length u16][term])*[crc u32]` in `mnemon.fresh`, holding the text's length and terms. A new text
 //!   costs one row next to the previous one (ids are time-ordered), not one B-tree leaf per
 //!   distinct term: a durable commit of a small record writes a few pages instead of dozens.
-//! - **merged**: a row `(ns, id, from_rev) -> [1][0 u32][doc length u32]` in `mnemon.texts`
+//! - **merged**: a row `(ns, id, from_rev) -> [2][0 u32][doc length u32][crc u32]` in `mnemon.texts`
 //!   saying that the revision starts a text, and one posting per distinct term, either in a
 //!   **segment** (`(text number, tf, doc length)`, the number naming the text's key in the
 //!   segment's list of text keys, `mnemon.segment_texts`, format 15; see `numbers.rs`) or in
-//!   the **posting lists** (`(ns, term, id, from_rev) -> [1][tf u32][doc length u32]` in
-//!   `mnemon.postings`).
+//!   the **posting lists** (`(ns, term, id, from_rev) -> [2][tf u32][doc length u32][crc u32]`
+//!   in `mnemon.postings`).
+//!
+//! Every row ends with the CRC-32 of the bytes before it (format 18; segment blocks and
+//! text-number parts since format 17), checked when it is read: damage is an error, never
+//! other counts and a different ranking.
 //!
 //! When a commit would leave a namespace with [`FRESH_LIMIT`] fresh texts or more, it merges
 //! them all (and its own texts, the first [`crate::tables::FEW_ROWS`] of them after reading
@@ -74,7 +78,7 @@ pub(crate) use numbers::{is_sealed_part, seal_part};
 pub(crate) fn is_sealed_block(b: &[u8]) -> bool {
     b.first() == Some(&layout::BLOCK_VERSION)
 }
-pub(crate) use codec::{LexStats, decode_stats};
+pub(crate) use codec::{LexStats, RowTable, reseal_row, stats_row};
 pub(crate) use fuzz::{fuzz_block, fuzz_rows};
 pub use layout::{FRESH_LIMIT, SEGMENT_FANOUT};
 pub use search::LexicalHit;

@@ -305,9 +305,9 @@ pub(super) fn listed_postings(
     for r in postings.range((ns.as_str(), term, 0u128, 0u32)..=(ns.as_str(), term, u128::MAX, u32::MAX))? {
         let (key, v) = r?;
         let (_, _, id, rev) = key.value();
-        if let Some((tf, len)) = decode_posting(v.value()) {
-            out.push((id, rev, tf, len));
-        }
+        let (tf, len) =
+            decode_posting(v.value()).ok_or_else(|| malformed_posting(ns.as_str(), term, id, rev))?;
+        out.push((id, rev, tf, len));
     }
     Ok(out)
 }

@@ -160,9 +160,9 @@ impl Segments {
                 for r in t.range((ns, seg, term, 0u128, 0u32)..=(ns, seg, term, u128::MAX, u32::MAX))? {
                     let (k, v) = r?;
                     let (_, _, _, id, rev) = k.value();
-                    if let Some((tf, len)) = decode_posting(v.value()) {
-                        f((id, rev, tf, len));
-                    }
+                    let (tf, len) =
+                        decode_posting(v.value()).ok_or_else(|| malformed_segment(ns, seg, term))?;
+                    f((id, rev, tf, len));
                 }
             }
             Segments::None => {}

@@ -78,7 +78,16 @@ where
                 None => None,
             };
             let what = format!("{ns}: the text of {id:032x} from revision {}", rec.rev);
-            match (fresh, stored.texts.get(key)?.is_some()) {
+            let merged = match stored.texts.get(key)? {
+                Some(row) => {
+                    if decode_posting(row.value()).is_none() {
+                        problems.push(format!("{what}: its text row is malformed or fails its checksum"));
+                    }
+                    true
+                }
+                None => false,
+            };
+            match (fresh, merged) {
                 (Some(bytes), false) => {
                     fresh_texts += 1;
                     let (stored_len, terms) = decode_fresh_row(ns, id, rec.rev, &bytes)?;
@@ -90,9 +99,10 @@ where
                 (None, true) => {
                     merged_texts += 1;
                     for (term, tf) in &counts {
-                        let want = encode_posting(*tf, len);
-                        let mut found =
-                            stored.postings.get((ns, term.as_str(), id, rec.rev))?.map(|v| v.value() == want);
+                        let mut found = stored
+                            .postings
+                            .get((ns, term.as_str(), id, rec.rev))?
+                            .map(|v| decode_posting(v.value()) == Some((*tf, len)));
                         if found.is_none() {
                             found = segments.get(&(term.clone(), id, rec.rev)).map(|p| *p == (*tf, len));
                         }

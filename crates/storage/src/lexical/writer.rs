@@ -115,7 +115,10 @@ impl<'txn> LexicalWriter<'txn> {
             self.pending.entry(ns.clone()).or_insert((0, 0, 0));
         }
         for (ns, (docs, len, fresh)) in std::mem::take(&mut self.pending) {
-            let row = self.stats.get(ns.as_str())?.map(|v| decode_stats(v.value()));
+            let row = match self.stats.get(ns.as_str())? {
+                Some(v) => Some(stats_row(&ns, Some(v.value()))?),
+                None => None,
+            };
             let s = row.unwrap_or_default();
             let stored = s.fresh.saturating_add_signed(fresh);
             let new = by_ns.remove(&ns).unwrap_or_default();
@@ -158,7 +161,7 @@ impl<'txn> LexicalWriter<'txn> {
         let mut postings: Vec<(&str, SegmentPosting)> = Vec::new();
         // The texts' rows, `(id, from_rev, [1][0][length])`: the stored fresh texts come in key
         // order, then this commit's (in key order among themselves, and mostly newer).
-        let mut texts: Vec<(u128, u32, [u8; 9])> = Vec::with_capacity(rows.len() + new.len());
+        let mut texts: Vec<(u128, u32, [u8; ROW_BYTES])> = Vec::with_capacity(rows.len() + new.len());
         for (id, rev, bytes) in &rows {
             let (len, terms) = decode_fresh_row(ns, *id, *rev, bytes)?;
             postings.extend(terms.into_iter().map(|(term, tf)| (term, (*id, *rev, tf, len))));
@@ -233,7 +236,7 @@ impl<'txn> LexicalWriter<'txn> {
             list.sort_by_key(|p| p.0);
             list.dedup_by_key(|p| p.0);
             if all {
-                let keyed: Vec<((u128, u32), [u8; 9])> = list
+                let keyed: Vec<((u128, u32), [u8; ROW_BYTES])> = list
                     .iter()
                     .filter_map(|p| Some((*union.get(p.0 as usize)?, encode_posting(p.1, p.2))))
                     .collect();

@@ -145,7 +145,7 @@ impl Snapshot {
     pub fn fresh_texts(&self, ns: &Namespace) -> Result<u64, Error> {
         self.ctx((|| {
             let Some(t) = self.open_optional(tables::LEXSTATS)? else { return Ok(0) };
-            Ok(t.get(ns.as_str())?.map_or(0, |v| crate::lexical::decode_stats(v.value()).fresh))
+            Ok(crate::lexical::stats_row(ns.as_str(), t.get(ns.as_str())?.as_ref().map(|v| v.value()))?.fresh)
         })())
     }
 
@@ -167,7 +167,7 @@ impl Snapshot {
             };
             let stats = match self.open_optional(tables::LEXSTATS)? {
                 Some(t) => {
-                    t.get(ns.as_str())?.map(|v| crate::lexical::decode_stats(v.value())).unwrap_or_default()
+                    crate::lexical::stats_row(ns.as_str(), t.get(ns.as_str())?.as_ref().map(|v| v.value()))?
                 }
                 None => crate::lexical::LexStats::default(),
             };

@@ -191,7 +191,7 @@ fn a_format_2_file_is_upgraded_and_its_index_kept() {
             let mut stats =
                 txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("mnemon.lexstats")).unwrap();
             let row = stats.get("p").unwrap().unwrap().value().to_vec();
-            assert_eq!((row[0], row.len(), &row[17..]), (2, 25, &[0u8; 8][..]));
+            assert_eq!((row[0], row.len(), &row[17..25]), (3, 29, &[0u8; 8][..]));
             let mut old = vec![1u8];
             old.extend_from_slice(&row[1..17]);
             stats.insert("p", old.as_slice()).unwrap();

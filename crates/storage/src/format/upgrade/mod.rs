@@ -11,11 +11,13 @@ use super::FormatVersion;
 use crate::error::Error;
 use crate::{format, tables};
 
+mod reseal;
 mod v11;
 mod v13;
 mod v14;
 mod v15;
 mod v17;
+mod v18;
 mod v3;
 mod v5;
 mod v7;
@@ -31,13 +33,14 @@ struct Step {
 /// Every step, oldest first: a file is upgraded by the steps whose range holds its version, in
 /// this order, then the sealing of format 13 (the steps before it may write values of either
 /// version), then the counting of format 14 (of the rows the others leave).
-const STEPS: [Step; 8] = [
+const STEPS: [Step; 9] = [
     Step { from: FormatVersion::First, to: FormatVersion::FreshTexts, run: v3::move_commit_log },
     Step { from: FormatVersion::First, to: FormatVersion::EndedTable, run: v5::current_rows_and_ended },
     Step { from: FormatVersion::EndedTable, to: FormatVersion::EndedByEnd, run: v7::ended_by_end },
     Step { from: FormatVersion::First, to: FormatVersion::Stemmed, run: v11::reindex },
     Step { from: FormatVersion::Stemmed, to: FormatVersion::NumberedTexts, run: v15::number_segments },
     Step { from: FormatVersion::First, to: FormatVersion::SealedIndex, run: v17::seal_index },
+    Step { from: FormatVersion::First, to: FormatVersion::SealedRows, run: v18::seal_rows },
     Step { from: FormatVersion::First, to: FormatVersion::SealedValues, run: v13::seal_values },
     Step { from: FormatVersion::First, to: FormatVersion::Counted, run: v14::count_rows },
 ];

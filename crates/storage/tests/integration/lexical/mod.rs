@@ -6,6 +6,7 @@ use mnemon_storage::analyzer::Analyzer;
 use mnemon_storage::body::{Decision, Learning};
 use mnemon_storage::*;
 
+mod sealed_rows;
 mod upgrades;
 pub(crate) use upgrades::*;
 
