@@ -6,7 +6,8 @@
 //! also through one snapshot held across queries, as tantivy's searcher is.
 //!
 //! Texts of 30 words from a vocabulary of 5,000 with a Zipf-like law (`realistic_text`),
-//! 100,000 of them (`MNEMON_BENCH_LEXICAL_N` sets another number), loaded in bulk commits;
+//! 100,000 of them (`MNEMON_BENCH_LEXICAL_N` sets another number), loaded in bulk commits but
+//! for the newest 200, added one at a time (fresh texts, as a live memory's newest are);
 //! queries of three words drawn the same way. `cargo bench -p mnemon-bench --bench lexical`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -23,7 +24,10 @@ fn lexical(c: &mut Criterion) {
 
     let db = Db::builder(dir.path().join("lexical.redb")).create(true).open().unwrap();
     let ns = db.ns("bench").unwrap();
-    for chunk in texts.chunks(10_000) {
+    // The newest 200 texts added one at a time, as a live memory's are: they stay fresh (fewer
+    // than `FRESH_LIMIT`), and every search reads their rows beside the segments.
+    let fresh = texts.len().saturating_sub(200);
+    for chunk in texts[..fresh].chunks(10_000) {
         let ops = chunk
             .iter()
             .map(|t| {
@@ -34,6 +38,14 @@ fn lexical(c: &mut Criterion) {
             })
             .collect();
         db.store().write(ops).unwrap();
+    }
+    for t in &texts[fresh..] {
+        db.store()
+            .write(vec![WriteOp::Insert(NewRecord::new(
+                ns.name().clone(),
+                Learning { text: t.clone(), ..Default::default() },
+            ))])
+            .unwrap();
     }
 
     let sqlite = rusqlite::Connection::open(dir.path().join("lexical.sqlite")).unwrap();
