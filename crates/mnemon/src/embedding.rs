@@ -1,5 +1,8 @@
 //! Embedding records as they are written: the configured embedder, the cache of vectors by
-//! text, and the record of which embedder a database uses.
+//! text, concurrent writers' texts embedded together ([`batcher`]), and the record of which
+//! embedder a database uses.
+
+mod batcher;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,10 +33,18 @@ pub struct EmbedStats {
     pub misses: u64,
     /// Texts whose embedding failed (their records were stored without a vector).
     pub failures: u64,
+    /// Calls to the embedder for written texts: concurrent writers' texts share calls, so
+    /// `misses / calls` is the texts a call embedded on average.
+    #[serde(default)]
+    pub calls: u64,
 }
 
 pub(crate) struct Embedding {
     pub(crate) embedder: Arc<dyn Embedder>,
+    /// Where writers' calls go, when batched ([`DbBuilder::batch_embeddings`](crate::DbBuilder::batch_embeddings)).
+    batcher: Option<batcher::Batcher>,
+    /// Calls made by writers themselves (not batched).
+    calls: AtomicU64,
     hits: AtomicU64,
     misses: AtomicU64,
     failures: AtomicU64,
@@ -63,8 +74,10 @@ fn decode(b: &[u8], dim: usize) -> Option<Vec<f32>> {
 }
 
 impl Embedding {
-    pub(crate) fn new(embedder: Arc<dyn Embedder>) -> Self {
+    pub(crate) fn new(embedder: Arc<dyn Embedder>, batch: bool) -> Self {
         Embedding {
+            batcher: (batch && embedder.worth_caching()).then(batcher::Batcher::default),
+            calls: AtomicU64::new(0),
             embedder,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -85,6 +98,7 @@ impl Embedding {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
             failures: self.failures.load(Ordering::Relaxed),
+            calls: self.calls.load(Ordering::Relaxed) + self.batcher.as_ref().map_or(0, |b| b.counts().0),
         }
     }
 
@@ -125,7 +139,16 @@ impl Embedding {
             return (out, cache_ops);
         }
         let batch: Vec<&str> = todo.iter().map(|&i| texts[i]).collect();
-        match self.embedder.embed(&batch) {
+        // Through the batcher, concurrent writers share calls; an embedder cheaper than a
+        // lookup (or with batching off) is called at once.
+        let embedded = match &self.batcher {
+            Some(b) => b.embed(&*self.embedder, &batch),
+            None => {
+                self.calls.fetch_add(1, Ordering::Relaxed);
+                self.embedder.embed(&batch)
+            }
+        };
+        match embedded {
             Ok(vs) if vs.len() == batch.len() => {
                 self.misses.fetch_add(todo.len() as u64, Ordering::Relaxed);
                 for (&i, v) in todo.iter().zip(vs) {

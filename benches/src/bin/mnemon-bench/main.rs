@@ -7,6 +7,8 @@
 //!   regression check (docs/search.md);
 //! * `retrieval`: retrieval quality on real conversations in the LoCoMo format;
 //! * `embed`: embedding throughput of each embedder;
+//! * `adds`: durable adds/s from writer threads, their texts embedded one call per writer and
+//!   batched (docs/embeddings.md);
 //! * `mcp`: the latency of each knowledge-graph tool call of `mnemon mcp` (docs/mcp.md);
 //! * `serve`: a farm of agents against `mnemon serve`: throughput, latency per operation,
 //!   every acknowledged write checked in the export, beside the stdio way (docs/server.md).
@@ -21,6 +23,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use mnemon::embed::EmbedderSpec;
 
+mod adds;
 mod ann;
 mod ann_text;
 mod calls;
@@ -151,6 +154,16 @@ enum Bench {
         /// benches/embed_baseline.py).
         #[arg(long)]
         write_texts: Option<PathBuf>,
+    },
+    /// Durable adds per second from writer threads, each text embedded by the embedder
+    /// (`--embedder`, default local), one call per writer and batched, side by side.
+    Adds {
+        /// Writer thread counts to measure (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "1,16")]
+        threads: Vec<usize>,
+        /// Seconds per measurement.
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
     },
     /// The time of single in-process operation calls (add, get as of, list as of, search)
     /// on an existing file: the Rust side of crates/python/bench/overhead.py.
@@ -418,6 +431,16 @@ fn run(out: &mut Out, embedder: Option<&EmbedderSpec>, bench: &Bench) -> Result<
             ann_text::ann_text(out, built.as_ref(), dir, &sources, lock, *n, *queries, *gt_k)
         }
         Bench::Calls { db, ns, ids, n } => calls::run(out, db, ns, ids, *n),
+        Bench::Adds { threads, seconds } => {
+            if threads.contains(&0) || !seconds.is_finite() || *seconds <= 0.0 {
+                return Err(usage("--threads and --seconds must be above 0"));
+            }
+            let spec = match embedder {
+                Some(e) => e.clone(),
+                None => "local".parse().map_err(|e: mnemon::embed::EmbedError| usage(e.to_string()))?,
+            };
+            adds::run(out, spec.build().map_err(|e| usage(e.to_string()))?, threads, *seconds)
+        }
         Bench::Feed { mnemon, rates, seconds } => {
             if rates.contains(&0) || *seconds == 0 {
                 return Err(usage("--rates and --seconds must be at least 1"));

@@ -20,6 +20,7 @@ pub struct DbBuilder {
     pub(super) reembed: bool,
     pub(super) max_record_bytes: usize,
     pub(super) log: Option<Arc<dyn WriteLog>>,
+    pub(super) batch_embeddings: bool,
 }
 
 /// The most bytes a record may hold by default (its body and envelope as JSON): see
@@ -107,6 +108,21 @@ impl DbBuilder {
         self
     }
 
+    /// Embed concurrent writers' texts together (default off): while the embedder embeds
+    /// one writer's texts, the texts of the writers that arrive queue, and the next call
+    /// embeds all of them (up to as many calls at once as the machine has cores), so that the
+    /// embedder is called once per group of writers rather than once per writer. It makes
+    /// fewer calls, not faster writes: with 16 writers, 4 to 5 times fewer calls, at 8 % more
+    /// adds/s with the local model (bound by its arithmetic per text, which a batch does not
+    /// reduce) and 36 % fewer with a server answering in 20 ms, which took 16 requests at once
+    /// (docs/search.md, "Embedding on write"). Worth it against a hosted API that limits
+    /// requests per minute. An embedder cheaper than a cache lookup (the hashing one) is
+    /// always called at once.
+    pub fn batch_embeddings(mut self, yes: bool) -> Self {
+        self.batch_embeddings = yes;
+        self
+    }
+
     /// redb's page cache, in bytes (default 256 MiB).
     pub fn cache_size(mut self, bytes: usize) -> Self {
         self.options.cache_size = bytes;
@@ -177,7 +193,7 @@ impl DbBuilder {
             (None, Some(r)) => embedder_for(r)?,
             (None, None) => Arc::new(HashEmbedder::default()),
         };
-        let embedding = Arc::new(Embedding::new(embedder));
+        let embedding = Arc::new(Embedding::new(embedder, self.batch_embeddings));
         let wanted = embedding.record();
         match recorded {
             Some(r) if r == wanted => {}

@@ -89,6 +89,7 @@ impl Db {
             reembed: false,
             max_record_bytes: MAX_RECORD_BYTES,
             log: None,
+            batch_embeddings: false,
         }
     }
 
@@ -224,6 +225,7 @@ impl Db {
                     hits: total.hits + s.hits,
                     misses: total.misses + s.misses,
                     failures: total.failures + s.failures,
+                    calls: total.calls + s.calls,
                 };
             }
             return Ok(total);
@@ -289,6 +291,7 @@ impl Db {
             hits: after.hits - before.hits,
             misses: after.misses - before.misses,
             failures: after.failures - before.failures,
+            calls: after.calls - before.calls,
         })
     }
 
