@@ -49,46 +49,7 @@ pub(crate) fn session(cli: &Cli, db: Db) -> Result<mnemon::ops::Session> {
 }
 
 /// Where a command runs its operations: a session over the file, or a server.
-pub(crate) enum Conn {
-    /// The file `--db`.
-    Local(mnemon::ops::Session),
-    /// The server `--server`.
-    Remote(mnemon_client::RemoteSession),
-}
-
-impl Conn {
-    /// Run operation `op`.
-    pub(crate) fn call<O: mnemon::ops::Operation>(&self, op: O) -> mnemon::Result<O::Output> {
-        match self {
-            Conn::Local(s) => s.call(op),
-            Conn::Remote(s) => s.call(op),
-        }
-    }
-
-    /// Now, on the database's clock (a server's: this machine's clock).
-    pub(crate) fn now(&self) -> mnemon::Timestamp {
-        match self {
-            Conn::Local(s) => s.db().now(),
-            Conn::Remote(_) => mnemon::Timestamp::now(),
-        }
-    }
-
-    /// The file's database, when the command works on one.
-    pub(crate) fn db(&self) -> Option<&Db> {
-        match self {
-            Conn::Local(s) => Some(s.db()),
-            Conn::Remote(_) => None,
-        }
-    }
-
-    /// Write namespace `ns`'s records (every namespace's if `None`) as JSON lines to `out`.
-    pub(crate) fn export(&self, ns: Option<&str>, out: &mut dyn std::io::Write) -> mnemon::Result<u64> {
-        match self {
-            Conn::Local(s) => s.export(ns, out),
-            Conn::Remote(s) => s.client().export(ns, out),
-        }
-    }
-}
+pub(crate) use mnemon_client::Conn;
 
 /// How a command reaches the database: the server of `--server` (or MNEMON_URL), else the
 /// file of `--db`, opened for writing when `write`, else for reading.
@@ -100,7 +61,7 @@ pub(crate) fn connect(cli: &Cli, write: bool) -> Result<Conn> {
         return Ok(Conn::Remote(client(cli, url)?.session(&cli.ns)));
     }
     let db = if write { open(cli)? } else { open_read(cli)? };
-    Ok(Conn::Local(session(cli, db)?))
+    Ok(Conn::local(db, &cli.ns)?)
 }
 
 /// The client of the server at `url`, with `--token` and `--ca-cert`.

@@ -183,6 +183,93 @@ impl RemoteSession {
     }
 }
 
+/// Where a program's calls run: a session over a database file open in this process, or a
+/// server's (`--db` or `--server` in the CLI, `mnemon.open` or `mnemon.connect` in Python).
+/// The same [`Conn::call`] either way.
+///
+/// ```
+/// use mnemon::ops::Remember;
+/// use mnemon_client::Conn;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = tempfile::tempdir()?;
+/// let db = mnemon::Db::create(dir.path().join("memory.redb"))?;
+/// let conn = Conn::local(db, "project:demo")?;
+/// conn.call(Remember { kind: "gotcha".into(), text: Some("redb wants the file to itself".into()), ..Default::default() })?;
+/// assert!(conn.db().is_some());
+/// # Ok(())
+/// # }
+/// ```
+pub enum Conn {
+    /// The file, through a session in this process.
+    Local(mnemon::ops::Session),
+    /// A server, through its REST API.
+    Remote(RemoteSession),
+}
+
+impl Conn {
+    /// A session over `db` in namespace `ns`, reaching every namespace: whoever holds the
+    /// file has all of it (a server's session reaches what its token allows).
+    pub fn local(db: mnemon::Db, ns: &str) -> Result<Conn, Error> {
+        Ok(Conn::Local(mnemon::ops::Session::new(db, ns)?.allow("*")))
+    }
+
+    /// Run operation `op`.
+    pub fn call<O: Operation>(&self, op: O) -> Result<O::Output, Error> {
+        match self {
+            Conn::Local(s) => s.call(op),
+            Conn::Remote(s) => s.call(op),
+        }
+    }
+
+    /// Now, on the database's clock (a server's: this machine's clock).
+    pub fn now(&self) -> mnemon::Timestamp {
+        match self {
+            Conn::Local(s) => s.db().now(),
+            Conn::Remote(_) => mnemon::Timestamp::now(),
+        }
+    }
+
+    /// The file's database, when the calls run on one.
+    pub fn db(&self) -> Option<&mnemon::Db> {
+        match self {
+            Conn::Local(s) => Some(s.db()),
+            Conn::Remote(_) => None,
+        }
+    }
+
+    /// Write namespace `ns`'s records (every namespace's if `None`) as JSON lines to `out`;
+    /// the records written.
+    pub fn export(&self, ns: Option<&str>, out: &mut dyn Write) -> Result<u64, Error> {
+        match self {
+            Conn::Local(s) => s.export(ns, out),
+            Conn::Remote(s) => {
+                let mut counted = Lines { inner: out, lines: 0 };
+                s.client().export(ns, &mut counted)?;
+                Ok(counted.lines)
+            }
+        }
+    }
+}
+
+/// A writer counting the lines written through it.
+struct Lines<'a> {
+    inner: &'a mut dyn Write,
+    lines: u64,
+}
+
+impl Write for Lines<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.lines += buf.get(..n).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count() as u64);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// The operation layer's code for a server's error code (or, for an answer without one,
 /// its HTTP status).
 pub fn code_of(code: &str, status: u16) -> Code {

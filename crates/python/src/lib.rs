@@ -17,7 +17,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use mnemon::ops::{Operation, Session, Visitor, each};
 use mnemon::{Code, Db, Durability};
-use mnemon_client::{Client, RemoteSession};
+use mnemon_client::{Client, Conn};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
@@ -33,27 +33,13 @@ enum Backend {
     Remote(Client),
 }
 
-/// Where one call runs: a session over the file (reaching every namespace: whoever holds
-/// the file has all of it), or the server's (reaching what the token allows).
-enum Conn {
-    Local(Session),
-    Remote(RemoteSession),
-}
-
-impl Conn {
-    fn new(backend: &Backend, ns: &str) -> mnemon::Result<Conn> {
-        Ok(match backend {
-            Backend::Local(db) => Conn::Local(Session::new(Db::clone(db), ns)?.allow("*")),
-            Backend::Remote(client) => Conn::Remote(client.session(ns)),
-        })
-    }
-
-    fn call<O: Operation>(&self, op: O) -> mnemon::Result<O::Output> {
-        match self {
-            Conn::Local(s) => s.call(op),
-            Conn::Remote(s) => s.call(op),
-        }
-    }
+/// Where one call runs (see [`mnemon_client::Conn`]): a session over the file, or the
+/// server's.
+fn conn(backend: &Backend, ns: &str) -> mnemon::Result<Conn> {
+    Ok(match backend {
+        Backend::Local(db) => Conn::local(Db::clone(db), ns)?,
+        Backend::Remote(client) => Conn::Remote(client.session(ns)),
+    })
 }
 
 /// One operation's call from Python: arguments in, response out.
@@ -144,7 +130,7 @@ impl Handle {
             return Err(raise(py, Code::InvalidInput, format!("no operation named {op:?}")));
         };
         let backend = self.backend(py)?;
-        let conn = Conn::new(&backend, ns).map_err(|e| error(py, &e))?;
+        let conn = conn(&backend, ns).map_err(|e| error(py, &e))?;
         run(&conn, py, args)
     }
 
@@ -157,19 +143,10 @@ impl Handle {
             mnemon::guard("export", || {
                 let file =
                     File::create(&path).map_err(|e| mnemon::Error::Io { path: path.clone(), source: e })?;
-                let mut out = Lines { inner: BufWriter::new(file), lines: 0 };
-                let written = match &backend {
-                    Backend::Local(db) => {
-                        let session =
-                            Session::new(Db::clone(db), ns.as_deref().unwrap_or("default"))?.allow("*");
-                        session.export(ns.as_deref(), &mut out)?
-                    }
-                    Backend::Remote(client) => {
-                        client.export(ns.as_deref(), &mut out)?;
-                        out.lines
-                    }
-                };
-                out.inner.flush().map_err(|e| mnemon::Error::Io { path: path.clone(), source: e })?;
+                let mut out = BufWriter::new(file);
+                let written =
+                    conn(&backend, ns.as_deref().unwrap_or("default"))?.export(ns.as_deref(), &mut out)?;
+                out.flush().map_err(|e| mnemon::Error::Io { path: path.clone(), source: e })?;
                 Ok(written)
             })
         })
@@ -274,24 +251,6 @@ impl Handle {
 
     fn __repr__(&self) -> String {
         format!("<mnemon handle on {}{}>", self.target, if self.closed() { " (closed)" } else { "" })
-    }
-}
-
-/// Counts the lines it passes on.
-struct Lines<W: Write> {
-    inner: W,
-    lines: u64,
-}
-
-impl<W: Write> Write for Lines<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
     }
 }
 

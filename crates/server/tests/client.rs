@@ -85,6 +85,17 @@ fn answers_read_back_as_the_types_a_local_session_gives() {
     let mut direct = Vec::new();
     local.export(Some("project:a"), &mut direct).unwrap();
     assert_eq!(String::from_utf8(lines.clone()).unwrap(), String::from_utf8(direct).unwrap());
+    // The same through a `Conn` either way: the same lines, counted as records.
+    let (on_file, on_server) =
+        (mnemon_client::Conn::Local(local.clone()), mnemon_client::Conn::Remote(remote.clone()));
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let counted = (
+        on_file.export(Some("project:a"), &mut a).unwrap(),
+        on_server.export(Some("project:a"), &mut b).unwrap(),
+    );
+    assert_eq!(a, b);
+    assert_eq!(counted, (a.iter().filter(|&&c| c == b'\n').count() as u64, counted.0));
+    assert!(counted.0 > 0 && on_file.db().is_some() && on_server.db().is_none());
     let again = client.import("project:a", lines, false).unwrap();
     assert_eq!((again.created, again.restored, again.failed.len()), (0, 0, 0));
     assert!(again.unchanged > 0);
