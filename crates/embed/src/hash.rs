@@ -51,7 +51,7 @@ impl HashEmbedder {
     }
 
     fn one(&self, text: &str) -> Option<Vec<f32>> {
-        let words = mnemon_storage::tokens::tokenize(text);
+        let words = mnemon_text::tokens::tokenize(text);
         let mut v = vec![0f32; self.dimension];
         let mut marked: Vec<char> = Vec::new();
         let mut tri = [0u8; 12];

@@ -43,7 +43,7 @@
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 
-pub mod analyzer;
+pub use mnemon_text::analyzer;
 mod backend;
 pub mod body;
 mod codec;
@@ -65,7 +65,7 @@ mod tables;
 mod text;
 mod time;
 mod timeline;
-pub mod tokens;
+pub use mnemon_text::tokens;
 mod vector;
 mod verify;
 mod write;

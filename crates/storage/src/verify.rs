@@ -75,7 +75,7 @@ impl Snapshot {
                     texts,
                     fresh: fresh.as_ref(),
                     stats,
-                    analyzer: crate::analyzer::Analyzer::for_format(self.format),
+                    analyzer: crate::format::analyzer_for(self.format),
                 };
                 crate::lexical::verify(n, &by_record, &stored, &mut problems)?;
             }

@@ -45,7 +45,7 @@
 //!   segments are read where they are.
 //! - 11: the lexical index holds stemmed terms (UAX #29 words, bigrams of scripts written
 //!   without spaces, NLTK's English stopwords left out, Snowball English stems; see
-//!   `analyzer.rs`) instead of unstemmed words. Older files are upgraded by dropping the
+//!   mnemon-text's `analyzer`) instead of unstemmed words. Older files are upgraded by dropping the
 //!   lexical index and indexing every revision's text again; opened read-only, their queries
 //!   are analysed the old way.
 //! - 12: a segment block stores, for every 64 postings of a term, their greatest term
@@ -100,6 +100,7 @@ use std::path::Path;
 
 use redb::{ReadableTable, Table};
 
+use crate::analyzer::Analyzer;
 use crate::codec::{self};
 use crate::error::{CodecError, Error, OpenError};
 use crate::tables::names;
@@ -163,6 +164,12 @@ impl FormatVersion {
     pub const fn number(self) -> u32 {
         self as u32
     }
+}
+
+/// The analysis of the lexical index of a file of format `format`: [`Analyzer::Stemmed`] from
+/// format 11 ([`FormatVersion::Stemmed`]), [`Analyzer::Words`] before.
+pub fn analyzer_for(format: u32) -> Analyzer {
+    if format >= FormatVersion::Stemmed.number() { Analyzer::Stemmed } else { Analyzer::Words }
 }
 
 /// The format version this build writes ([`FormatVersion::CURRENT`]).
@@ -294,4 +301,18 @@ pub(crate) fn check(
         });
     }
     Ok(version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Files from format 11 on hold stemmed terms; the files before, words (and are re-indexed
+    /// when a writer opens them).
+    #[test]
+    fn the_analysis_follows_the_format() {
+        assert_eq!(analyzer_for(10), Analyzer::Words);
+        assert_eq!(analyzer_for(FormatVersion::Stemmed.number()), Analyzer::Stemmed);
+        assert_eq!(analyzer_for(FORMAT_VERSION), Analyzer::Stemmed);
+    }
 }

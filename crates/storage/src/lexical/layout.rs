@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use crate::analyzer::Analyzer;
 
-/// The analysis of the texts this build indexes: the current format's (see `analyzer.rs`).
+/// The analysis of the texts this build indexes: the current format's (see mnemon-text's
+/// `analyzer`).
 pub(crate) const WRITE_ANALYZER: Analyzer = Analyzer::Stemmed;
 
 /// Posting-list rows and text rows (`[1][tf u32][doc length u32]`), formats 2 to 17.

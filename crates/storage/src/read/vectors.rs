@@ -185,7 +185,7 @@ impl Snapshot {
                 stats,
                 ns,
                 query,
-                crate::analyzer::Analyzer::for_format(self.format),
+                crate::format::analyzer_for(self.format),
                 k,
                 &resolve,
             )

@@ -1,6 +1,6 @@
 //! How the lexical index turns a text (or a query) into terms. The analysis is part of the
 //! file format: a file's postings were made by one analyzer, and its queries must be analysed
-//! by the same one ([`Analyzer::for_format`]).
+//! by the same one (`mnemon_storage::format::analyzer_for`).
 //!
 //! Format 11 on ([`Analyzer::Stemmed`]):
 //!
@@ -32,9 +32,6 @@ use std::borrow::Cow;
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::tokens::{for_each_token_where, is_stopword};
-
-/// The first format whose lexical index holds [`Analyzer::Stemmed`] terms.
-pub(crate) const STEMMED_FORMAT: u32 = crate::format::FormatVersion::Stemmed.number();
 
 /// Terms longer than this many bytes are counted in a text's length but not indexed.
 pub(crate) const MAX_TERM_BYTES: usize = 64;
@@ -238,11 +235,6 @@ pub enum Analyzer {
 }
 
 impl Analyzer {
-    /// The analyzer of a file of this format.
-    pub fn for_format(format: u32) -> Analyzer {
-        if format >= STEMMED_FORMAT { Analyzer::Stemmed } else { Analyzer::Words }
-    }
-
     /// Call `term` with each term of `text` that the index holds, in text order (repeats
     /// included), and return the text's length for BM25.
     pub fn terms<'t>(self, text: &'t str, mut term: impl FnMut(Cow<'t, str>)) -> u32 {
@@ -462,7 +454,5 @@ mod tests {
         let len = Analyzer::Words.terms("The painted sunrise of parseHTTP", |t| v.push(t.into_owned()));
         assert_eq!(len, 7);
         assert_eq!(v, ["painted", "sunrise", "parsehttp", "parse", "http"]);
-        assert_eq!(Analyzer::for_format(10), Analyzer::Words);
-        assert_eq!(Analyzer::for_format(STEMMED_FORMAT), Analyzer::Stemmed);
     }
 }
