@@ -678,6 +678,9 @@ class Hits(TypedDict):
 
 class Reindexed(TypedDict):
     """What a reindex did."""
+    #: Calls to the embedder for written texts: concurrent writers' texts share calls, so
+    #: `misses / calls` is the texts a call embedded on average.
+    calls: int
     #: The embedder's model.
     embedder: str
     #: Texts whose embedding failed (their records were stored without a vector).
