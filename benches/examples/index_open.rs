@@ -36,6 +36,7 @@ fn main() {
                         WriteOp::PutVector {
                             namespace: ns.name().clone(),
                             id,
+                            rev: None,
                             space: "synth".into(),
                             vector: v.clone(),
                         },

@@ -30,7 +30,7 @@
 //!     let id = rec.id;
 //!     store.write(vec![
 //!         WriteOp::Insert(rec),
-//!         WriteOp::PutVector { namespace: ns.clone(), id, space: "toy-3".into(), vector: v.to_vec() },
+//!         WriteOp::PutVector { namespace: ns.clone(), id, rev: None, space: "toy-3".into(), vector: v.to_vec() },
 //!     ])?;
 //! }
 //! let index = VectorIndexes::new(store.clone(), IndexOptions::default());

@@ -1,8 +1,12 @@
 //! Embedding records as they are written: the configured embedder, the cache of vectors by
-//! text, concurrent writers' texts embedded together ([`batcher`]), and the record of which
-//! embedder a database uses.
+//! text, concurrent writers' texts embedded together ([`batcher`]) or after their records are
+//! committed ([`deferred`]), and the record of which embedder a database uses.
 
 mod batcher;
+mod deferred;
+
+pub use deferred::{Backlog, DEFAULT_BACKLOG};
+pub(crate) use deferred::{Deferred, SETTLE_WAIT, mark, marked};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -178,20 +182,24 @@ impl Embedding {
         (out, cache_ops)
     }
 
-    /// The operations attaching vectors to records (written in the same job as the records).
+    /// The operations attaching vectors to records (written in the same job as the records),
+    /// each to the revision `revs` names for it if given (see [`WriteOp::PutVector`]), else to
+    /// the latest.
     pub(crate) fn ops_for(
         &self,
         snap: &Snapshot,
         ns: &Namespace,
         items: &[(RecordId, String)],
+        revs: Option<&[u32]>,
     ) -> Vec<WriteOp> {
         let texts: Vec<&str> = items.iter().map(|(_, t)| t.as_str()).collect();
         let (vectors, mut ops) = self.vectors(snap, &texts);
-        for ((id, _), v) in items.iter().zip(vectors) {
+        for (i, ((id, _), v)) in items.iter().zip(vectors).enumerate() {
             if let Some(vector) = v {
                 ops.push(WriteOp::PutVector {
                     namespace: ns.clone(),
                     id: *id,
+                    rev: revs.and_then(|r| r.get(i).copied()),
                     space: self.space().to_string(),
                     vector,
                 });

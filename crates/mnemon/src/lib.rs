@@ -72,7 +72,7 @@ pub use domain::{
     CONVERSATIONS_KEPT, CanStart, Consolidation, Conversations, Decisions, DomainStats, Entities, TaskQuery,
     Tasks,
 };
-pub use embedding::{EmbedStats, EmbedderRecord};
+pub use embedding::{Backlog, DEFAULT_BACKLOG, EmbedStats, EmbedderRecord};
 pub use error::{Code, Error, LineError, Result, guard, panic_message};
 pub use json::loose_form;
 /// Embedders (offline hashing default, OpenAI-compatible HTTP).

@@ -252,6 +252,12 @@ impl<'a> TextSearch<'a> {
             )));
         }
         let db = self.ns.db();
+        if self.mode != TextMode::Lexical {
+            // What was written before the search is found by meaning too.
+            let also: Vec<Namespace> =
+                self.also.iter().filter_map(|n| Namespace::new(n.as_str()).ok()).collect();
+            db.settle_vectors(&std::iter::once(self.ns.name()).chain(&also).collect::<Vec<_>>());
+        }
         let snap = db.snapshot()?;
         // Hybrid fuses each side's candidates, so it reads deeper than it returns: a text a
         // little down one side's list may lead once both scores count. 60 a side is what the

@@ -45,6 +45,10 @@ pub struct Stats {
     pub embedder: String,
     /// Vector spaces and their dimensions.
     pub vector_spaces: Vec<(String, u32)>,
+    /// The records whose vectors are still being attached in the background (see
+    /// [`crate::DbBuilder::defer_embeddings`]).
+    #[serde(default)]
+    pub vectors_pending: crate::Backlog,
 }
 
 /// Compute the statistics (of every partition together, for a partitioned handle: sizes,
@@ -52,6 +56,7 @@ pub struct Stats {
 /// is the partitions' paths joined by `;`).
 pub fn stats(db: &Db) -> Result<Stats> {
     if db.is_partitioned() {
+        let backlog = db.embed_backlog();
         let mut parts = db.partitions().iter().map(stats).collect::<Result<Vec<_>>>()?.into_iter();
         let Some(mut all) = parts.next() else { return Err(crate::error::invalid("no partitions")) };
         for s in parts {
@@ -68,6 +73,7 @@ pub fn stats(db: &Db) -> Result<Stats> {
         all.namespaces.sort_by(|a, b| a.namespace.cmp(&b.namespace));
         all.vector_spaces.sort();
         all.vector_spaces.dedup();
+        all.vectors_pending = backlog;
         return Ok(all);
     }
     let snap = db.snapshot()?;
@@ -96,5 +102,6 @@ pub fn stats(db: &Db) -> Result<Stats> {
         tables: snap.table_sizes()?.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
         embedder: db.embedder().model_id().to_string(),
         vector_spaces: snap.vector_spaces()?.into_iter().map(|v| (v.name, v.dimension)).collect(),
+        vectors_pending: db.embed_backlog(),
     })
 }

@@ -326,7 +326,9 @@ fn open(
         None => None,
     };
     if let Some(own) = own {
-        builder = builder.embedder(Arc::new(own));
+        // Called on the writer's thread, never a background one: a Python embedder needs
+        // the interpreter, which closing a handle holds while the background drains.
+        builder = builder.embedder(Arc::new(own)).defer_embeddings(false);
     } else if let Some(spec) = spec {
         let built = py.detach(|| spec.build()).map_err(|e| {
             let code = match e {

@@ -7,8 +7,8 @@
 //!   regression check (docs/search.md);
 //! * `retrieval`: retrieval quality on real conversations in the LoCoMo format;
 //! * `embed`: embedding throughput of each embedder;
-//! * `adds`: durable adds/s from writer threads, their texts embedded one call per writer and
-//!   batched (docs/embeddings.md);
+//! * `adds`: durable adds/s from writer threads, their texts embedded one call per writer,
+//!   batched, and deferred (docs/search.md, "Embedding on write");
 //! * `mcp`: the latency of each knowledge-graph tool call of `mnemon mcp` (docs/mcp.md);
 //! * `serve`: a farm of agents against `mnemon serve`: throughput, latency per operation,
 //!   every acknowledged write checked in the export, beside the stdio way (docs/server.md).
@@ -156,7 +156,8 @@ enum Bench {
         write_texts: Option<PathBuf>,
     },
     /// Durable adds per second from writer threads, each text embedded by the embedder
-    /// (`--embedder`, default local), one call per writer and batched, side by side.
+    /// (`--embedder`, default local), one call per writer, batched, and deferred, side by
+    /// side.
     Adds {
         /// Writer thread counts to measure (comma-separated).
         #[arg(long, value_delimiter = ',', default_value = "1,16")]

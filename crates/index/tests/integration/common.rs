@@ -36,7 +36,13 @@ pub fn load(
             let id = rec.id;
             jobs.push(vec![
                 WriteOp::Insert(rec),
-                WriteOp::PutVector { namespace: ns.clone(), id, space: SPACE.into(), vector: v.clone() },
+                WriteOp::PutVector {
+                    namespace: ns.clone(),
+                    id,
+                    rev: None,
+                    space: SPACE.into(),
+                    vector: v.clone(),
+                },
             ]);
         }
         for r in store.write_many(jobs, Durability::Eventual) {

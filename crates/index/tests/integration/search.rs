@@ -130,7 +130,7 @@ fn namespaces_and_time_travel_are_honoured_on_both_paths() {
         store
             .write(vec![
                 WriteOp::Insert(rec),
-                WriteOp::PutVector { namespace: ns.clone(), id, space: SPACE.into(), vector: v },
+                WriteOp::PutVector { namespace: ns.clone(), id, rev: None, space: SPACE.into(), vector: v },
             ])
             .unwrap();
         id
@@ -150,7 +150,13 @@ fn namespaces_and_time_travel_are_honoured_on_both_paths() {
     store
         .write(vec![
             WriteOp::Supersede { old: superseded, new: successor },
-            WriteOp::PutVector { namespace: ns.clone(), id: succ_id, space: SPACE.into(), vector: axis(5) },
+            WriteOp::PutVector {
+                namespace: ns.clone(),
+                id: succ_id,
+                rev: None,
+                space: SPACE.into(),
+                vector: axis(5),
+            },
         ])
         .unwrap();
     store.write(vec![WriteOp::Retire { namespace: ns.clone(), id: retired, at: None }]).unwrap();
@@ -235,7 +241,13 @@ fn dots_match_the_stored_vectors() {
     r.body = Some(Learning { text: "revised".into(), ..Default::default() }.into());
     store.write(vec![WriteOp::Revise(r)]).unwrap();
     let changed = data[1].clone();
-    let put = WriteOp::PutVector { namespace: ns.clone(), id: ids[0], space: SPACE.into(), vector: changed };
+    let put = WriteOp::PutVector {
+        namespace: ns.clone(),
+        id: ids[0],
+        rev: None,
+        space: SPACE.into(),
+        vector: changed,
+    };
     store.write(vec![put]).unwrap();
     let index = index(&store, None);
     let snap = store.snapshot().unwrap();

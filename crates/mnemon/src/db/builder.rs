@@ -21,6 +21,9 @@ pub struct DbBuilder {
     pub(super) max_record_bytes: usize,
     pub(super) log: Option<Arc<dyn WriteLog>>,
     pub(super) batch_embeddings: bool,
+    /// Whether embeddings are deferred (`None`: decided by the embedder).
+    pub(super) defer_embeddings: Option<bool>,
+    pub(super) embed_backlog: usize,
 }
 
 /// The most bytes a record may hold by default (its body and envelope as JSON): see
@@ -123,6 +126,32 @@ impl DbBuilder {
         self
     }
 
+    /// Commit a written record before its vector exists, and attach the vector in the
+    /// background moments later (default: yes for an embedder worth caching, a model local or
+    /// remote; no for the hashing embedder, which embeds faster than a commit, and for a
+    /// replica of a log). A write then takes what the commit takes rather than what the model
+    /// takes (about 15 ms a text for the local model, 1 ms for a durable commit); the record
+    /// is found by its words at once, by its meaning once its vector is attached, and a search
+    /// waits for the vectors of its namespaces' earlier writes (at most 5 s), so a record is
+    /// found by meaning right after it is written. The pending records are marked in the file:
+    /// none is lost in a crash, each is embedded when the file is next opened for writing.
+    /// At most [`DbBuilder::embed_backlog`] records wait; writers beyond that wait for room,
+    /// so sustained writes still run at the model's pace. [`Db::embed_backlog`] reports the
+    /// backlog, [`Db::wait_for_vectors`] waits for it, and dropping the last handle drains it.
+    /// See docs/search.md, "Embedding on write".
+    pub fn defer_embeddings(mut self, yes: bool) -> Self {
+        self.defer_embeddings = Some(yes);
+        self
+    }
+
+    /// The most records whose vectors may wait with deferred embeddings before writers wait
+    /// for room (default [`DEFAULT_BACKLOG`](crate::DEFAULT_BACKLOG), 1,024: with the local
+    /// model, a backlog of about 10 s of its work).
+    pub fn embed_backlog(mut self, records: usize) -> Self {
+        self.embed_backlog = records.max(1);
+        self
+    }
+
     /// redb's page cache, in bytes (default 256 MiB).
     pub fn cache_size(mut self, bytes: usize) -> Self {
         self.options.cache_size = bytes;
@@ -210,9 +239,17 @@ impl DbBuilder {
                 store.write(vec![WriteOp::PutAux { key: MODEL_KEY.into(), value: Some(value) }])?;
             }
         }
+        let defer = self.defer_embeddings.unwrap_or_else(|| embedding.embedder.worth_caching())
+            && !read_only
+            && self.log.is_none();
+        let deferred = match defer {
+            true => Some(Arc::new(Deferred::start(store.clone(), embedding.clone(), self.embed_backlog)?)),
+            false => None,
+        };
         Ok(Db {
             store,
             index,
+            deferred,
             embedding,
             read_only,
             extensions: Arc::default(),

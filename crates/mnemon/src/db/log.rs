@@ -13,6 +13,7 @@
 use mnemon_storage::{Durability, Receipt, WriteOp};
 
 use super::Db;
+use crate::embedding::marked;
 use crate::error::Result;
 
 /// Where a replica's writes go (see the module documentation): implemented by the cluster's
@@ -41,7 +42,12 @@ impl Db {
                     reason: "the log returned no result".into(),
                 }))
             }),
-            None => Ok(self.store.write(ops)?),
+            None => {
+                let marks = if self.deferred.is_some() { marked(&ops).collect() } else { Vec::new() };
+                let receipt = self.store.write(ops)?;
+                self.queue_marked(marks);
+                Ok(receipt)
+            }
         }
     }
 
@@ -77,7 +83,19 @@ impl Db {
         match &self.log {
             Some(log) => log.append(jobs, durability),
             None => {
-                self.store.write_many(jobs, durability).into_iter().map(|r| r.map_err(Into::into)).collect()
+                let marks: Vec<Vec<_>> = match self.deferred {
+                    Some(_) => jobs.iter().map(|job| marked(job).collect()).collect(),
+                    None => Vec::new(),
+                };
+                let results: Vec<Result<Receipt>> = self
+                    .store
+                    .write_many(jobs, durability)
+                    .into_iter()
+                    .map(|r| r.map_err(Into::into))
+                    .collect();
+                let committed = marks.into_iter().zip(&results).filter(|(_, r)| r.is_ok());
+                self.queue_marked(committed.flat_map(|(m, _)| m).collect());
+                results
             }
         }
     }

@@ -10,7 +10,7 @@ use mnemon_storage::{
 use mnemon_embed::{Embedder, HashEmbedder};
 use mnemon_index::{BuildReport, IndexOptions, SegmentStatus, VectorIndexes};
 
-use crate::embedding::{EmbedStats, EmbedderRecord, Embedding};
+use crate::embedding::{Backlog, Deferred, EmbedStats, EmbedderRecord, Embedding, SETTLE_WAIT, mark};
 
 use crate::error::Result;
 
@@ -32,6 +32,9 @@ pub struct Db {
     store: Store,
     index: Arc<VectorIndexes>,
     embedding: Arc<Embedding>,
+    /// The queue of records whose vectors are attached in the background, when embeddings
+    /// are deferred ([`DbBuilder::defer_embeddings`]).
+    deferred: Option<Arc<Deferred>>,
     read_only: bool,
     extensions: Arc<Extensions>,
     max_record_bytes: usize,
@@ -90,6 +93,8 @@ impl Db {
             max_record_bytes: MAX_RECORD_BYTES,
             log: None,
             batch_embeddings: false,
+            defer_embeddings: None,
+            embed_backlog: crate::embedding::DEFAULT_BACKLOG,
         }
     }
 
@@ -244,7 +249,7 @@ impl Db {
                 if let Some(r) = r {
                     let text = r.body.text();
                     if !text.trim().is_empty() && snap.vector_for(&space, n, r.id, r.rev)?.is_none() {
-                        todo.push((n.clone(), r.id, text));
+                        todo.push((n.clone(), r.id, r.rev, text));
                     }
                 }
                 Ok(())
@@ -269,16 +274,23 @@ impl Db {
             let mut jobs = Vec::new();
             for (n, group) in group_by_ns(chunk) {
                 let items: Vec<(RecordId, String)> =
-                    group.iter().map(|(_, id, t)| (*id, t.clone())).collect();
-                let ops = self.embedding.ops_for(&snap, &n, &items);
+                    group.iter().map(|(_, id, _, t)| (*id, t.clone())).collect();
+                let revs: Vec<u32> = group.iter().map(|(_, _, rev, _)| *rev).collect();
+                // Each vector for the revision whose text it embeds: a record revised
+                // meanwhile was embedded by its writer.
+                let ops = self.embedding.ops_for(&snap, &n, &items, Some(&revs));
                 if !ops.is_empty() {
                     jobs.push(ops);
                 }
             }
             for r in self.write_jobs(jobs, Durability::Eventual) {
-                // A record forgotten meanwhile is not an error for a backfill.
+                // A record forgotten or revised meanwhile is not an error for a backfill.
                 match r {
-                    Ok(_) | Err(crate::Error::Storage(mnemon_storage::Error::NotFound { .. })) => {}
+                    Ok(_)
+                    | Err(crate::Error::Storage(
+                        mnemon_storage::Error::NotFound { .. }
+                        | mnemon_storage::Error::RevisionConflict { .. },
+                    )) => {}
                     Err(e) => return Err(e),
                 }
             }
@@ -296,12 +308,64 @@ impl Db {
     }
 
     /// Vector operations for new record texts (used by every write that creates or changes
-    /// text).
+    /// text): the vectors, or, when embeddings are deferred, the records' pending marks
+    /// (`embedding/deferred.rs`; [`Db::write`] queues them once committed).
     pub(crate) fn embed_ops(&self, ns: &Namespace, items: &[(RecordId, String)]) -> Result<Vec<WriteOp>> {
         if items.iter().all(|(_, t)| t.trim().is_empty()) {
             return Ok(Vec::new());
         }
-        Ok(self.embedding.ops_for(&self.snapshot()?, ns, items))
+        if self.deferred.is_some() {
+            return Ok(items
+                .iter()
+                .filter(|(_, t)| !t.trim().is_empty())
+                .map(|(id, _)| mark(ns, *id))
+                .collect());
+        }
+        Ok(self.embedding.ops_for(&self.snapshot()?, ns, items, None))
+    }
+
+    /// Queue the records a committed job marked pending for their vectors.
+    fn queue_marked(&self, marks: Vec<(Namespace, RecordId)>) {
+        if let Some(d) = &self.deferred
+            && !marks.is_empty()
+        {
+            d.enqueue(marks);
+        }
+    }
+
+    /// Wait until every record written before this call has its vector (see
+    /// [`DbBuilder::defer_embeddings`]), at most `timeout`: how many still wait (0 when all
+    /// have, or when embeddings are not deferred).
+    pub fn wait_for_vectors(&self, timeout: std::time::Duration) -> u64 {
+        if self.is_partitioned() {
+            return self.partitions().iter().map(|db| db.wait_for_vectors(timeout)).sum();
+        }
+        self.deferred.as_ref().map_or(0, |d| d.drain(timeout))
+    }
+
+    /// The records whose vectors are still to attach (see [`DbBuilder::defer_embeddings`]).
+    pub fn embed_backlog(&self) -> Backlog {
+        if self.is_partitioned() {
+            return self.partitions().iter().map(Db::embed_backlog).fold(Backlog::default(), |a, b| {
+                Backlog {
+                    deferred: a.deferred || b.deferred,
+                    pending: a.pending + b.pending,
+                    oldest_ms: a.oldest_ms.max(b.oldest_ms),
+                    limit: a.limit + b.limit,
+                    attached: a.attached + b.attached,
+                }
+            });
+        }
+        self.deferred.as_ref().map_or_else(Backlog::default, |d| d.backlog())
+    }
+
+    /// Before a search of `namespaces` by meaning: wait (at most [`SETTLE_WAIT`]) until the
+    /// records written to them before now have their vectors, so that a search finds what was
+    /// written before it.
+    pub(crate) fn settle_vectors(&self, namespaces: &[&Namespace]) {
+        if let Some(d) = &self.deferred {
+            d.settle(namespaces, SETTLE_WAIT);
+        }
     }
 
     /// The vector of a search text.
@@ -403,7 +467,8 @@ pub fn embedder_for(r: &EmbedderRecord) -> Result<Arc<dyn Embedder>> {
 }
 
 /// A record's text waiting to be embedded.
-type Pending = (Namespace, RecordId, String);
+/// A record to embed in `reindex`: its namespace, id, latest revision and text.
+type Pending = (Namespace, RecordId, u32, String);
 
 /// Consecutive items of the same namespace.
 fn group_by_ns(items: &[Pending]) -> Vec<(Namespace, Vec<&Pending>)> {

@@ -342,7 +342,13 @@ impl Ns {
     /// Attach an embedding vector to a record in vector space `space` (see
     /// [`WriteOp::PutVector`]): validated, normalised, serving its latest revision.
     pub fn put_vector(&self, id: RecordId, space: &str, vector: Vec<f32>) -> Result<Outcome> {
-        let op = WriteOp::PutVector { namespace: self.ns.clone(), id, space: space.to_string(), vector };
+        let op = WriteOp::PutVector {
+            namespace: self.ns.clone(),
+            id,
+            rev: None,
+            space: space.to_string(),
+            vector,
+        };
         let r = self.db.write(vec![op])?;
         r.outcomes.into_iter().next().ok_or_else(|| {
             Error::Storage(mnemon_storage::Error::Inconsistent {
@@ -474,7 +480,7 @@ impl RecordBuilder {
             None => ns.insert(self.record).map(|o| o.id()),
             Some((space, vector)) => {
                 let id = self.record.id;
-                let put = WriteOp::PutVector { namespace: ns.ns.clone(), id, space, vector };
+                let put = WriteOp::PutVector { namespace: ns.ns.clone(), id, rev: None, space, vector };
                 let r = ns.db.write(vec![WriteOp::Insert(self.record), put])?;
                 Ok(r.outcomes.first().map_or(id, Outcome::id))
             }

@@ -11,6 +11,7 @@ from ._values import Hit, Record
 __all__ = [
     "OperationName",
     "Access",
+    "Backlog",
     "Batched",
     "Block",
     "BuildReport",
@@ -337,6 +338,21 @@ class NamespaceStats(TypedDict):
     revisions: int
 
 
+class Backlog(TypedDict):
+    """The vectors still to attach, as [`crate::Db::embed_backlog`] reports them."""
+    #: Vectors attached in the background since the database was opened.
+    attached: int
+    #: Whether written records get their vectors in the background (see
+    #: [`crate::DbBuilder::defer_embeddings`]).
+    deferred: bool
+    #: The most records that wait before writers wait for room.
+    limit: int
+    #: How long the oldest of them has waited, in milliseconds.
+    oldest_ms: int
+    #: Records committed whose vectors are not attached yet.
+    pending: int
+
+
 class Stats(TypedDict):
     """Statistics of a database."""
     #: Commits so far.
@@ -357,6 +373,9 @@ class Stats(TypedDict):
     tables: Dict[str, int]
     #: Vector spaces and their dimensions.
     vector_spaces: List[Tuple[str, int]]
+    #: The records whose vectors are still being attached in the background (see
+    #: [`crate::DbBuilder::defer_embeddings`]).
+    vectors_pending: Backlog
 
 
 class Ensured(TypedDict):

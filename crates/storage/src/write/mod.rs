@@ -198,11 +198,18 @@ pub enum WriteOp {
     /// id). It is validated, normalised to unit length and serves the record's latest
     /// revision (counting earlier operations of the same job) and later ones until replaced.
     /// The first vector of a space fixes its dimension.
+    ///
+    /// `rev`, when set, is the revision whose text was embedded: it must still be the
+    /// record's latest, or the job fails with [`Error::RevisionConflict`] (a vector embedded
+    /// in the background must not attach to a revision written meanwhile, whose text it does
+    /// not describe).
     PutVector {
         /// The namespace.
         namespace: Namespace,
         /// The record.
         id: RecordId,
+        /// The revision the vector describes, if the caller read one (see above).
+        rev: Option<u32>,
         /// The vector space.
         space: String,
         /// The components.

@@ -113,8 +113,8 @@ impl<'a, 'txn> Planner<'a, 'txn> {
             }
             WriteOp::Forget { namespace, id } => self.forget(namespace, id),
             WriteOp::Restore(r) => self.restore(*r),
-            WriteOp::PutVector { namespace, id, space, vector } => {
-                self.put_vector(namespace, id, space, &vector)
+            WriteOp::PutVector { namespace, id, rev, space, vector } => {
+                self.put_vector(namespace, id, rev, space, &vector)
             }
             WriteOp::PutAux { key, value } => {
                 check_aux_key(&key)?;
@@ -134,11 +134,17 @@ impl<'a, 'txn> Planner<'a, 'txn> {
         &mut self,
         namespace: Namespace,
         id: RecordId,
+        rev: Option<u32>,
         space: String,
         v: &[f32],
     ) -> Result<(), Error> {
         vector::check_space_name(&space)?;
         let rec = self.require(&namespace, id)?;
+        if let Some(expected) = rev
+            && expected != rec.rev
+        {
+            return Err(Error::RevisionConflict { id, expected, found: rec.rev });
+        }
         let known = match self.spaces.get(&space) {
             Some(&d) => Some(d),
             None => match self.tables.vector_spaces.get()?.get(space.as_str())? {

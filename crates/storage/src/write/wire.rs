@@ -36,6 +36,9 @@ const RESTORE: u8 = 8;
 const PUT_VECTOR: u8 = 9;
 const PUT_AUX: u8 = 10;
 const MERGE_TEXTS: u8 = 11;
+/// A vector for a named revision (`PutVector` with `rev`); without one it is `PUT_VECTOR`, as
+/// before the field existed.
+const PUT_VECTOR_AT: u8 = 12;
 
 /// The bytes of a job's operations (see the module documentation).
 pub fn encode_job(ops: &[WriteOp]) -> Result<Vec<u8>, CodecError> {
@@ -141,10 +144,13 @@ fn put_op(w: &mut Writer, op: &WriteOp) -> Result<(), CodecError> {
             w.varint(stored.len() as u64);
             w.out.extend_from_slice(&stored);
         }
-        WriteOp::PutVector { namespace, id, space, vector } => {
-            w.u8(PUT_VECTOR);
+        WriteOp::PutVector { namespace, id, rev, space, vector } => {
+            w.u8(if rev.is_some() { PUT_VECTOR_AT } else { PUT_VECTOR });
             w.str(namespace.as_str());
             w.u128(id.as_u128());
+            if let Some(rev) = rev {
+                w.varint(u64::from(*rev));
+            }
             w.str(space);
             w.varint(vector.len() as u64);
             for x in vector {
@@ -235,16 +241,22 @@ fn get_op(r: &mut Reader<'_>) -> Got<WriteOp> {
             rec.replaced_at = replaced_at;
             WriteOp::Restore(Box::new(rec))
         }
-        PUT_VECTOR => {
+        PUT_VECTOR | PUT_VECTOR_AT => {
             let namespace = get_ns(r)?;
             let id = get_id(r)?;
+            let rev = match tag {
+                PUT_VECTOR_AT => {
+                    Some(u32::try_from(r.varint()?).map_err(|_| r.err("revision number too large"))?)
+                }
+                _ => None,
+            };
             let space = r.str()?.to_string();
             let n = r.varint()?;
             let len = usize::try_from(n.saturating_mul(4)).map_err(|_| r.err("vector too long"))?;
             let bytes = r.take(len)?;
             let vector =
                 bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-            WriteOp::PutVector { namespace, id, space, vector }
+            WriteOp::PutVector { namespace, id, rev, space, vector }
         }
         PUT_AUX => {
             let key = r.str()?.to_string();
@@ -452,8 +464,16 @@ mod tests {
             WriteOp::PutVector {
                 namespace: ns.clone(),
                 id,
+                rev: None,
                 space: "m".into(),
                 vector: vec![0.5, -0.0, f32::MIN_POSITIVE],
+            },
+            WriteOp::PutVector {
+                namespace: ns.clone(),
+                id,
+                rev: Some(7),
+                space: "m".into(),
+                vector: vec![1.0],
             },
             WriteOp::PutAux { key: "app/x".into(), value: Some(vec![0, 1, 255]) },
             WriteOp::PutAux { key: "index/y".into(), value: None },

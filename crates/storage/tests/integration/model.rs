@@ -17,13 +17,44 @@ const T0: i64 = 1_700_000_000_000_000;
 
 #[derive(Clone, Debug)]
 enum TOp {
-    Insert { ns: u8, kind: u8, name: u8, from: Option<i8>, until: Option<i8>, expiry: Option<i8>, tag: u8 },
-    Revise { pick: u8, title: u8, from: Option<i8>, until: Option<Option<i8>> },
-    Retire { pick: u8, at: Option<i8> },
-    Expire { pick: u8, at: Option<i8> },
-    Supersede { pick: u8, at: Option<i8>, name: u8 },
-    Forget { pick: u8 },
-    Vector { pick: u8, dir: u8 },
+    Insert {
+        ns: u8,
+        kind: u8,
+        name: u8,
+        from: Option<i8>,
+        until: Option<i8>,
+        expiry: Option<i8>,
+        tag: u8,
+    },
+    Revise {
+        pick: u8,
+        title: u8,
+        from: Option<i8>,
+        until: Option<Option<i8>>,
+    },
+    Retire {
+        pick: u8,
+        at: Option<i8>,
+    },
+    Expire {
+        pick: u8,
+        at: Option<i8>,
+    },
+    Supersede {
+        pick: u8,
+        at: Option<i8>,
+        name: u8,
+    },
+    Forget {
+        pick: u8,
+    },
+    /// `guard`: none, or the revision named (the latest the model knows before the job, or
+    /// one off it): a stale one fails the job.
+    Vector {
+        pick: u8,
+        dir: u8,
+        guard: Option<i8>,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -45,7 +76,8 @@ fn top() -> impl Strategy<Value = TOp> {
         1 => (any::<u8>(), off()).prop_map(|(pick, at)| TOp::Expire { pick, at }),
         2 => (any::<u8>(), off(), 0u8..6).prop_map(|(pick, at, name)| TOp::Supersede { pick, at, name }),
         1 => any::<u8>().prop_map(|pick| TOp::Forget { pick }),
-        1 => (any::<u8>(), 0u8..4).prop_map(|(pick, dir)| TOp::Vector { pick, dir }),
+        1 => (any::<u8>(), 0u8..4, proptest::option::of(prop_oneof![3 => Just(0i8), 1 => Just(-1i8), 1 => Just(1i8)]))
+            .prop_map(|(pick, dir, guard)| TOp::Vector { pick, dir, guard }),
     ]
 }
 
@@ -269,11 +301,16 @@ impl Harness {
                 let (ns, id) = self.pick(*pick)?;
                 WriteOp::Forget { namespace: Namespace::new(ns).unwrap(), id }
             }
-            TOp::Vector { pick, dir } => {
+            TOp::Vector { pick, dir, guard } => {
                 let (ns, id) = self.pick(*pick)?;
+                let rev = guard.map(|g| {
+                    let latest = self.model.latest(&ns, id).map_or(0, |r| r.rev);
+                    latest.saturating_add_signed(i32::from(g))
+                });
                 WriteOp::PutVector {
                     namespace: Namespace::new(ns).unwrap(),
                     id,
+                    rev,
                     space: "m".into(),
                     vector: vector_for(*dir),
                 }
@@ -367,8 +404,14 @@ impl Harness {
                     self.model.vectors.remove(&key);
                     assert_eq!(had as u32, *revisions);
                 }
-                (WriteOp::PutVector { namespace, vector, .. }, Outcome::VectorStored { id, rev }) => {
+                (
+                    WriteOp::PutVector { namespace, vector, rev: guard, .. },
+                    Outcome::VectorStored { id, rev },
+                ) => {
                     let key = (namespace.to_string(), *id);
+                    if let Some(g) = guard {
+                        assert_eq!(g, rev, "a guarded vector attaches to the revision it names");
+                    }
                     assert_eq!(
                         Some(*rev),
                         self.model.latest(&key.0, *id).map(|r| r.rev),

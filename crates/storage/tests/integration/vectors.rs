@@ -9,7 +9,49 @@ fn learning(text: &str) -> Body {
 }
 
 fn put(ns: &Namespace, id: RecordId, space: &str, v: Vec<f32>) -> WriteOp {
-    WriteOp::PutVector { namespace: ns.clone(), id, space: space.into(), vector: v }
+    WriteOp::PutVector { namespace: ns.clone(), id, rev: None, space: space.into(), vector: v }
+}
+
+/// A vector that names the revision it describes attaches only while that revision is the
+/// latest: one embedded in the background for a text revised meanwhile is refused.
+#[test]
+fn a_vector_naming_its_revision_attaches_only_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        Store::open(dir.path().join("v.redb"), StoreOptions { create: true, ..Default::default() }).unwrap();
+    let ns = Namespace::new("p").unwrap();
+    let rec = NewRecord::new(ns.clone(), learning("first text"));
+    let id = rec.id;
+    store.write(vec![WriteOp::Insert(rec)]).unwrap();
+    let at = |rev: u32, v: Vec<f32>| WriteOp::PutVector {
+        namespace: ns.clone(),
+        id,
+        rev: Some(rev),
+        space: "m".into(),
+        vector: v,
+    };
+    // Revised before the vector of revision 0 arrives: it is refused, nothing written.
+    let mut rv = Revise::new(ns.clone(), id);
+    rv.body = Some(learning("second text"));
+    store.write(vec![WriteOp::Revise(rv)]).unwrap();
+    let seq = store.snapshot().unwrap().meta().commit_seq;
+    let e = store.write(vec![at(0, vec![1.0, 0.0])]).unwrap_err();
+    assert!(matches!(e, Error::RevisionConflict { expected: 0, found: 1, .. }), "{e}");
+    assert!(store.write(vec![at(2, vec![1.0, 0.0])]).is_err(), "a revision not written yet");
+    let snap = store.snapshot().unwrap();
+    assert_eq!(snap.meta().commit_seq, seq);
+    assert!(snap.vector_for("m", &ns, id, 1).unwrap().is_none());
+    // The latest revision's vector attaches to it.
+    let r = store.write(vec![at(1, vec![0.0, 2.0])]).unwrap();
+    assert_eq!(r.outcomes[0], Outcome::VectorStored { id, rev: 1 });
+    let (from, v) = store.snapshot().unwrap().vector_for("m", &ns, id, 1).unwrap().unwrap();
+    assert_eq!((from, v), (1, vec![0.0, 1.0]));
+    assert!(store.snapshot().unwrap().vector_for("m", &ns, id, 0).unwrap().is_none());
+    // In one job, the guard counts the job's earlier operations.
+    let mut rv = Revise::new(ns.clone(), id);
+    rv.body = Some(learning("third text"));
+    let r = store.write(vec![WriteOp::Revise(rv), at(2, vec![1.0, 0.0])]).unwrap();
+    assert_eq!(r.outcomes[1], Outcome::VectorStored { id, rev: 2 });
 }
 
 #[test]

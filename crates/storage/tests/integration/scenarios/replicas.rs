@@ -71,7 +71,7 @@ fn log() -> Vec<(Timestamp, Vec<WriteOp>)> {
             (_, 6) => {
                 let id = ids[(next() as usize) % ids.len()];
                 let v = (0..4).map(|j| ((i + j) % 5) as f32 - 2.0).collect();
-                vec![WriteOp::PutVector { namespace: n.clone(), id, space: "m".into(), vector: v }]
+                vec![WriteOp::PutVector { namespace: n.clone(), id, rev: None, space: "m".into(), vector: v }]
             }
             _ => {
                 let id = ids[(next() as usize) % ids.len()];
