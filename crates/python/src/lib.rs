@@ -258,7 +258,7 @@ impl Handle {
 // Python's keyword arguments, one to one.
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (path, *, embedder=None, durability="immediate", read_only=false, create=true, shared=false, reembed=false, embedder_fn=None, embedder_name=None))]
+#[pyo3(signature = (path, *, embedder=None, durability="immediate", read_only=false, create=true, shared=false, reembed=false, embedder_fn=None, embedder_name=None, defer_embeddings=None))]
 fn open(
     py: Python<'_>,
     path: PathBuf,
@@ -270,6 +270,7 @@ fn open(
     reembed: bool,
     embedder_fn: Option<Bound<'_, PyAny>>,
     embedder_name: Option<String>,
+    defer_embeddings: Option<bool>,
 ) -> PyResult<Handle> {
     let durability = match durability {
         "immediate" => Durability::Immediate,
@@ -298,6 +299,7 @@ fn open(
             .as_ref()
             .map(|e| mnemon::embed::Embedder::model_id(e).to_string())
             .or_else(|| embedder.map(str::to_string)),
+        defer: defer_embeddings,
     };
     let key = reopen::key(&path);
     // A file this process holds already: one more handle on the same engine.
@@ -313,6 +315,9 @@ fn open(
         .shared(shared)
         .reembed(reembed)
         .durability(durability);
+    if let Some(defer) = defer_embeddings {
+        builder = builder.defer_embeddings(defer);
+    }
     let spec = match embedder {
         Some(spec) => Some(
             spec.parse::<mnemon::embed::EmbedderSpec>()
@@ -325,6 +330,13 @@ fn open(
         }
         None => None,
     };
+    if own.is_some() && defer_embeddings == Some(true) {
+        return Err(raise(
+            py,
+            Code::InvalidInput,
+            "defer_embeddings=True takes a built-in embedder: your own runs on the writer's thread".into(),
+        ));
+    }
     if let Some(own) = own {
         // Called on the writer's thread, never a background one: a Python embedder needs
         // the interpreter, which closing a handle holds while the background drains.

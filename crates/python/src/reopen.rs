@@ -17,6 +17,8 @@ pub(crate) struct Options {
     pub eventual: bool,
     /// The embedder asked for by name, if one was.
     pub embedder: Option<String>,
+    /// Whether embeddings are deferred, if asked.
+    pub defer: Option<bool>,
 }
 
 /// An engine open in this process, shared by the handles on it.
@@ -77,7 +79,8 @@ pub(crate) fn find(key: &Path, options: &Options) -> Result<Option<Arc<Opened>>,
     let same = found.options.read_only == options.read_only
         && found.options.shared == options.shared
         && found.options.eventual == options.eventual
-        && (options.embedder.is_none() || options.embedder == found.options.embedder);
+        && (options.embedder.is_none() || options.embedder == found.options.embedder)
+        && options.defer.is_none_or(|d| d == found.db.embed_backlog().deferred);
     if !same {
         return Err(format!(
             "{} is already open in this process with other options ({}); close that handle first, \
@@ -100,10 +103,11 @@ pub(crate) fn register(key: PathBuf, db: Db, options: Options) -> Arc<Opened> {
 
 fn describe(o: &Options) -> String {
     format!(
-        "read_only={}, shared={}, durability={}, embedder={}",
+        "read_only={}, shared={}, durability={}, embedder={}, defer_embeddings={}",
         o.read_only,
         o.shared,
         if o.eventual { "eventual" } else { "immediate" },
-        o.embedder.as_deref().unwrap_or("as recorded")
+        o.embedder.as_deref().unwrap_or("as recorded"),
+        o.defer.map_or("default", |d| if d { "True" } else { "False" })
     )
 }

@@ -5,7 +5,8 @@
 //! (`DbBuilder::defer_embeddings`: the record committed first, its vector attached in the
 //! background). For the deferred way, `adds/s` counts acknowledged writes in the window and
 //! `with vectors/s` the same writes over the window plus the time their last vectors took to
-//! attach. Every text is new (no cache hits).
+//! attach. Before each, 31 lone adds on the quiet database (the backlog emptied before each)
+//! give the median time of the call. Every text is new (no cache hits).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,6 +19,9 @@ use mnemon::embed::Embedder;
 use serde_json::json;
 
 use crate::report::{Out, table};
+
+/// Lone adds timed per way (their median reported).
+const LONE: usize = 31;
 
 /// Adds/s from each of `threads` writer threads for `seconds`, embedded by `embedder`.
 pub fn run(out: &mut Out, embedder: Arc<dyn Embedder>, threads: &[usize], seconds: f64) -> Result<()> {
@@ -36,6 +40,17 @@ pub fn run(out: &mut Out, embedder: Arc<dyn Embedder>, threads: &[usize], second
             // The model's first call (its weights paged in) is not what a writer pays.
             ns.add(Learning { text: "a first note to warm the model".into(), ..Default::default() })?;
             db.wait_for_vectors(Duration::from_secs(60));
+            // A lone add on a quiet database: the call's time, the backlog empty before each.
+            let mut lone: Vec<f64> = Vec::with_capacity(LONE);
+            for i in 0..LONE {
+                let text = format!("a lone note {i} about the cache eviction of shard {}", i * 13);
+                let t = Instant::now();
+                ns.add(Learning { text, ..Default::default() })?;
+                lone.push(t.elapsed().as_secs_f64() * 1e3);
+                db.wait_for_vectors(Duration::from_secs(60));
+            }
+            lone.sort_by(f64::total_cmp);
+            let lone_ms = lone[lone.len() / 2];
             let before = db.embed_stats();
             let (stop, adds) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
             let started = Instant::now();
@@ -76,12 +91,13 @@ pub fn run(out: &mut Out, embedder: Arc<dyn Embedder>, threads: &[usize], second
             rows.push(vec![
                 n.to_string(),
                 way.to_string(),
+                format!("{lone_ms:.2}"),
                 format!("{rate:.1}"),
                 format!("{complete:.1}"),
                 calls.to_string(),
                 format!("{per_call:.1}"),
             ]);
-            report.push(json!({"threads": n, "way": way, "adds_per_s": rate, "with_vectors_per_s": complete,
+            report.push(json!({"threads": n, "way": way, "lone_add_ms_median": lone_ms, "adds_per_s": rate, "with_vectors_per_s": complete,
                 "adds": done, "embed_calls": calls, "texts_per_call": per_call, "seconds": secs,
                 "seconds_to_last_vector": all}));
         }
@@ -91,7 +107,15 @@ pub fn run(out: &mut Out, embedder: Arc<dyn Embedder>, threads: &[usize], second
     } else {
         out.line(format!("durable adds, embedder {}", embedder.model_id()))?;
         out.line(table(
-            &["threads", "embedding", "adds/s", "with vectors/s", "embedder calls", "texts per call"],
+            &[
+                "threads",
+                "embedding",
+                "lone add, ms (median)",
+                "adds/s",
+                "with vectors/s",
+                "embedder calls",
+                "texts per call",
+            ],
             &rows,
         ))?;
     }

@@ -237,7 +237,7 @@ impl Deferred {
 }
 
 impl Drop for Deferred {
-    /// Let the workers finish the queue, then stop them.
+    /// Let the workers finish the queue, then stop them, and sync what they wrote.
     fn drop(&mut self) {
         self.shared.lock().closing = true;
         self.shared.changed.notify_all();
@@ -245,6 +245,9 @@ impl Drop for Deferred {
         for h in handles {
             let _ = h.join();
         }
+        // The workers commit without a sync: make their vectors durable with the handle's
+        // last act (were it lost, the marks would bring them back at the next open).
+        let _ = self.shared.store.sync();
     }
 }
 
