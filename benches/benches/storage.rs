@@ -41,6 +41,88 @@ fn inserts(c: &mut Criterion) {
             shared.store().write(vec![WriteOp::Insert(small_record(i))]).unwrap()
         })
     });
+    // What a write-ahead log in front of the B-trees would cost a lone durable insert
+    // (issue 56): the commit without a sync (redb keeps its pages in its write buffer), the
+    // job appended to a log file and synced, and every 1,000 entries a durable commit after
+    // which the log is cut. An estimate of the design, not the design.
+    let log_db = fresh_mnemon(&dir, "ins_log.redb");
+    let log_path = dir.path().join("ins_log.wal");
+    let mut log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).unwrap();
+    let mut entries = 0u64;
+    g.bench_function("mnemon_log_estimate", |b| {
+        b.iter(|| {
+            use std::io::Write;
+            let i = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let ops = vec![WriteOp::Insert(small_record(i))];
+            let bytes = mnemon_storage::encode_job(&ops).unwrap();
+            let r = log_db.store().write_many(vec![ops], Durability::Eventual).pop().unwrap().unwrap();
+            log.write_all(&(bytes.len() as u32).to_le_bytes()).unwrap();
+            log.write_all(&bytes).unwrap();
+            log.sync_data().unwrap();
+            entries += 1;
+            if entries.is_multiple_of(1000) {
+                log_db.sync().unwrap();
+                log.set_len(0).unwrap();
+                log.sync_data().unwrap();
+            }
+            r
+        })
+    });
+    // The same with the log's space written ahead (zeros, synced once), each entry written in
+    // place: a sync then changes no file size or extent (as SQLite's WAL, reused).
+    let pre_db = fresh_mnemon(&dir, "ins_pre.redb");
+    let pre = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(dir.path().join("ins_pre.wal"))
+        .unwrap();
+    const PRE: u64 = 64 << 20;
+    {
+        use std::io::Write;
+        let mut w = std::io::BufWriter::new(&pre);
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..(PRE >> 20) {
+            w.write_all(&zeros).unwrap();
+        }
+        w.flush().unwrap();
+        pre.sync_all().unwrap();
+    }
+    let mut at = 0u64;
+    let mut pre_entries = 0u64;
+    g.bench_function("mnemon_log_estimate_prewritten", |b| {
+        b.iter(|| {
+            use std::os::unix::fs::FileExt;
+            let i = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let ops = vec![WriteOp::Insert(small_record(i))];
+            let mut bytes = (0u32).to_le_bytes().to_vec();
+            bytes.extend(mnemon_storage::encode_job(&ops).unwrap());
+            let n = (bytes.len() - 4) as u32;
+            bytes[..4].copy_from_slice(&n.to_le_bytes());
+            let r = pre_db.store().write_many(vec![ops], Durability::Eventual).pop().unwrap().unwrap();
+            if at + bytes.len() as u64 > PRE {
+                at = 0;
+            }
+            pre.write_all_at(&bytes, at).unwrap();
+            at += bytes.len() as u64;
+            pre.sync_data().unwrap();
+            pre_entries += 1;
+            if pre_entries.is_multiple_of(1000) {
+                pre_db.sync().unwrap();
+                at = 0;
+            }
+            r
+        })
+    });
+    // The commit without a sync alone.
+    let ev_db = fresh_mnemon(&dir, "ins_ev.redb");
+    g.bench_function("mnemon_eventual", |b| {
+        b.iter(|| {
+            let i = COUNTER.fetch_add(1, Ordering::Relaxed);
+            ev_db.store().write_many(vec![vec![WriteOp::Insert(small_record(i))]], Durability::Eventual)
+        })
+    });
     g.bench_function("sqlite", |b| {
         b.iter(|| {
             let i = COUNTER.fetch_add(1, Ordering::Relaxed);
