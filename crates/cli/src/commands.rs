@@ -592,7 +592,8 @@ fn check(cli: &Cli, out: &mut Out) -> Result<()> {
     // A damaged page can make redb panic while the indexes are read: that is the answer.
     let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<_> {
         // Not verified on opening: redb's integrity check runs next, once.
-        let db = crate::open::with_embedder(cli, Db::builder(&cli.db).shared(true).verify_up_to(0))?.open()?;
+        let db =
+            crate::open::with_embedder(cli, Db::builder(&cli.db).shared(true).verify_up_to(0))?.open()?;
         let problems = db.snapshot()?.verify()?;
         drop(db);
         Ok((problems, mnemon::check_integrity(&cli.db)?))

@@ -90,6 +90,20 @@ async fn two_nodes_applying_one_log_export_the_same_lines() {
     let (ns, dbb) = (names[0], b.db_for(names[0]).unwrap().clone());
     let got = blocking(move || dbb.ns(ns).unwrap().get(id).unwrap()).await;
     assert!(got.is_some());
+    // A server's token (an auxiliary row) made through one node's handle is on the other.
+    let ha = a.handle().unwrap();
+    let made = blocking(move || {
+        ha.put_aux("auth/token/t1", Some(b"made on a".to_vec())).unwrap();
+        take_tokens()
+    })
+    .await;
+    assert!(!made.is_empty(), "the row went through the log");
+    for (p, seq) in &made {
+        assert!(b.wait_applied(*p, *seq, Duration::from_secs(10)).await);
+    }
+    let row = b.handle().unwrap().snapshot().unwrap().aux("auth/token/t1").unwrap();
+    assert_eq!(row.as_deref(), Some(&b"made on a"[..]));
+    assert!(a.handle().unwrap().put_aux("index/x", None).is_err(), "only auth/ and app/ rows");
     let status = a.status().await.unwrap();
     assert_eq!(status.len(), 4);
     assert!(status.iter().all(|s| s.applied == s.last), "{status:?}");

@@ -30,7 +30,7 @@
 //! # }
 //! ```
 
-use mnemon::{Db, Timestamp, WriteOp};
+use mnemon::{Db, Timestamp};
 use rand::TryRngCore;
 use serde::{Deserialize, Serialize};
 
@@ -256,9 +256,7 @@ fn split(token: &str) -> Option<(&str, &str)> {
 
 fn put(db: &Db, info: &TokenInfo) -> Result<(), TokenError> {
     let value = serde_json::to_vec(info).map_err(|e| TokenError::Invalid(e.to_string()))?;
-    db.store()
-        .write(vec![WriteOp::PutAux { key: format!("{PREFIX}{}", info.id), value: Some(value) }])
-        .map_err(mnemon::Error::from)?;
+    db.put_aux(&format!("{PREFIX}{}", info.id), Some(value))?;
     Ok(())
 }
 

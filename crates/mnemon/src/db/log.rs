@@ -1,7 +1,8 @@
 //! A database that is a replica of a replicated log: its writes go to the log.
 //!
 //! Every write of the facade (records, vectors, the application rows under `app/` that
-//! exports carry) reaches the store through [`Db::write`] or [`Db::write_jobs`] once its
+//! exports carry, a server's tokens under `auth/` through [`Db::put_aux`]) reaches the store
+//! through [`Db::write`] or [`Db::write_jobs`] once its
 //! domain rules were checked and its texts embedded. A database opened with a [`WriteLog`]
 //! hands those jobs to the log instead of committing them, and answers when the log has
 //! taken them and this node has applied them (the log's applier commits them with
@@ -49,6 +50,20 @@ impl Db {
                 Ok(receipt)
             }
         }
+    }
+
+    /// Set (`Some`) or delete (`None`) an auxiliary row of a layer above the facade: a
+    /// server's access tokens (`auth/…`) or an application's rows (`app/…`, which exports
+    /// carry). Written through the database's write path, durably: on a replica, through its
+    /// log, so that every node holding the database's first partition has it.
+    pub fn put_aux(&self, key: &str, value: Option<Vec<u8>>) -> Result<()> {
+        if !(key.starts_with("auth/") || key.starts_with("app/")) {
+            return Err(crate::error::invalid(format!(
+                "auxiliary key {key:?}: only auth/ and app/ rows are written this way"
+            )));
+        }
+        self.write(vec![WriteOp::PutAux { key: key.to_string(), value }])?;
+        Ok(())
     }
 
     /// Commit several jobs (each atomic on its own) with the given durability: each one's
