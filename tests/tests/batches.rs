@@ -32,9 +32,20 @@ impl Embedder for Counting {
 }
 
 fn session() -> (tempfile::TempDir, Session, Arc<Counting>) {
+    session_deferring(false)
+}
+
+/// A session over a new file, its texts embedded on the write's path or (`defer`) after
+/// their records commit (`DbBuilder::defer_embeddings`, a model's default).
+fn session_deferring(defer: bool) -> (tempfile::TempDir, Session, Arc<Counting>) {
     let dir = tempfile::tempdir().unwrap();
     let counting = Arc::new(Counting { inner: HashEmbedder::default(), calls: Mutex::new(Vec::new()) });
-    let db = Db::builder(dir.path().join("m.redb")).create(true).embedder(counting.clone()).open().unwrap();
+    let db = Db::builder(dir.path().join("m.redb"))
+        .create(true)
+        .embedder(counting.clone())
+        .defer_embeddings(defer)
+        .open()
+        .unwrap();
     (dir, Session::new(db, "p").unwrap(), counting)
 }
 
@@ -57,6 +68,21 @@ fn a_batch_embeds_its_texts_in_one_call() {
                         {"op": "add", "kind": "learning", "record": {"text": "one more"}}])))
         .unwrap();
     assert_eq!(counting.calls.lock().unwrap()[1..], [2]);
+}
+
+/// Deferred, a batch commits before its vectors, which follow in calls of up to 16 texts.
+#[test]
+fn a_deferred_batch_gets_its_vectors_in_a_few_calls() {
+    let (_dir, s, counting) = session_deferring(true);
+    let writes: Vec<_> = (0..100)
+        .map(|i| json!({"op": "add", "kind": "learning", "record": {"text": format!("note number {i}")}}))
+        .collect();
+    assert_eq!(s.call(batch(json!(writes))).unwrap().results.len(), 100);
+    assert_eq!(s.db().wait_for_vectors(std::time::Duration::from_secs(30)), 0);
+    let calls = counting.calls.lock().unwrap().clone();
+    assert_eq!(calls.iter().sum::<usize>(), 100, "{calls:?}");
+    assert!(calls.len() <= 100usize.div_ceil(16) + 2 && calls.iter().all(|&n| n <= 16), "{calls:?}");
+    assert_eq!(s.db().embed_backlog().attached, 100);
 }
 
 #[test]

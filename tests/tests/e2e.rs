@@ -182,7 +182,8 @@ fn records_are_embedded_on_write_failures_are_backfilled_and_the_embedder_is_rem
         ..HttpConfig::default()
     })
     .unwrap();
-    let db = Db::builder(&path).create(true).embedder(Arc::new(down)).open().unwrap();
+    // On the write's path, as this test is about (a model's default defers: embedding/deferred).
+    let db = Db::builder(&path).create(true).embedder(Arc::new(down)).defer_embeddings(false).open().unwrap();
     let ns = db.ns("p").unwrap();
     let a = ns.add(Learning { text: "Retry with exponential backoff".into(), ..Default::default() }).unwrap();
     assert_eq!(db.embed_stats().failures, 1, "the record is stored, without a vector");
@@ -211,7 +212,8 @@ fn records_are_embedded_on_write_failures_are_backfilled_and_the_embedder_is_rem
         }
     }
     let cached = Arc::new(Cached(HashEmbedder::default(), 0.into()));
-    let db = Db::builder(&path).embedder(cached.clone()).reembed(true).open().unwrap();
+    let db =
+        Db::builder(&path).embedder(cached.clone()).reembed(true).defer_embeddings(false).open().unwrap();
     let backfilled = db.reindex(None, 16, |_, _| {}).unwrap();
     assert_eq!(backfilled.misses, 1);
     let ns = db.ns("p").unwrap();
